@@ -1,0 +1,176 @@
+"""Fit the page classifier and report its accuracy on held-out pages.
+
+    python bench/train_classifier.py [--data ../shared/data/pagetypes] [--write]
+
+The labelled sample is split by a hash of each file name: 30 % is held out and
+never seen by the fit (weights, scaling and threshold all come from the other
+70 %). Prints balanced accuracy and index recall on the held-out part for the
+T-spider rule, a link-density rule and the model; ``--write`` stores the model
+in ``crawler/data/classifier.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from crawler.classify import FEATURES, INDEX, Model, feature_vector, tspider_rule  # noqa: E402
+from crawler.extract import analyze  # noqa: E402
+
+HELD_OUT_SHARE = 30  # percent
+
+
+def held_out(name: str) -> bool:
+    return int(hashlib.sha1(name.encode()).hexdigest(), 16) % 100 < HELD_OUT_SHARE
+
+
+def load(data: Path) -> list[dict]:
+    rows = []
+    for line in (data / "labels.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        page = analyze(gzip.decompress((data / row["file"]).read_bytes()))
+        row["page"] = page
+        row["x"] = feature_vector(row["url"], page)
+        row["y"] = 1 if row["label"] == INDEX else 0
+        rows.append(row)
+    return rows
+
+
+def metrics(y: list[int], pred: list[int]) -> tuple[float, float, float]:
+    tp = sum(1 for a, b in zip(y, pred) if a == 1 and b == 1)
+    tn = sum(1 for a, b in zip(y, pred) if a == 0 and b == 0)
+    pos = sum(y)
+    neg = len(y) - pos
+    recall_index = tp / pos if pos else 0.0
+    recall_info = tn / neg if neg else 0.0
+    return (recall_index + recall_info) / 2, recall_index, recall_info
+
+
+def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0):
+    """One regression tree on gradients g and hessians h (XGBoost's gain)."""
+    G = sum(g[i] for i in idx)
+    H = sum(h[i] for i in idx)
+    leaf = -G / (H + lam)
+    if depth == 0 or len(idx) < 2 * min_leaf:
+        return leaf
+    base = G * G / (H + lam)
+    best_gain, best_split = 0.0, None
+    for j in range(len(x[0])):
+        order = sorted(idx, key=lambda i: x[i][j])
+        gl = hl = 0.0
+        for k in range(len(order) - 1):
+            i = order[k]
+            gl += g[i]
+            hl += h[i]
+            if k + 1 < min_leaf or len(order) - k - 1 < min_leaf or x[order[k + 1]][j] == x[i][j]:
+                continue
+            gain = gl * gl / (hl + lam) + (G - gl) ** 2 / (H - hl + lam) - base
+            if gain > best_gain:
+                best_gain, best_split = gain, (j, (x[i][j] + x[order[k + 1]][j]) / 2)
+    if best_split is None:
+        return leaf
+    j, t = best_split
+    left = [i for i in idx if x[i][j] <= t]
+    right = [i for i in idx if x[i][j] > t]
+    return [j, t, _tree(x, g, h, left, depth - 1, min_leaf, lam),
+            _tree(x, g, h, right, depth - 1, min_leaf, lam)]
+
+
+def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1) -> dict:
+    n = len(xs)
+    pos = sum(ys)
+    # Balance the classes so that the threshold means the same on any sample.
+    cw = {1: n / (2 * pos), 0: n / (2 * (n - pos))}
+    margin = [0.0] * n
+    params = {"features": list(FEATURES), "trees": [], "learning_rate": learning_rate,
+              "threshold": 0.5, "rounds": rounds, "depth": depth}
+    m = Model(params)
+    for _ in range(rounds):
+        p = [1.0 / (1.0 + math.exp(-z)) for z in margin]
+        g = [(p[i] - ys[i]) * cw[ys[i]] for i in range(n)]
+        h = [max(p[i] * (1 - p[i]), 1e-6) * cw[ys[i]] for i in range(n)]
+        tree = _tree(xs, g, h, list(range(n)), depth)
+        params["trees"].append(tree)
+        m.trees = [tree]
+        for i in range(n):
+            one = Model.score(m, xs[i])  # sigmoid(lr * tree(x))
+            margin[i] += math.log(one / (1 - one))
+    return params
+
+
+def cv_scores(rows, folds=5, **kw) -> list[tuple[float, int]]:
+    order = rows[:]
+    random.Random(7).shuffle(order)
+    scored = []
+    for k in range(folds):
+        test = order[k::folds]
+        train = [r for i, r in enumerate(order) if i % folds != k]
+        m = Model(fit([r["x"] for r in train], [r["y"] for r in train], **kw))
+        scored += [(m.score(r["x"]), r["y"]) for r in test]
+    return scored
+
+
+def choose(rows) -> tuple[dict, float, float]:
+    """Model size and threshold by cross-validation on the training part: the
+    best balanced accuracy among thresholds keeping index recall >= 0.93."""
+    best = (-1.0, {}, 0.5)
+    for kw in ({"depth": 2, "rounds": 150}, {"depth": 3, "rounds": 150}, {"depth": 2, "rounds": 300}):
+        scored = cv_scores(rows, **kw)
+        ys = [y for _, y in scored]
+        for t in [i / 100 for i in range(10, 91)]:
+            bal, rec, _ = metrics(ys, [1 if s >= t else 0 for s, _ in scored])
+            if rec >= 0.93 and bal > best[0]:
+                best = (bal, kw, t)
+    return best[1], best[2], best[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/pagetypes")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    rows = load(args.data)
+    train = [r for r in rows if not held_out(r["file"])]
+    test = [r for r in rows if held_out(r["file"])]
+    print(f"pages: {len(rows)} (train {len(train)}, held out {len(test)}: "
+          f"{sum(r['y'] for r in test)} index, {len(test) - sum(r['y'] for r in test)} info)")
+
+    ys = [r["y"] for r in test]
+    base = [1 if tspider_rule(r["url"], r["page"]) == INDEX else 0 for r in test]
+    print("T-spider rule      balanced %.3f  index recall %.3f  info recall %.3f" % metrics(ys, base))
+
+    ld = FEATURES.index("link_density")
+    best_t = max((metrics([r["y"] for r in train], [1 if r["x"][ld] >= t / 100 else 0 for r in train])[0], t / 100)
+                 for t in range(1, 100))[1]
+    dens = [1 if r["x"][ld] >= best_t else 0 for r in test]
+    print(f"link density>={best_t:.2f} balanced %.3f  index recall %.3f  info recall %.3f" % metrics(ys, dens))
+
+    kw, threshold, cv_bal = choose(train)
+    print(f"chosen by 5-fold CV on the training part: {kw}, threshold {threshold:.2f} (CV balanced {cv_bal:.3f})")
+    params = fit([r["x"] for r in train], [r["y"] for r in train], **kw)
+    params["threshold"] = threshold
+    m = Model(params)
+    pred = [1 if m.score(r["x"]) >= threshold else 0 for r in test]
+    print(f"model (t={threshold:.2f})     balanced %.3f  index recall %.3f  info recall %.3f" % metrics(ys, pred))
+    for r, p in zip(test, pred):
+        if p != r["y"]:
+            print(f"  wrong: {r['file']} label={r['label']} ({r['wcxb_type']}) {r['url'][:90]}")
+    if args.write:
+        out = ROOT / "crawler/data/classifier.json"
+        out.parent.mkdir(exist_ok=True)
+        params["trained_on"] = f"{len(train)} pages of shared/data/pagetypes (held-out share {HELD_OUT_SHARE}%)"
+        out.write_text(json.dumps(params, indent=1) + "\n")
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Index (navigation) page or information (content) page. Pure logic.
+
+``page_type(url, html)`` answers ``"index"`` or ``"info"``.
+
+The T-spider rule (``tspider_rule``) looks at the URL and the longest
+paragraph only; on real pages it scores about 0.5 balanced accuracy, because
+today's listing pages have slug URLs and long teaser paragraphs, and today's
+articles sit behind directory-style URLs. The model here adds what separates
+the two in practice:
+
+- link density and the share of blocks that are mostly links (the classic
+  navigation signal), links inside headings (teaser cards of a listing);
+- the amount of text in long, link-poor paragraphs, and whether the ``h1``
+  comes before them (T-spider's "a title precedes the body text");
+- schema.org / Open Graph types (``Article``, ``Product``,
+  ``DiscussionForumPosting`` against ``CollectionPage``, ``ItemList``);
+- URL shape: T-spider's "no file name" rule, sequence-number and slug file
+  names, listing words (``category``, ``tag``, ``page=``) and dates.
+
+It is a small gradient-boosted tree model (pure Python at run time, about
+40 microseconds a page) stored in ``data/classifier.json``;
+``bench/train_classifier.py`` refits it on the labelled sample in
+``shared/data/pagetypes`` (keeping a held-out part aside) and prints the
+held-out balanced accuracy and index recall. The decision threshold leans
+toward "index": a missed index page costs coverage, a missed info page only
+a few extra requests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any
+from importlib import resources
+from urllib.parse import parse_qsl, urlsplit
+
+from crawler.extract import Page, analyze
+
+__all__ = ["INDEX", "INFO", "classify", "feature_vector", "page_type", "tspider_rule"]
+
+INDEX = "index"
+INFO = "info"
+
+_SEQ_NAME = re.compile(r"^\d+(?:\.[a-z0-9]{1,5})?$", re.I)
+_DATE_PATH = re.compile(r"/(?:19|20)\d\d/(?:0?[1-9]|1[0-2])(?:/|$)")
+_INDEX_WORDS = frozenset(
+    {"category", "categories", "tag", "tags", "collections", "collection", "c",
+     "browse", "shop", "list", "lists", "archive", "archives", "search", "topics",
+     "topic", "section", "sections", "index", "catalog", "catalogue", "department",
+     "directory", "listing", "listings", "all", "page", "latest", "news", "blog",
+     "blogs", "articles", "products", "store", "stories", "forum", "forums"}
+)
+_INFO_WORDS = frozenset(
+    {"post", "posts", "article", "story", "p", "t", "thread", "threads", "product",
+     "item", "dp", "wiki", "docs", "doc", "documentation", "questions", "question",
+     "comments", "review", "reviews", "recipe", "recipes", "pulse", "guide", "guides",
+     "how-to", "reference", "manual", "help"}
+)
+_INDEX_QUERY = frozenset({"page", "p", "pg", "category", "cat", "tag", "sort", "q",
+                          "query", "search", "s", "filter", "orderby", "order"})
+_ARTICLE_TYPES = frozenset(
+    {"article", "newsarticle", "blogposting", "report", "techarticle",
+     "scholarlyarticle", "howto", "recipe", "posting", "socialmediaposting"}
+)
+_PRODUCT_TYPES = frozenset({"product", "og:product", "product.item", "productgroup"})
+_FORUM_TYPES = frozenset({"discussionforumposting", "qapage", "question", "answer"})
+_LISTING_TYPES = frozenset(
+    {"collectionpage", "itemlist", "searchresultspage", "offercatalog", "profilepage",
+     "blog", "website.category"}
+)
+
+FEATURES = (
+    "links_log", "link_density", "linky_block_share", "longest_block_log",
+    "long_blocks_log", "long_share", "main_share", "heading_links_log",
+    "heading_link_share", "article_tags_log", "time_tags_log", "li_log", "img_log",
+    "h1_before_para", "url_no_file", "url_seq_name", "url_depth", "url_slug_words",
+    "url_date", "url_query_index", "url_has_query", "url_index_word",
+    "url_info_word", "url_last_index_word", "ld_article", "ld_product", "ld_forum",
+    "ld_listing", "og_article", "cart_log", "cart_one", "price_log", "repeat_log",
+    "url_forum", "best_run_log", "best_run_share",
+)
+_FORUM_TOKENS = frozenset({"thread", "threads", "showthread", "viewtopic", "topic",
+                           "discussion", "discussions", "t", "questions"})
+_TOKEN = re.compile(r"[a-z]+")
+
+
+def _log(x: float) -> float:
+    return math.log1p(max(x, 0.0))
+
+
+@lru_cache(maxsize=4096)
+def url_features(url: str) -> tuple[float, ...]:
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    segments = [s for s in path.lower().split("/") if s]
+    last = segments[-1] if segments else ""
+    no_file = path.endswith("/") or not segments or "." not in last and not _slug_words(last)
+    query_keys = {k.lower() for k, _ in parse_qsl(parts.query, keep_blank_values=True)}
+    words = set(segments)
+    stem = last.rsplit(".", 1)[0] if "." in last else last
+    return (
+        1.0 if no_file else 0.0,
+        1.0 if _SEQ_NAME.match(last) or re.fullmatch(r"[a-z]*\d{4,}", stem) else 0.0,
+        min(len(segments), 8) / 4.0,
+        min(_slug_words(last), 12) / 4.0,
+        1.0 if _DATE_PATH.search(path) else 0.0,
+        1.0 if query_keys & _INDEX_QUERY else 0.0,
+        1.0 if parts.query else 0.0,
+        1.0 if words & _INDEX_WORDS else 0.0,
+        1.0 if words & _INFO_WORDS else 0.0,
+        1.0 if stem in _INDEX_WORDS else 0.0,
+    )
+
+
+def _slug_words(segment: str) -> int:
+    stem = segment.rsplit(".", 1)[0]
+    return stem.count("-") + stem.count("_")
+
+
+def feature_vector(url: str, page: Page) -> list[float]:
+    f = page.features
+    n_links = f["n_links"]
+    text = f["text_chars"] or 1.0
+    types = page.ld_types
+    return [
+        _log(n_links),
+        f["link_density"],
+        f["linky_block_share"],
+        _log(f["longest_block"]),
+        _log(f["n_long_blocks"]),
+        f["long_chars"] / text,
+        f["main_chars"] / text,
+        _log(f["n_heading_links"]),
+        f["n_heading_links"] / (n_links + 1.0),
+        _log(f["n_article"]),
+        _log(f["n_time"]),
+        _log(f["n_li"]),
+        _log(f["n_img"]),
+        f["h1_before_para"],
+        *url_features(url),
+        1.0 if types & _ARTICLE_TYPES else 0.0,
+        1.0 if types & _PRODUCT_TYPES else 0.0,
+        1.0 if types & _FORUM_TYPES else 0.0,
+        1.0 if types & _LISTING_TYPES else 0.0,
+        1.0 if "article" in types else 0.0,
+        _log(f["n_cart"]),
+        1.0 if 1 <= f["n_cart"] <= 2 else 0.0,
+        _log(f["n_price"]),
+        _log(f["max_repeat"]),
+        _url_forum(url),
+        _log(f["best_run"]),
+        f["best_run"] / text,
+    ]
+
+
+@lru_cache(maxsize=4096)
+def _url_forum(url: str) -> float:
+    path = urlsplit(url).path.lower()
+    return 1.0 if set(_TOKEN.findall(path)) & _FORUM_TOKENS else 0.0
+
+
+Tree = "float | list[Any]"  # leaf value, or [feature, threshold, left, right]
+
+
+class Model:
+    """Gradient-boosted decision trees over ``FEATURES`` (logistic loss)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        if list(data["features"]) != list(FEATURES):
+            raise ValueError(
+                "classifier.json was trained on other features; "
+                "rerun bench/train_classifier.py --write"
+            )
+        self.trees: list[Any] = data["trees"]
+        self.learning_rate = float(data["learning_rate"])
+        self.threshold = float(data["threshold"])
+
+    def score(self, x: list[float]) -> float:
+        """Probability-like score that the page is an index page."""
+        z = 0.0
+        for node in self.trees:
+            while isinstance(node, list):
+                node = node[2] if x[node[0]] <= node[1] else node[3]
+            z += node
+        z *= self.learning_rate
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+
+@lru_cache(maxsize=1)
+def model() -> Model:
+    raw = resources.files("crawler").joinpath("data/classifier.json").read_text("utf-8")
+    return Model(json.loads(raw))
+
+
+def classify(url: str, page: Page, threshold: float | None = None) -> str:
+    m = model()
+    score = m.score(feature_vector(url, page))
+    return INDEX if score >= (m.threshold if threshold is None else threshold) else INFO
+
+
+def page_type(url: str, html: str | bytes) -> str:
+    """``"index"`` or ``"info"`` for a page given as text or bytes."""
+    return classify(url, analyze(html))
+
+
+def tspider_rule(url: str, page: Page, min_paragraph: int = 200) -> str:
+    """T-spider's rule as published, kept as the baseline to beat.
+
+    Index when the path is empty or ends without a file name; otherwise info
+    when the file name is a sequence number, the longest paragraph exceeds
+    ``min_paragraph`` characters, or a title precedes the body text.
+    """
+    path = urlsplit(url).path
+    last = path.rsplit("/", 1)[-1]
+    if not last:
+        return INDEX
+    if _SEQ_NAME.match(last):
+        return INFO
+    if page.features["longest_block"] > min_paragraph or page.features["h1_before_para"]:
+        return INFO
+    return INDEX

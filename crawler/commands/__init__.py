@@ -1,0 +1,2 @@
+"""Project commands (``scrapy status``, ``seed``, ``stop``, ``graph``) arrive
+with the frontier and topology changes."""

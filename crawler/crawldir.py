@@ -1,0 +1,38 @@
+"""Where a crawl keeps its local files, and what it is called.
+
+Settings:
+
+- ``CRAWL_DIR``: directory for the embedded store, the resume state and the
+  embedded Redis; default ``.scrapy/crawl`` in the project.
+- ``CRAWL_NAME``: the crawl's name; default the spider's name. Files (and,
+  later, Redis keys) are named after it, so two crawls do not meet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["crawl_dir", "crawl_name"]
+
+
+def crawl_dir(settings: BaseSettings) -> Path:
+    configured = settings.get("CRAWL_DIR")
+    if configured:
+        path = Path(configured)
+    else:
+        from scrapy.utils.project import data_path
+
+        path = Path(data_path("crawl"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def crawl_name(settings: BaseSettings, spider_name: str) -> str:
+    name = settings.get("CRAWL_NAME") or spider_name
+    if not name or any(c in str(name) for c in "/\\\0") or str(name) in (".", ".."):
+        raise ValueError(f"CRAWL_NAME ({name!r}) must be a plain name without path separators")
+    return str(name)

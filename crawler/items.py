@@ -1,0 +1,42 @@
+"""What the spiders yield: one ``PageItem`` per fetched (or failed) URL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PageItem"]
+
+
+@dataclass(slots=True)
+class PageItem:
+    """A page as stored (DESIGN.md, "Stored data").
+
+    ``links`` holds the page's out-links as ``{"url", "anchor"}`` dicts, every
+    valid http(s) link once, on-site or not; stores keep them as edges.
+    """
+
+    url: str
+    site: str
+    depth: int = 0
+    state: str = "C"  # C completed, E error, D deleted
+    status: int | None = None
+    page_type: str | None = None
+    title: str = ""
+    text: str = ""
+    abstract: str = ""
+    simhash: int | None = None
+    content_hash: str | None = None
+    dup_of: str | None = None
+    fetched_at: float | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    next_fetch_at: float | None = None
+    revisit_interval: float | None = None
+    error: str | None = None
+    encoding: str | None = None
+    referer: str | None = None
+    links: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}

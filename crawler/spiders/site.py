@@ -1,0 +1,300 @@
+"""Spider ``site``: crawl breadth-first inside each seed's site.
+
+Arguments (``-a``):
+
+- ``seeds``: comma-separated URLs; ``seeds_file``: a file of URLs, one a
+  line, ``#`` starts a comment. A bad seed is reported on one line and
+  skipped; with no valid seed at all the crawl stops with an error.
+- ``scope``: ``site`` (default: the seed's registrable domain), ``host``
+  (the seed's host only) or ``any`` (follow links anywhere).
+- ``follow``: ``index`` (default: follow the links of index pages only) or
+  ``all`` (follow the links of information pages too).
+
+Settings: ``FRONTIER_MAX_PAGES_PER_SITE``, ``FRONTIER_RESUME``,
+``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``, ``CRAWL_DIR``,
+``CRAWL_NAME``; Scrapy's ``DEPTH_LIMIT`` and ``DEPTH_PRIORITY`` as usual.
+
+Stats: ``classifier/page_type/<type>``, ``robots/noindex``,
+``robots/nofollow``, ``frontier/site_cap_reached``, ``frontier/links_found``,
+``frontier/links_new``.
+
+Why links are deduplicated here: a documentation page carries ~180 links,
+almost all seen before. Building a Request, running it through the spider
+middlewares and fingerprinting it only for the dupefilter to drop it is most
+of plain Scrapy's CPU time. The spider keeps the normalised URLs it has
+scheduled and builds Requests for new ones only; Scrapy's dupefilter stays
+behind it as the record that survives a restart (JOBDIR).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.internet.error import DNSLookupError, TCPTimedOutError, TimeoutError
+
+from crawler.classify import INDEX, INFO, classify
+from crawler.crawldir import crawl_dir, crawl_name
+from crawler.extract import analyze, parse_html, parse_robots_directives
+from crawler.items import PageItem
+from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
+
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+FOLLOW_MODES = ("index", "all")
+_IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
+
+
+def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
+    raw: list[str] = []
+    if seeds:
+        raw += [s for s in seeds.split(",") if s.strip()]
+    if seeds_file:
+        for line in Path(seeds_file).read_text(encoding="utf-8").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                raw.append(line)
+    return raw
+
+
+class SiteSpider(Spider):
+    name = "site"
+
+    def __init__(
+        self,
+        seeds: str | None = None,
+        seeds_file: str | None = None,
+        scope: str = "site",
+        follow: str = "index",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if scope not in SCOPES:
+            raise ValueError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
+        if follow not in FOLLOW_MODES:
+            raise ValueError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
+        self.scope = scope
+        self.follow_all = follow == "all"
+        self.seed_urls: list[str] = []
+        for raw in read_seeds(seeds, seeds_file):
+            try:
+                self.seed_urls.append(normalize(raw))
+            except InvalidURL as exc:
+                logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": raw.strip(), "reason": exc})
+        if not self.seed_urls:
+            raise ValueError(
+                "no valid seed: give -a seeds=URL[,URL...] or -a seeds_file=PATH "
+                "with absolute http:// or https:// URLs"
+            )
+        self.seed_urls = list(dict.fromkeys(self.seed_urls))
+        self.seed_hosts = frozenset(host_of(u) for u in self.seed_urls)
+        self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
+        self._resolver = LinkResolver()
+        self._seen: set[str] = set()
+        self._site_of_host: dict[str, str] = {}
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        if settings.getbool("FRONTIER_RESUME") and not settings.get("JOBDIR"):
+            name = crawl_name(settings, cls.name)
+            settings.set("JOBDIR", str(crawl_dir(settings) / f"{name}.job"), priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        spider.max_pages_per_site = settings.getint("FRONTIER_MAX_PAGES_PER_SITE")
+        threshold = settings.get("CLASSIFIER_THRESHOLD")
+        spider.classifier_threshold = None if threshold in (None, "") else float(threshold)
+        spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
+        return spider
+
+    # -- per-site page cap, kept in spider.state so that it survives a resume
+    @property
+    def _site_counts(self) -> dict[str, int]:
+        state: dict[str, Any] = getattr(self, "state", None) or {}
+        if not hasattr(self, "state"):
+            self.state = state
+        counts: dict[str, int] = state.setdefault("site_counts", {})
+        return counts
+
+    def _site(self, url: str) -> str:
+        host = host_of(url)
+        site = self._site_of_host.get(host)
+        if site is None:
+            site = self._site_of_host[host] = site_of(host)
+        return site
+
+    def _admit(self, url: str) -> bool:
+        """Count ``url`` against its site's cap; False when the cap is reached."""
+        if not self.max_pages_per_site:
+            return True
+        counts = self._site_counts
+        site = self._site(url)
+        n = counts.get(site, 0)
+        if n >= self.max_pages_per_site:
+            if n == self.max_pages_per_site:
+                counts[site] = n + 1  # log once
+                self.crawler.stats.inc_value("frontier/site_cap_reached")
+                logger.info("Site %(site)s reached FRONTIER_MAX_PAGES_PER_SITE (%(cap)d)",
+                            {"site": site, "cap": self.max_pages_per_site}, extra={"spider": self})
+            return False
+        counts[site] = n + 1
+        return True
+
+    def _in_scope(self, url: str) -> bool:
+        if self.scope == "any":
+            return True
+        if self.scope == "host":
+            return host_of(url) in self.seed_hosts
+        return self._site(url) in self.seed_sites
+
+    def _request(self, url: str, referer: str | None = None) -> Request:
+        return Request(url, callback=self.parse, errback=self.errback,
+                       meta={"referer_url": referer} if referer else None)
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.seed_urls:
+            if url in self._seen:
+                continue
+            self._seen.add(url)
+            if self._admit(url):
+                yield self._request(url)
+
+    # -- responses
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        url = normalize(response.url)
+        self._seen.add(url)
+        depth = int(response.meta.get("depth", 0))
+        item = PageItem(
+            url=url, site=self._site(url), depth=depth, status=response.status,
+            fetched_at=time.time(),
+            etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
+            referer=response.meta.get("referer_url"),
+        )
+        robots = parse_robots_directives(
+            ",".join(v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag"))
+        )
+        stats = self.crawler.stats
+        if not isinstance(response, TextResponse) or not _is_html(response):
+            item.page_type = INFO
+            item.encoding = getattr(response, "encoding", None)
+            stats.inc_value(f"classifier/page_type/{INFO}")
+            if "noindex" not in robots:
+                yield item
+            return
+
+        try:
+            text = response.text
+        except (UnicodeError, LookupError) as exc:
+            item.state, item.error = "E", f"undecodable body: {exc}"
+            yield item
+            return
+        page = analyze(parse_html(text))
+        robots |= page.robots
+        item.encoding = response.encoding
+        item.title = page.title
+        item.text = page.text[: self.max_text_chars]
+        item.abstract = page.abstract
+        item.page_type = (
+            classify(url, page, self.classifier_threshold) if page.features else INFO
+        )
+        stats.inc_value(f"classifier/page_type/{item.page_type}")
+
+        base = normalize(page.base_href, url) if page.base_href and _valid(page.base_href, url) else url
+        resolve = self._resolver.resolve
+        out: dict[str, str] = {}
+        for href, anchor in page.links:
+            link = resolve(base, href)
+            if link is not None and link not in out and link != url:
+                out[link] = anchor
+        item.links = [{"url": u, "anchor": a} for u, a in out.items()]
+        stats.inc_value("frontier/links_found", len(out))
+
+        if "noindex" in robots:
+            stats.inc_value("robots/noindex")
+        else:
+            yield item
+        if "nofollow" in robots:
+            stats.inc_value("robots/nofollow")
+            return
+        if item.page_type != INDEX and not self.follow_all:
+            return
+        yield from self._follow(out, url)
+
+    def _follow(self, links: Iterable[str], referer: str) -> Iterator[Request]:
+        seen = self._seen
+        new = 0
+        for link in links:
+            if link in seen:
+                continue
+            seen.add(link)
+            if (
+                not self._in_scope(link)
+                or link.lower().split("?", 1)[0].endswith(_IGNORED_SUFFIXES)
+                or not self._admit(link)
+            ):
+                continue
+            new += 1
+            yield self._request(link, referer)
+        self.crawler.stats.inc_value("frontier/links_new", new)
+
+    def errback(self, failure: Failure) -> Iterator[PageItem]:
+        request: Request = failure.request  # type: ignore[attr-defined]
+        if failure.check(IgnoreRequest) and not failure.check(HttpError):
+            # Not fetched at all (robots.txt, offsite, ...): not a page, not an
+            # error of the site; the middleware that dropped it counted it.
+            return
+        url = normalize(request.url)
+        response = getattr(failure.value, "response", None)
+        yield PageItem(
+            url=url, site=self._site(url), depth=int(request.meta.get("depth", 0)),
+            state="E", status=response.status if response is not None else None,
+            fetched_at=time.time(), error=_reason(failure),
+            referer=request.meta.get("referer_url"),
+        )
+
+
+def _valid(href: str, base: str) -> bool:
+    try:
+        normalize(href, base)
+    except InvalidURL:
+        return False
+    return True
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def _is_html(response: TextResponse) -> bool:
+    ctype = (response.headers.get(b"Content-Type") or b"text/html").split(b";")[0].strip().lower()
+    return ctype in (b"text/html", b"application/xhtml+xml", b"text/plain") or not ctype
+
+
+def _reason(failure: Failure) -> str:
+    exc = failure.value
+    if isinstance(exc, HttpError):
+        return f"HTTP {exc.response.status}"
+    if isinstance(exc, DNSLookupError):
+        return "DNS lookup failed"
+    if isinstance(exc, (TimeoutError, TCPTimedOutError)):
+        return "timeout"
+    return f"{type(exc).__name__}: {exc}"[:500]

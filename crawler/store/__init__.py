@@ -1,0 +1,25 @@
+"""Stores: the embedded SQLite store (default) and, in a later change, MongoDB.
+
+``open_store(settings, crawl_name)`` picks the store from settings:
+
+- ``STORE_PATH``: the SQLite file; default ``<CRAWL_DIR>/<crawl name>.sqlite3``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crawler.store.base import PAGE_FIELDS, Store
+from crawler.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "open_store"]
+
+
+def open_store(settings: BaseSettings, crawl_name: str) -> Store:
+    from crawler.crawldir import crawl_dir
+
+    path = settings.get("STORE_PATH") or str(crawl_dir(settings) / f"{crawl_name}.sqlite3")
+    return SQLiteStore(path)

@@ -1,0 +1,77 @@
+"""The store interface shared by the embedded (SQLite) and MongoDB stores.
+
+A store keeps three tables or collections (DESIGN.md, "Stored data"):
+
+- ``pages``: one row per normalised URL (``url`` unique);
+- ``links``: one row per (``src``, ``dst``) edge with its ``anchor``;
+- ``sites``: one row per site with ``pages``, ``errors`` and ``first_seen``.
+
+Writes come in batches from the pipeline (``write``) and are idempotent:
+writing the same pages again leaves the same data. A page's out-links are
+replaced when the page is written again, so a re-crawl that drops a link
+drops its edge. A page's in-links are derived from ``links``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["PAGE_FIELDS", "Store"]
+
+# Stored fields of a page, in column order. ``links`` (out-links) is written
+# to the links table; ``inlinks`` is derived on read.
+PAGE_FIELDS = (
+    "url", "site", "depth", "state", "status", "page_type", "title", "text",
+    "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
+    "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
+    "referer",
+)
+
+
+class Store(ABC):
+    """Where crawled pages, their links and the site table are kept."""
+
+    @abstractmethod
+    def write(self, pages: Sequence[dict[str, Any]]) -> None:
+        """Upsert ``pages`` (dicts with ``PAGE_FIELDS`` and ``links``, a list of
+        ``{"url", "anchor"}``) in one batch, with their links and site counts."""
+
+    @abstractmethod
+    def get_page(self, url: str) -> dict[str, Any] | None:
+        """The stored page, with ``inlinks`` (parent URLs), or None."""
+
+    @abstractmethod
+    def iter_pages(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every stored page (without ``inlinks``), optionally of one site."""
+
+    @abstractmethod
+    def inlinks(self, url: str) -> list[str]:
+        """URLs of the pages that link to ``url``, sorted."""
+
+    @abstractmethod
+    def outlinks(self, url: str) -> list[dict[str, str]]:
+        """``{"url", "anchor"}`` for each link found on ``url``, sorted by URL."""
+
+    @abstractmethod
+    def iter_links(self, site: str | None = None) -> Iterator[dict[str, str]]:
+        """Every edge (``src``, ``dst``, ``anchor``), optionally from one site."""
+
+    @abstractmethod
+    def sites(self) -> list[dict[str, Any]]:
+        """The site table, sorted by site."""
+
+    @abstractmethod
+    def count_pages(self, site: str | None = None, state: str | None = None) -> int:
+        """How many pages are stored (of a site, in a state)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,168 @@
+"""The embedded store: one SQLite file per crawl, WAL mode.
+
+WAL lets the operator's commands read while the crawl writes, and one
+transaction per batch keeps a crash from leaving half a batch behind. The
+connection is shared by the pipeline's writer thread and readers, so every
+use holds a lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from crawler.store.base import PAGE_FIELDS, Store
+from crawler.urls import url_site
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pages (
+    url TEXT NOT NULL UNIQUE, site TEXT NOT NULL, depth INTEGER, state TEXT,
+    status INTEGER, page_type TEXT, title TEXT, text TEXT, abstract TEXT,
+    simhash INTEGER, content_hash TEXT, dup_of TEXT, fetched_at REAL, etag TEXT,
+    last_modified TEXT, next_fetch_at REAL, revisit_interval REAL, error TEXT,
+    encoding TEXT, referer TEXT
+);
+CREATE INDEX IF NOT EXISTS pages_site_state ON pages (site, state);
+CREATE TABLE IF NOT EXISTS links (
+    src TEXT NOT NULL, dst TEXT NOT NULL, anchor TEXT,
+    PRIMARY KEY (src, dst)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
+CREATE TABLE IF NOT EXISTS sites (
+    site TEXT PRIMARY KEY, pages INTEGER NOT NULL DEFAULT 0,
+    errors INTEGER NOT NULL DEFAULT 0, first_seen REAL, discovered_from TEXT
+);
+"""
+
+_UPSERT_PAGE = (
+    f"INSERT INTO pages ({', '.join(PAGE_FIELDS)}) "
+    f"VALUES ({', '.join('?' for _ in PAGE_FIELDS)}) "
+    f"ON CONFLICT (url) DO UPDATE SET "
+    + ", ".join(f"{f} = excluded.{f}" for f in PAGE_FIELDS if f != "url")
+)
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+        )
+        self._conn.row_factory = sqlite3.Row
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a power cut may lose the last transactions,
+            # never corrupt the file; FULL would fsync every batch.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError(f"store {self.path} is closed")
+        return self._conn
+
+    def write(self, pages: Sequence[dict[str, Any]]) -> None:
+        if not pages:
+            return
+        now = time.time()
+        page_rows = [tuple(p.get(f) for f in PAGE_FIELDS) for p in pages]
+        link_rows: list[tuple[str, str, str]] = []
+        new_sites: dict[str, tuple[float, str | None]] = {}
+        for p in pages:
+            new_sites.setdefault(p["site"], (p.get("fetched_at") or now, None))
+            for link in p.get("links") or ():
+                link_rows.append((p["url"], link["url"], link.get("anchor") or ""))
+                new_sites.setdefault(url_site(link["url"]), (p.get("fetched_at") or now, p["url"]))
+        touched = sorted({p["site"] for p in pages})
+        with self._lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(_UPSERT_PAGE, page_rows)
+                conn.executemany("DELETE FROM links WHERE src = ?", [(p["url"],) for p in pages])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO links (src, dst, anchor) VALUES (?, ?, ?)", link_rows
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO sites (site, first_seen, discovered_from) VALUES (?, ?, ?)",
+                    [(s, t, src) for s, (t, src) in new_sites.items()],
+                )
+                conn.executemany(
+                    "UPDATE sites SET "
+                    "pages = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'C'), "
+                    "errors = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'E') "
+                    "WHERE site = ?1",
+                    [(s,) for s in touched],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    def get_page(self, url: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT * FROM pages WHERE url = ?", (url,))
+        if not rows:
+            return None
+        page = dict(rows[0])
+        page["inlinks"] = self.inlinks(url)
+        return page
+
+    def iter_pages(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        if site is None:
+            rows = self._query("SELECT * FROM pages ORDER BY url")
+        else:
+            rows = self._query("SELECT * FROM pages WHERE site = ? ORDER BY url", (site,))
+        for row in rows:
+            yield dict(row)
+
+    def inlinks(self, url: str) -> list[str]:
+        return [r[0] for r in self._query("SELECT src FROM links WHERE dst = ? ORDER BY src", (url,))]
+
+    def outlinks(self, url: str) -> list[dict[str, str]]:
+        rows = self._query("SELECT dst, anchor FROM links WHERE src = ? ORDER BY dst", (url,))
+        return [{"url": r[0], "anchor": r[1]} for r in rows]
+
+    def iter_links(self, site: str | None = None) -> Iterator[dict[str, str]]:
+        if site is None:
+            rows = self._query("SELECT src, dst, anchor FROM links ORDER BY src, dst")
+        else:
+            rows = self._query(
+                "SELECT l.src, l.dst, l.anchor FROM links l JOIN pages p ON p.url = l.src "
+                "WHERE p.site = ? ORDER BY l.src, l.dst",
+                (site,),
+            )
+        for r in rows:
+            yield {"src": r[0], "dst": r[1], "anchor": r[2]}
+
+    def sites(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._query("SELECT * FROM sites ORDER BY site")]
+
+    def count_pages(self, site: str | None = None, state: str | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM pages WHERE 1"
+        args: list[str] = []
+        if site is not None:
+            sql += " AND site = ?"
+            args.append(site)
+        if state is not None:
+            sql += " AND state = ?"
+            args.append(state)
+        return int(self._query(sql, args)[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,228 @@
+"""A real HTTP server for tests and benchmarks, run as a subprocess.
+
+    python tests/mockserver.py --hosts 127.0.0.1,127.0.0.2 --log requests.jsonl [--root DIR]
+
+Binds port 0 on the first host and the same port on the others, prints one
+JSON line ``{"port": P, "hosts": [...]}`` and serves until killed. Every
+request is appended to the log as a JSON line (time, host, path, user agent)
+so that tests can assert exactly what was fetched, how often and when.
+
+Without ``--root`` it serves the generated test site of ``SITE`` below on
+every host; with ``--root`` it serves that directory's files (benchmarks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+LOREM = (
+    "The crawler reads this paragraph as the body of an article. It is long "
+    "enough to look like real prose, with several sentences that carry no links "
+    "at all, so the page reads as an information page rather than a list of "
+    "links. Each article repeats it with its own opening words. "
+)
+CHINESE = (
+    "网络爬虫是一种按照一定的规则自动抓取万维网信息的程序。它从一个或若干初始网页的地址开始，"
+    "获得初始网页上的地址，在抓取网页的过程中，不断从当前页面上抽取新的地址放入队列，"
+    "直到满足系统的一定停止条件。分布式爬虫把任务分给多台机器，共享待抓取的地址队列。"
+)
+
+
+def index_page(title: str, links: list[tuple[str, str]], extra: str = "", head: str = "") -> str:
+    items = "\n".join(f'<li><a href="{href}">{text}</a></li>' for href, text in links)
+    return (
+        f"<!DOCTYPE html><html><head><title>{title}</title>{head}</head><body>"
+        f'<nav><a href="/">Home</a></nav><h1>{title}</h1><ul>{items}</ul>{extra}</body></html>'
+    )
+
+
+def article_page(title: str, opening: str, links: list[tuple[str, str]] = (), head: str = "",
+                 paragraphs: int = 6) -> str:
+    body = "".join(f"<p>{opening} {LOREM}</p>" for _ in range(paragraphs))
+    more = "".join(f'<p>See also <a href="{h}">{t}</a>.</p>' for h, t in links)
+    return (
+        f"<!DOCTYPE html><html><head><title>{title}</title>{head}</head><body>"
+        f'<nav><a href="/">Home</a></nav><article><h1>{title}</h1>{body}{more}</article></body></html>'
+    )
+
+
+def build_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
+    """path -> (status, headers, body) of the generated site on 127.0.0.1."""
+    other = f"http://127.0.0.2:{port}/"
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {}
+
+    def add(path: str, body: str, status: int = 200, headers: dict[str, str] | None = None,
+            raw: bytes | None = None) -> None:
+        pages[path] = (status, headers or html, raw if raw is not None else body.encode("utf-8"))
+
+    add("/robots.txt", "User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
+    add("/", index_page("Home", [
+        ("/news/", "News"), ("/docs/", "Documentation"), ("/cn/", "中文"),
+        ("/private/secret.html", "Private"), ("/missing.html", "Missing"),
+        ("/broken.html", "Broken"), ("/redirect/1", "Moved"), ("/calendar?month=0", "Calendar"),
+        ("/robots/", "Robots"), (other, "Partner site"), ("/news/#top", "News again"),
+        ("mailto:someone@example.invalid", "Mail"), ("javascript:void(0)", "JS"),
+        ("/image.png", "A picture"),
+    ]))
+    add("/news/", index_page("News", [
+        ("/news/2024/05/first-article-on-crawling.html", "First"),
+        ("/news/2024/05/second-article-on-politeness.html", "Second"),
+        ("/news/2024/06/third-article-on-frontiers.html", "Third"),
+        ("/news/page/2/", "Older news"),
+    ]))
+    add("/news/page/2/", index_page("Older news", [
+        ("/news/2023/12/old-article-about-robots.html", "Old"),
+        ("/news/", "Newer news"),
+    ]))
+    for path, title in [
+        ("/news/2024/05/first-article-on-crawling.html", "First article on crawling"),
+        ("/news/2024/05/second-article-on-politeness.html", "Second article on politeness"),
+        ("/news/2024/06/third-article-on-frontiers.html", "Third article on frontiers"),
+        ("/news/2023/12/old-article-about-robots.html", "Old article about robots"),
+    ]:
+        # Information pages link on; those links are recorded, not followed.
+        add(path, article_page(title, title + ".", [("/news/only-linked-from-articles.html", "More")]))
+    add("/news/only-linked-from-articles.html",
+        article_page("Only linked from articles", "Reached with follow=all only."))
+    add("/docs/", index_page("Docs", [
+        ("guide/intro-to-the-crawler.html", "Intro"), ("./guide/../guide/setup-and-install.html", "Setup"),
+        ("/docs/guide/", "Guide"),
+    ]))
+    add("/docs/guide/", index_page("Guide", [
+        ("intro-to-the-crawler.html", "Intro"), ("setup-and-install.html", "Setup"), ("../", "Up"),
+    ]))
+    add("/docs/guide/intro-to-the-crawler.html", article_page("Introduction to the crawler", "Welcome."))
+    add("/docs/guide/setup-and-install.html", article_page("Setup and install", "Install it."))
+    # Chinese pages in GBK and Big5, charset in the header, in a meta tag only, nowhere.
+    cn_links = []
+    for enc, codec in (("gbk", "gbk"), ("big5", "big5")):
+        text = CHINESE if enc == "gbk" else "網路爬蟲是一種按照一定的規則自動抓取全球資訊網資訊的程式。它從一個或若干初始網頁的位址開始，獲得初始網頁上的位址，在抓取網頁的過程中，不斷從當前頁面上抽取新的位址放入佇列，直到滿足系統的一定停止條件。"
+        for where in ("header", "meta", "none"):
+            path = f"/cn/{enc}-{where}.html"
+            cn_links.append((path, f"{enc} {where}"))
+            meta = f'<meta charset="{enc}">' if where == "meta" else ""
+            title = {"gbk": "网络爬虫", "big5": "網路爬蟲"}[enc]
+            body = article_page(title, text, head=meta)
+            ctype = f"text/html; charset={enc}" if where == "header" else "text/html"
+            add(path, "", headers={"Content-Type": ctype}, raw=body.encode(codec))
+    add("/cn/", index_page("中文", cn_links))
+    add("/missing.html", index_page("Not found", []), status=404)
+    add("/broken.html", "<html><body>Internal error</body></html>", status=500)
+    # A redirect chain, ending at a page also linked from elsewhere.
+    pages["/redirect/1"] = (302, {"Location": "/redirect/2"}, b"")
+    pages["/redirect/2"] = (301, {"Location": "/redirect/final.html"}, b"")
+    add("/redirect/final.html", article_page("Final destination", "Arrived."))
+    # Robots meta and header directives.
+    add("/robots/", index_page("Robots", [
+        ("/robots/noindex.html", "noindex"), ("/robots/nofollow/", "nofollow"),
+        ("/robots/header-noindex.html", "header"),
+    ]))
+    add("/robots/noindex.html", index_page("Not for the index", [("/robots/from-noindex.html", "child")],
+                                           head='<meta name="robots" content="noindex">'))
+    add("/robots/from-noindex.html", article_page("Child of a noindex page", "Followed."))
+    add("/robots/nofollow/", index_page("Do not follow", [("/robots/never.html", "never")],
+                                        head='<meta name="robots" content="nofollow">'))
+    add("/robots/never.html", article_page("Never fetched", "Nobody should see this."))
+    add("/robots/header-noindex.html", index_page("Header noindex", []),
+        headers={**html, "X-Robots-Tag": "noindex"})
+    add("/private/secret.html", article_page("Secret", "Forbidden by robots.txt."))
+    # The partner site on 127.0.0.2 (another site: another IP).
+    return pages
+
+
+def partner_site() -> dict[str, tuple[int, dict[str, str], bytes]]:
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    return {
+        "/robots.txt": (404, html, b"not here"),
+        "/": (200, html, index_page("Partner", [("/partner-article.html", "Article")]).encode()),
+        "/partner-article.html": (200, html, article_page("Partner article", "Partner.").encode()),
+    }
+
+
+def calendar(month: int) -> bytes:
+    return index_page(f"Calendar {month}", [
+        (f"/calendar?month={month - 1}", "Previous month"),
+        (f"/calendar?month={month + 1}", "Next month"),
+    ]).encode()
+
+
+def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | None) -> web.Application:
+    log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115
+    sites: dict[str, dict[str, tuple[int, dict[str, str], bytes]]] = {}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        host = (request.host or "").rsplit(":", 1)[0]
+        if log is not None:
+            log.write(json.dumps({"t": time.time(), "host": host, "path": request.path_qs,
+                                  "ua": request.headers.get("User-Agent", "")}) + "\n")
+        if root is not None:
+            return serve_file(root, request.path)
+        if request.path == "/calendar":
+            try:
+                month = int(request.query.get("month", "0"))
+            except ValueError:
+                month = 0
+            return web.Response(body=calendar(month), content_type="text/html")
+        if request.path == "/slow.html":
+            await asyncio.sleep(float(request.query.get("s", "5")))
+            return web.Response(text="<html><body>late</body></html>", content_type="text/html")
+        key = "partner" if host == "127.0.0.2" else "main"
+        if key not in sites:
+            sites[key] = partner_site() if key == "partner" else build_site(port_holder["port"])
+        entry = sites[key].get(request.path_qs) or sites[key].get(request.path)
+        if entry is None:
+            return web.Response(status=404, text="not found")
+        status, headers, body = entry
+        return web.Response(status=status, headers=headers, body=body)
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    return app
+
+
+def serve_file(root: Path, path: str) -> web.StreamResponse:
+    target = (root / path.lstrip("/")).resolve()
+    if not str(target).startswith(str(root.resolve())):
+        return web.Response(status=403)
+    if target.is_dir():
+        target = target / "index.html"
+    if not target.is_file():
+        return web.Response(status=404, text="not found")
+    ctype = "text/html" if target.suffix in (".html", ".htm") else (
+        "text/plain" if target.suffix == ".txt" else "application/octet-stream")
+    return web.Response(body=target.read_bytes(), content_type=ctype)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", default="127.0.0.1")
+    ap.add_argument("--log", type=Path)
+    ap.add_argument("--root", type=Path)
+    args = ap.parse_args()
+    hosts = args.hosts.split(",")
+    holder: dict[str, int] = {}
+    runner = web.AppRunner(make_app(holder, args.log, args.root), access_log=None)
+    await runner.setup()
+    first = web.TCPSite(runner, hosts[0], 0)
+    await first.start()
+    port = first._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    holder["port"] = port
+    for host in hosts[1:]:
+        await web.TCPSite(runner, host, port).start()
+    print(json.dumps({"port": port, "hosts": hosts}), flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(0)

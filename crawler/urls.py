@@ -129,7 +129,8 @@ def normalize(url: str, base: str | None = None) -> str:
     except ValueError as exc:
         raise InvalidURL(f"unparsable URL {url!r}: {exc}") from None
     scheme = parts.scheme.lower()
-    if not scheme or not parts.netloc and scheme not in SCHEMES:
+    # "example.com:8080/x" parses with scheme "example.com": a missing scheme too.
+    if not scheme or "." in scheme or (scheme not in SCHEMES and parts.path[:1].isdigit()):
         raise InvalidURL(f"no scheme in URL {url!r} (expected http:// or https://)")
     if scheme not in SCHEMES:
         raise InvalidURL(f"unsupported scheme {scheme!r} in URL {url!r}")

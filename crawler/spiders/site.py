@@ -128,9 +128,9 @@ class SiteSpider(Spider):
     # -- per-site page cap, kept in spider.state so that it survives a resume
     @property
     def _site_counts(self) -> dict[str, int]:
-        state: dict[str, Any] = getattr(self, "state", None) or {}
-        if not hasattr(self, "state"):
-            self.state = state
+        state: dict[str, Any] | None = getattr(self, "state", None)
+        if state is None:  # no JOBDIR: SpiderState did not set one
+            state = self.state = {}
         counts: dict[str, int] = state.setdefault("site_counts", {})
         return counts
 

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("CRAWLER_SHARED_DIR", ROOT.parent / "shared"))
+
+
+@dataclass
+class Server:
+    port: int
+    log: Path
+    proc: subprocess.Popen[str]
+
+    def url(self, path: str = "/", host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def mark(self) -> int:
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def requests(self, since: int = 0) -> list[dict[str, object]]:
+        """Requests the server received after ``since`` (a ``mark()``)."""
+        if not self.log.exists():
+            return []
+        with self.log.open() as f:
+            f.seek(since)
+            return [json.loads(line) for line in f if line.strip()]
+
+
+def start_server(tmp: Path, hosts: str = "127.0.0.1,127.0.0.2", root: Path | None = None) -> Server:
+    log = tmp / "requests.jsonl"
+    cmd = [sys.executable, str(ROOT / "tests" / "mockserver.py"), "--hosts", hosts, "--log", str(log)]
+    if root is not None:
+        cmd += ["--root", str(root)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        raise RuntimeError("mock server did not start")
+    return Server(port=json.loads(line)["port"], log=log, proc=proc)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(tmp_path_factory.mktemp("server"))
+    yield srv
+    srv.stop()
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    log: str
+    fetched: list[str]  # request paths in the order the server saw them
+    hosts: list[str]
+    crawl_dir: Path
+
+    @property
+    def store_path(self) -> Path:
+        return self.crawl_dir / "site.sqlite3"
+
+
+def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path) -> list[str]:
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site"]
+    for a in args:
+        cmd += ["-a", a]
+    base = {"DOWNLOAD_DELAY": 0, "CRAWL_DIR": str(crawl_dir), "LOG_LEVEL": "INFO",
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+    for k, v in {**base, **settings}.items():
+        cmd += ["-s", f"{k}={v}"]
+    return cmd
+
+
+def run_crawl(server: Server, crawl_dir: Path, args: list[str],
+              settings: dict[str, object] | None = None, timeout: float = 120,
+              interrupt_after: int | None = None) -> CrawlResult:
+    """Run ``scrapy crawl site`` as a user would. With ``interrupt_after``,
+    send SIGINT (Ctrl-C) once the server has seen that many requests."""
+    mark = server.mark()
+    cmd = crawl_cmd(args, settings or {}, crawl_dir)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if interrupt_after is not None:
+        deadline = time.monotonic() + timeout
+        while len(server.requests(mark)) < interrupt_after and proc.poll() is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"crawl did not finish in {timeout}s:\n{out[-5000:]}") from None
+    reqs = server.requests(mark)
+    return CrawlResult(proc.returncode, out, [str(r["path"]) for r in reqs],
+                       [str(r["host"]) for r in reqs], crawl_dir)

@@ -1,0 +1,214 @@
+"""End-to-end: ``scrapy crawl site`` against the generated site on 127.0.0.1
+(and its partner site on 127.0.0.2), asserting exactly what was fetched and
+what was stored."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from crawler.store import SQLiteStore
+from tests.conftest import run_crawl
+from tests.mockserver import CHINESE
+
+TRAP = {"TRAP_MAX_SHAPE_RUN": 3}
+
+ARTICLES = [
+    "/news/2024/05/first-article-on-crawling.html",
+    "/news/2024/05/second-article-on-politeness.html",
+    "/news/2024/06/third-article-on-frontiers.html",
+    "/news/2023/12/old-article-about-robots.html",
+]
+CN = [f"/cn/{e}-{w}.html" for e in ("gbk", "big5") for w in ("header", "meta", "none")]
+CALENDAR = [f"/calendar?month={m}" for m in range(-3, 4)]
+# Everything the default crawl fetches (robots.txt first, /broken.html 3 times).
+FETCHED = Counter(
+    ["/robots.txt", "/", "/news/", "/docs/", "/cn/", "/missing.html", "/redirect/1",
+     "/redirect/2", "/redirect/final.html", "/robots/", "/news/page/2/", "/docs/guide/",
+     "/docs/guide/intro-to-the-crawler.html", "/docs/guide/setup-and-install.html",
+     "/robots/noindex.html", "/robots/nofollow/", "/robots/header-noindex.html",
+     "/robots/from-noindex.html", *ARTICLES, *CN, *CALENDAR]
+    + ["/broken.html"] * 3
+)
+NOT_STORED = {"/robots.txt", "/redirect/1", "/redirect/2", "/robots/noindex.html",
+              "/robots/header-noindex.html"}
+
+
+@pytest.fixture(scope="module")
+def default_crawl(server, tmp_path_factory):
+    result = run_crawl(server, tmp_path_factory.mktemp("crawl"),
+                       [f"seeds={server.url('/')}"], {**TRAP, "CONCURRENT_REQUESTS": 1})
+    assert result.returncode == 0, result.log[-3000:]
+    return result
+
+
+def stored(result, server):
+    with SQLiteStore(result.store_path) as store:
+        prefix = server.url("")
+        return {p["url"].replace(prefix, ""): p for p in store.iter_pages()}
+
+
+def test_fetches_exactly_the_reachable_allowed_pages(default_crawl):
+    assert Counter(default_crawl.fetched) == FETCHED
+    assert set(default_crawl.hosts) == {"127.0.0.1"}  # the partner site is off-site
+    assert default_crawl.fetched[0] == "/robots.txt"
+
+
+def test_breadth_first_order(default_crawl, server):
+    pages = stored(default_crawl, server)
+    # First fetches only: a retry goes back behind the pages queued meanwhile.
+    first_fetches = list(dict.fromkeys(default_crawl.fetched))
+    depths = [pages[p]["depth"] for p in first_fetches if p in pages]
+    assert depths == sorted(depths)
+    assert pages["/"]["depth"] == 0 and pages["/docs/guide/setup-and-install.html"]["depth"] == 2
+
+
+def test_stores_every_page_once_with_state_and_errors(default_crawl, server):
+    pages = stored(default_crawl, server)
+    assert set(pages) == set(FETCHED) - NOT_STORED
+    assert {u for u, p in pages.items() if p["state"] == "E"} == {"/missing.html", "/broken.html"}
+    assert pages["/missing.html"]["status"] == 404 and pages["/missing.html"]["error"] == "HTTP 404"
+    assert pages["/broken.html"]["error"] == "HTTP 500"
+    assert pages["/redirect/final.html"]["status"] == 200
+
+
+def test_page_types_titles_and_text(default_crawl, server):
+    pages = stored(default_crawl, server)
+    for url in ["/", "/news/", "/docs/", "/news/page/2/"]:
+        assert pages[url]["page_type"] == "index", url
+    for url in [*ARTICLES, "/docs/guide/intro-to-the-crawler.html"]:
+        assert pages[url]["page_type"] == "info", url
+    first = pages[ARTICLES[0]]
+    assert first["title"] == "First article on crawling"
+    assert first["text"].startswith("First article on crawling\nFirst article on crawling. The crawler reads")
+    assert first["abstract"].startswith("First article on crawling First article on crawling.")
+
+
+@pytest.mark.parametrize("path", CN)
+def test_chinese_pages_are_stored_as_utf8(default_crawl, server, path):
+    pages = stored(default_crawl, server)
+    page = pages[path]
+    if path.startswith("/cn/gbk"):
+        assert page["title"] == "网络爬虫"
+        assert CHINESE in page["text"]
+    else:
+        assert page["title"] == "網路爬蟲"
+        assert "網路爬蟲是一種按照一定的規則自動抓取全球資訊網資訊的程式。" in page["text"]
+
+
+def test_links_and_inlinks(default_crawl, server):
+    u = server.url
+    with SQLiteStore(default_crawl.store_path) as store:
+        assert store.get_page(u("/docs/guide/intro-to-the-crawler.html"))["inlinks"] == [
+            u("/docs/"), u("/docs/guide/")]
+        out = {link["url"]: link["anchor"] for link in store.outlinks(u("/"))}
+        # Off-site, robots-forbidden and binary links are recorded as edges too;
+        # mailto:, javascript: and the page's own fragment are not links.
+        assert out[u("/", host="127.0.0.2")] == "Partner site"
+        assert out[u("/private/secret.html")] == "Private"
+        assert out[u("/image.png")] == "A picture"
+        assert u("/news/") in out and len(out) == 11
+        sites = {s["site"]: s for s in store.sites()}
+        assert sites["127.0.0.1"]["pages"] == len(FETCHED) - len(NOT_STORED) - 2
+        assert sites["127.0.0.1"]["errors"] == 2
+        assert sites["127.0.0.2"]["pages"] == 0
+        assert sites["127.0.0.2"]["discovered_from"] == u("/")
+
+
+def test_same_crawl_again_fetches_nothing_and_stores_the_same(default_crawl, server):
+    before = stored(default_crawl, server)
+    again = run_crawl(server, default_crawl.crawl_dir, [f"seeds={server.url('/')}"], TRAP)
+    assert again.returncode == 0
+    assert again.fetched == []  # nothing to fetch, so not even robots.txt
+    assert stored(again, server) == before
+
+
+def test_follow_all_follows_information_pages(server, tmp_path):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/news/')}", "follow=all"], TRAP)
+    assert result.returncode == 0
+    assert "/news/only-linked-from-articles.html" in result.fetched
+    assert "/docs/" in result.fetched  # via the nav link of every page
+
+
+def test_scope_any_crawls_the_partner_site(server, tmp_path):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/robots/')}", "scope=any"],
+                       {"DEPTH_LIMIT": 1})
+    assert result.returncode == 0
+    assert sorted(zip(result.hosts, result.fetched)) == sorted([
+        ("127.0.0.1", "/robots.txt"), ("127.0.0.1", "/robots/"), ("127.0.0.1", "/"),
+        ("127.0.0.1", "/robots/noindex.html"), ("127.0.0.1", "/robots/nofollow/"),
+        ("127.0.0.1", "/robots/header-noindex.html"),
+    ])
+    deeper = run_crawl(server, tmp_path / "2", [f"seeds={server.url('/')}", "scope=any"],
+                       {"DEPTH_LIMIT": 1})
+    partner = sorted(p for h, p in zip(deeper.hosts, deeper.fetched) if h == "127.0.0.2")
+    assert partner == ["/", "/robots.txt"]
+
+
+def test_depth_limit(server, tmp_path):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/docs/')}"], {"DEPTH_LIMIT": 1})
+    assert Counter(result.fetched) == Counter([
+        "/robots.txt", "/docs/", "/docs/guide/intro-to-the-crawler.html",
+        "/docs/guide/setup-and-install.html", "/docs/guide/", "/"])
+
+
+def test_per_site_cap(server, tmp_path):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/')}"],
+                       {"FRONTIER_MAX_PAGES_PER_SITE": 5, "CONCURRENT_REQUESTS": 1})
+    # The cap counts scheduled URLs in discovery order; the robots-forbidden
+    # /private/secret.html is the fifth and is never fetched.
+    assert result.fetched == ["/robots.txt", "/", "/news/", "/docs/", "/cn/"]
+    assert "Site 127.0.0.1 reached FRONTIER_MAX_PAGES_PER_SITE (5)" in result.log
+
+
+def test_calendar_trap_is_cut(default_crawl):
+    calendar = sorted(p for p in default_crawl.fetched if p.startswith("/calendar"))
+    assert calendar == sorted(CALENDAR)
+    assert "'trap/dropped/shape_run': 2" in default_crawl.log
+
+
+def test_bad_seeds_are_reported_and_skipped(server, tmp_path):
+    seeds = f"example.com/page,ftp://127.0.0.1/file,{server.url('/docs/guide/')}"
+    result = run_crawl(server, tmp_path, [f"seeds={seeds}"], {"FRONTIER_MAX_PAGES_PER_SITE": 1})
+    assert result.returncode == 0
+    assert "Ignoring seed 'example.com/page': no scheme in URL" in result.log
+    assert "Ignoring seed 'ftp://127.0.0.1/file': unsupported scheme 'ftp'" in result.log
+    assert "/docs/guide/" in result.fetched
+
+
+def test_seeds_file(server, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"# the docs\n{server.url('/docs/guide/')}  # guide\n\n")
+    result = run_crawl(server, tmp_path, [f"seeds_file={seeds}"], {"FRONTIER_MAX_PAGES_PER_SITE": 1})
+    assert result.returncode == 0
+    assert result.fetched == ["/robots.txt", "/docs/guide/"]
+
+
+def test_no_valid_seed_exits_non_zero(server, tmp_path):
+    result = run_crawl(server, tmp_path, ["seeds=nonsense,ftp://x/"])
+    assert result.returncode != 0
+    assert "no valid seed" in result.log
+    assert result.fetched == []
+
+
+def test_bad_arguments_exit_non_zero(server, tmp_path):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/')}", "scope=planet"])
+    assert result.returncode != 0
+    assert "-a scope='planet' is not one of site, host, any" in result.log
+
+
+def test_ctrl_c_then_same_command_resumes_without_refetching(server, tmp_path):
+    args = [f"seeds={server.url('/')}"]
+    settings = {**TRAP, "DOWNLOAD_DELAY": 0.2}
+    first = run_crawl(server, tmp_path, args, settings, interrupt_after=8)
+    assert first.returncode == 0, first.log[-2000:]
+    assert "Received SIGINT" in first.log
+    assert 8 <= len(first.fetched) < sum(FETCHED.values())
+    second = run_crawl(server, tmp_path, args, settings)
+    assert second.returncode == 0
+    both = Counter(first.fetched) + Counter(second.fetched)
+    assert both == FETCHED + Counter(["/robots.txt"])  # each process reads robots.txt once
+    db = sqlite3.connect(tmp_path / "site.sqlite3")
+    assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == len(set(FETCHED) - NOT_STORED)

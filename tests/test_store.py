@@ -1,0 +1,81 @@
+"""Store contract tests. Every store (embedded SQLite now, MongoDB later) must
+pass the same tests: the fixture is parametrised by store kind."""
+
+import pytest
+
+from crawler.store import SQLiteStore
+
+
+@pytest.fixture(params=["sqlite"])
+def store(request, tmp_path):
+    s = SQLiteStore(tmp_path / "crawl.sqlite3")
+    yield s
+    s.close()
+
+
+def page(url, site="a.test", state="C", links=(), **kw):
+    return {"url": url, "site": site, "state": state, "depth": 0, "status": 200,
+            "page_type": "index", "title": url, "text": "text of " + url,
+            "fetched_at": 1000.0, "links": [{"url": u, "anchor": a} for u, a in links], **kw}
+
+
+def test_write_and_read_back(store):
+    store.write([
+        page("http://a.test/", links=[("http://a.test/x", "X"), ("http://b.test/", "B")]),
+        page("http://a.test/x", page_type="info", links=[("http://a.test/", "Home")]),
+    ])
+    got = store.get_page("http://a.test/")
+    assert got["title"] == "http://a.test/" and got["page_type"] == "index" and got["state"] == "C"
+    assert got["inlinks"] == ["http://a.test/x"]
+    assert store.inlinks("http://a.test/x") == ["http://a.test/"]
+    assert store.outlinks("http://a.test/") == [
+        {"url": "http://a.test/x", "anchor": "X"}, {"url": "http://b.test/", "anchor": "B"}]
+    assert store.get_page("http://a.test/nope") is None
+    assert [p["url"] for p in store.iter_pages()] == ["http://a.test/", "http://a.test/x"]
+
+
+def test_sites_table_counts_pages_errors_and_discovered_sites(store):
+    store.write([
+        page("http://a.test/", links=[("http://b.test/", "B")]),
+        page("http://a.test/gone", state="E", error="HTTP 404"),
+    ])
+    sites = {s["site"]: s for s in store.sites()}
+    assert sites["a.test"]["pages"] == 1 and sites["a.test"]["errors"] == 1
+    assert sites["b.test"]["pages"] == 0
+    assert sites["b.test"]["discovered_from"] == "http://a.test/"
+
+
+def test_writes_are_idempotent_upserts(store):
+    batch = [page("http://a.test/", links=[("http://a.test/x", "X")]), page("http://a.test/x")]
+    store.write(batch)
+    first = (list(store.iter_pages()), list(store.iter_links()), store.sites())
+    store.write(batch)
+    assert (list(store.iter_pages()), list(store.iter_links()), store.sites()) == first
+    assert store.count_pages() == 2
+
+
+def test_rewrite_replaces_fields_and_out_links(store):
+    store.write([page("http://a.test/", links=[("http://a.test/old", "Old")])])
+    store.write([page("http://a.test/", title="New", links=[("http://a.test/new", "New")])])
+    assert store.get_page("http://a.test/")["title"] == "New"
+    assert store.inlinks("http://a.test/old") == []
+    assert store.inlinks("http://a.test/new") == ["http://a.test/"]
+
+
+def test_count_pages_by_site_and_state(store):
+    store.write([page("http://a.test/"), page("http://a.test/e", state="E"),
+                 page("http://b.test/", site="b.test")])
+    assert store.count_pages() == 3
+    assert store.count_pages(site="a.test") == 2
+    assert store.count_pages(site="a.test", state="C") == 1
+    assert [p["url"] for p in store.iter_pages(site="b.test")] == ["http://b.test/"]
+
+
+def test_sqlite_store_survives_reopen(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    with SQLiteStore(path) as s:
+        s.write([page("http://a.test/")])
+    with SQLiteStore(path) as s:
+        assert s.count_pages() == 1
+        with s.conn:
+            assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

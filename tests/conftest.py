@@ -43,7 +43,7 @@ class Server:
             return [json.loads(line) for line in f if line.strip()]
 
 
-def start_server(tmp: Path, hosts: str = "127.0.0.1,127.0.0.2", root: Path | None = None) -> Server:
+def start_server(tmp: Path, hosts: str = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", root: Path | None = None) -> Server:
     log = tmp / "requests.jsonl"
     cmd = [sys.executable, str(ROOT / "tests" / "mockserver.py"), "--hosts", hosts, "--log", str(log)]
     if root is not None:

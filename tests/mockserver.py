@@ -174,7 +174,22 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
         if request.path == "/slow.html":
             await asyncio.sleep(float(request.query.get("s", "5")))
             return web.Response(text="<html><body>late</body></html>", content_type="text/html")
-        key = "partner" if host == "127.0.0.2" else "main"
+        if request.path == "/endless.html":  # never ends: DOWNLOAD_MAXSIZE must cut it
+            resp = web.StreamResponse(headers={"Content-Type": "text/html"})
+            await resp.prepare(request)
+            chunk = b"<p>" + b"endless " * 8192 + b"</p>"
+            for _ in range(100_000):
+                await resp.write(chunk)
+            return resp
+        if request.path == "/reset.html":  # the connection is dropped mid-answer
+            assert request.transport is not None
+            request.transport.abort()
+            raise asyncio.CancelledError
+        if request.path == "/robots.txt" and host == "127.0.0.3":
+            return web.Response(status=503, text="overloaded")
+        if request.path == "/robots.txt" and host == "127.0.0.4":
+            await asyncio.sleep(30)
+        key = "main" if host == "127.0.0.1" else "partner"
         if key not in sites:
             sites[key] = partner_site() if key == "partner" else build_site(port_holder["port"])
         entry = sites[key].get(request.path_qs) or sites[key].get(request.path)

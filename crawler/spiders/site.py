@@ -39,7 +39,15 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.spidermiddlewares.httperror import HttpError
-from twisted.internet.error import DNSLookupError, TCPTimedOutError, TimeoutError
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    ResponseDataLossError,
+)
+from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 
 from crawler.classify import INDEX, INFO, classify
 from crawler.crawldir import crawl_dir, crawl_name
@@ -293,8 +301,16 @@ def _reason(failure: Failure) -> str:
     exc = failure.value
     if isinstance(exc, HttpError):
         return f"HTTP {exc.response.status}"
-    if isinstance(exc, DNSLookupError):
+    if isinstance(exc, (DNSLookupError, CannotResolveHostError)):
         return "DNS lookup failed"
-    if isinstance(exc, (TimeoutError, TCPTimedOutError)):
+    if isinstance(exc, (TimeoutError, TCPTimedOutError, DownloadTimeoutError)):
         return "timeout"
+    if isinstance(exc, (ConnectionRefusedError, DownloadConnectionRefusedError)):
+        return "connection refused"
+    if isinstance(exc, DownloadCancelledError):
+        # Scrapy cancels a download that exceeds DOWNLOAD_MAXSIZE (and those
+        # still running when a crawl is stopped hard).
+        return "download cancelled (over DOWNLOAD_MAXSIZE, or crawl stopped)"
+    if isinstance(exc, (DownloadFailedError, ResponseDataLossError)):
+        return f"connection lost ({type(exc).__name__})"
     return f"{type(exc).__name__}: {exc}"[:500]

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import lxml.etree
-import lxml.html
 
 __all__ = ["Page", "analyze", "parse_html"]
 
@@ -40,14 +39,17 @@ _BOILER_ATTR = re.compile(
     r"(?:$|[\s_-])",
     re.I,
 )
-_WS = re.compile(r"\s+")
 _LD_TYPE = re.compile(r'"@type"\s*:\s*\[?\s*"([^"]+)"')
 _CART = re.compile(r"\badd to (?:cart|bag|basket|trolley)\b", re.I)
 _PRICE = re.compile(r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)?\s?(?:USD|EUR|GBP|€))")
+_PRICE_HINTS = ("$", "€", "£", "¥", "USD", "EUR", "GBP")
 REPEAT_TAGS = frozenset({"li", "div", "article", "tr", "section"})
 LONG_BLOCK = 150  # characters of non-link text that make a block a "paragraph"
 
-_PARSER = lxml.html.HTMLParser(
+# lxml.etree's parser, not lxml.html's: the latter calls back into Python to
+# pick an element class for every element touched, which cost more than all
+# of the analysis below.
+_PARSER = lxml.etree.HTMLParser(
     encoding="utf-8", recover=True, remove_comments=True, remove_pis=True,
     huge_tree=True, no_network=True,
 )
@@ -111,7 +113,9 @@ def parse_html(html: str | bytes) -> Any:
 
 
 def _clean(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    # split()/join() folds every run of whitespace, as \s+ would, and is
+    # about twice as fast on the short strings of blocks and anchors.
+    return " ".join(text.split())
 
 
 def _is_boiler(el: Any, tag: str) -> bool:
@@ -124,114 +128,70 @@ def _is_boiler(el: Any, tag: str) -> bool:
     return len(attrs) > 1 and _BOILER_ATTR.search(attrs) is not None
 
 
+# Markers written into the tree so that lxml's C code can flatten it in one
+# itertext() pass: Unicode noncharacters (U+FDD0...), which are valid in XML
+# text and never occur in interchange text.
+_BLOCK = "\ufdd0"
+_LINK_OPEN, _LINK_CLOSE = "\ufdd1", "\ufdd2"
+_BOIL_OPEN, _BOIL_CLOSE = "\ufdd3", "\ufdd4"
+_H1 = "\ufdd5"
+_LINK_SPLIT = re.compile("([\ufdd1\ufdd2])")
+_EDGE = " \t\n\r\f\v\ufdd3\ufdd4\ufdd5"
+_STRING = lxml.etree.XPath("string()", smart_strings=False)
+_HEADING_LINKS = lxml.etree.XPath(
+    "count(//h1//a[@href] | //h2//a[@href] | //h3//a[@href] | //h4//a[@href] | "
+    "//h5//a[@href] | //h6//a[@href])"
+)
+
+
 def analyze(html: str | bytes | Any) -> Page:
-    """Analyse a page given as text, bytes or an lxml root."""
+    """Analyse a page given as text, bytes or an lxml root (which is modified)."""
     root = parse_html(html) if isinstance(html, (str, bytes)) else html
     page = Page()
     if root is None:
         page.features = _features([], 0, {}, 0)
         return page
     head_info = _read_head(root, page)
+    lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
 
-    blocks: list[Block] = []
-    buf: list[str] = []
-    buf_link = 0
-    link_depth = 0
-    boiler_stack: list[bool] = [False]
-    cur_href: str | None = None
-    anchor: list[str] = []
-    counts: dict[str, int] = {"a": 0, "article": 0, "time": 0, "img": 0,
-                              "heading_link": 0, "h1": 0, "li": 0, "input": 0,
-                              "h1_before_para": 0}
-    heading_depth = 0
-    long_seen = False
+    counts: dict[str, int] = {}
     repeats: dict[tuple[str, str], int] = {}
-    block_tag = "body"
-
-    def flush(tag: str) -> None:
-        nonlocal buf, buf_link, long_seen
-        if buf:
-            text = _clean("".join(buf))
-            if text:
-                blocks.append(Block(text, min(buf_link, len(text)), boiler_stack[-1], tag))
-                if len(text) - buf_link >= LONG_BLOCK:
-                    long_seen = True
-        buf = []
-        buf_link = 0
-
-    walker = lxml.etree.iterwalk(root, events=("start", "end"))
-    for event, el in walker:
+    for el in root.iter(*_COUNTED_TAGS):
         tag = el.tag
-        if not isinstance(tag, str):
-            continue
-        tag = tag.lower()
-        if event == "start":
-            if tag in SKIP_TAGS:
-                walker.skip_subtree()
-                continue
-            if tag in BLOCK_TAGS:
-                flush(block_tag)
-                block_tag = tag
-                boiler_stack.append(boiler_stack[-1] or _is_boiler(el, tag))
-                if tag in HEADINGS:
-                    heading_depth += 1
-                    if tag == "h1":
-                        counts["h1"] += 1
-                        if not long_seen:
-                            counts["h1_before_para"] = 1
-                elif tag == "li":
-                    counts["li"] += 1
-                if tag in REPEAT_TAGS:
-                    cls = el.get("class")
-                    if cls:
-                        key = (tag, cls)
-                        repeats[key] = repeats.get(key, 0) + 1
-            elif tag == "a":
-                href = el.get("href")
-                if href is not None:
-                    counts["a"] += 1
-                    if heading_depth:
-                        counts["heading_link"] += 1
-                    if link_depth == 0:
-                        cur_href = href
-                        anchor = []
-                link_depth += 1
-            elif tag in ("article", "time", "img", "input"):
-                counts[tag] += 1
-            elif tag in ("area",):
-                href = el.get("href")
-                if href is not None:
-                    page.links.append((href, _clean(el.get("alt") or "")))
-            text = el.text
-            if text:
-                buf.append(text)
-                if link_depth:
-                    buf_link += len(text.strip())
-                    anchor.append(text)
-        else:  # end
-            if tag in SKIP_TAGS:
-                pass
-            elif tag in BLOCK_TAGS:
-                flush(tag)
-                boiler_stack.pop()
-                block_tag = "body"
-                if tag in HEADINGS:
-                    heading_depth -= 1
-            elif tag == "a" and link_depth:
-                link_depth -= 1
-                if link_depth == 0 and cur_href is not None:
-                    page.links.append((cur_href, _clean("".join(anchor)) or
-                                       _clean(el.get("title") or "")))
-                    cur_href = None
-                    anchor = []
-            tail = el.tail
-            if tail:
-                buf.append(tail)
-                if link_depth:
-                    buf_link += len(tail.strip())
-                    anchor.append(tail)
-    flush(block_tag)
+        counts[tag] = counts.get(tag, 0) + 1
+        if tag in REPEAT_TAGS:
+            cls = el.get("class")
+            if cls:
+                key = (tag, cls)
+                repeats[key] = repeats.get(key, 0) + 1
+    counts["heading_link"] = int(cast(float, _HEADING_LINKS(root)))
 
+    links = page.links
+    for el in root.iter("a", "area"):
+        href = el.get("href")
+        if href is None:
+            continue
+        if el.tag == "area":
+            links.append((href, _clean(el.get("alt") or "")))
+            continue
+        text = el.text if len(el) == 0 else cast(str, _STRING(el))
+        links.append((href, _clean(text or "") or _clean(el.get("title") or "")))
+        el.text = _LINK_OPEN + (el.text or "")
+        el.tail = _LINK_CLOSE + (el.tail or "")
+    for el in root.iter(*BLOCK_TAGS):
+        tag = el.tag
+        opening = _BLOCK
+        closing = _BLOCK
+        if _is_boiler(el, tag):
+            opening += _BOIL_OPEN
+            closing = _BOIL_CLOSE + _BLOCK
+        if tag == "h1":
+            opening += _H1
+        el.text = opening + (el.text or "")
+        el.tail = closing + (el.tail or "")
+
+    blocks, h1_before_para = _blocks("".join(root.itertext()))
+    counts["h1_before_para"] = h1_before_para
     main = [b for b in blocks if not b.boiler and b.link_chars * 2 < len(b.text)]
     if not main:
         main = [b for b in blocks if b.link_chars * 2 < len(b.text)] or blocks
@@ -240,11 +200,62 @@ def analyze(html: str | bytes | Any) -> Page:
         page.title = next((b.text for b in blocks if b.tag == "h1"), "")[:500]
     page.abstract = _abstract(head_info.get("description", ""), page.text)
     all_text = "\n".join(b.text for b in blocks)
-    counts["cart"] = len(_CART.findall(all_text))
-    counts["price"] = len(_PRICE.findall(all_text))
+    # Cheap substring checks first: most pages have no prices or carts, and
+    # the regexes would scan the whole text to find that out.
+    counts["cart"] = len(_CART.findall(all_text)) if "add to" in all_text.lower() else 0
+    counts["price"] = len(_PRICE.findall(all_text)) if any(c in all_text for c in _PRICE_HINTS) else 0
     counts["repeat"] = max(repeats.values(), default=0)
     page.features = _features(blocks, len(page.text), counts, len(page.links))
     return page
+
+
+_COUNTED_TAGS = ("article", "time", "img", "input", "li", "h1", "div", "tr", "section")
+
+
+def _blocks(flat: str) -> tuple[list[Block], int]:
+    """Cut the marked, flattened text into blocks with link and boilerplate
+    information. Returns the blocks and whether an h1 precedes the first
+    long paragraph."""
+    blocks: list[Block] = []
+    boiler_depth = 0
+    link_depth = 0
+    long_seen = False
+    h1_before_para = 0
+    for part in flat.split(_BLOCK):
+        if not part or part.isspace():  # most parts: whitespace between tags
+            continue
+        # Boilerplate and h1 markers only ever sit at the edges of a part
+        # (every marked element is a block): count them, then strip them.
+        is_h1 = part.startswith(_H1) or part.startswith(_BOIL_OPEN + _H1)
+        opens = part.count(_BOIL_OPEN)
+        in_boiler = boiler_depth + opens > 0
+        if opens or _BOIL_CLOSE in part:
+            boiler_depth = max(boiler_depth + opens - part.count(_BOIL_CLOSE), 0)
+        part = part.strip(_EDGE)
+        if _LINK_OPEN in part or _LINK_CLOSE in part:
+            link_chars = 0
+            pieces = []
+            for piece in _LINK_SPLIT.split(part):
+                if piece == _LINK_OPEN:
+                    link_depth += 1
+                elif piece == _LINK_CLOSE:
+                    link_depth = max(link_depth - 1, 0)
+                elif piece:
+                    pieces.append(piece)
+                    if link_depth:
+                        link_chars += len(piece.strip())
+            text = _clean("".join(pieces))
+        else:
+            text = _clean(part)
+            link_chars = len(text) if link_depth else 0
+        if not text:
+            continue
+        if is_h1 and not long_seen:
+            h1_before_para = 1
+        if len(text) - link_chars >= LONG_BLOCK:
+            long_seen = True
+        blocks.append(Block(text, min(link_chars, len(text)), in_boiler, "h1" if is_h1 else ""))
+    return blocks, h1_before_para
 
 
 def _read_head(root: Any, page: Page) -> dict[str, str]:

@@ -94,7 +94,7 @@ class StorePipeline:
     def _flush(self) -> None:
         batch, self._buffer = self._buffer, []
         self._last_flush = time.monotonic()
-        d: Deferred[None] = deferToThreadPool(reactor, self._pool, self._write, batch)  # type: ignore[arg-type]
+        d: Deferred[None] = deferToThreadPool(reactor, self._pool, self._write, batch)
         self._pending.append(d)
         d.addBoth(self._done, d)
 

@@ -207,6 +207,10 @@ class LinkResolver:
     def resolve(self, base: str, href: str) -> str | None:
         """Normalised absolute URL, or None for hrefs that are not http(s)
         links (``mailto:``, ``javascript:``, malformed)."""
+        # The fragment never changes the result, and documentation pages are
+        # full of "page.html#section" links: drop it before the lookup.
+        if "#" in href:
+            href = href.partition("#")[0]
         if href.startswith(("http://", "https://")):
             key_base = ""
         elif href.startswith("//"):  # protocol-relative: depends on the scheme

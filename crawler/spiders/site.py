@@ -15,8 +15,9 @@ Settings: ``FRONTIER_MAX_PAGES_PER_SITE``, ``FRONTIER_RESUME``,
 ``CRAWL_NAME``; Scrapy's ``DEPTH_LIMIT`` and ``DEPTH_PRIORITY`` as usual.
 
 Stats: ``classifier/page_type/<type>``, ``robots/noindex``,
-``robots/nofollow``, ``frontier/site_cap_reached``, ``frontier/links_found``,
-``frontier/links_new``.
+``robots/nofollow``, ``frontier/site_cap_reached``, ``frontier/hrefs_found``
+(every ``<a href>``), ``frontier/links_found`` (distinct valid links per
+page), ``frontier/links_new`` (links never seen before: Requests built).
 
 Why links are deduplicated here: a documentation page carries ~180 links,
 almost all seen before. Building a Request, running it through the spider
@@ -113,6 +114,9 @@ class SiteSpider(Spider):
         self.seed_hosts = frozenset(host_of(u) for u in self.seed_urls)
         self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
         self._resolver = LinkResolver()
+        self.max_pages_per_site = 0
+        self.classifier_threshold: float | None = None
+        self.max_text_chars = 1_000_000
         self._seen: set[str] = set()
         self._site_of_host: dict[str, str] = {}
 
@@ -138,7 +142,8 @@ class SiteSpider(Spider):
     def _site_counts(self) -> dict[str, int]:
         state: dict[str, Any] | None = getattr(self, "state", None)
         if state is None:  # no JOBDIR: SpiderState did not set one
-            state = self.state = {}
+            state = {}
+            self.state = state
         counts: dict[str, int] = state.setdefault("site_counts", {})
         return counts
 
@@ -233,6 +238,7 @@ class SiteSpider(Spider):
             if link is not None and link not in out and link != url:
                 out[link] = anchor
         item.links = [{"url": u, "anchor": a} for u, a in out.items()]
+        stats.inc_value("frontier/hrefs_found", len(page.links))
         stats.inc_value("frontier/links_found", len(out))
 
         if "noindex" in robots:
@@ -265,7 +271,8 @@ class SiteSpider(Spider):
 
     def errback(self, failure: Failure) -> Iterator[PageItem]:
         request: Request = failure.request  # type: ignore[attr-defined]
-        if failure.check(IgnoreRequest) and not failure.check(HttpError):
+        exc = failure.value
+        if isinstance(exc, IgnoreRequest) and not isinstance(exc, HttpError):
             # Not fetched at all (robots.txt, offsite, ...): not a page, not an
             # error of the site; the middleware that dropped it counted it.
             return

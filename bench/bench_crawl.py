@@ -1,0 +1,127 @@
+"""Single-machine crawl speed: our full pipeline against plain Scrapy.
+
+    python bench/bench_crawl.py [--root /usr/share/doc/python3.11/html] [--runs 2]
+
+Serves ``--root`` (real HTML documentation: ``apt-get install python3.11-doc``)
+from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
+
+- ours: ``scrapy crawl site -a follow=all`` with every default stage
+  (classifier, text extraction, link topology, SQLite store, resume state);
+- plain: a Scrapy ``CrawlSpider`` with a ``LinkExtractor`` and no pipeline.
+
+Both with the same concurrency (16 requests, 16 per site), no delay, robots.txt
+obeyed. Prints pages, pages/s (from Scrapy's own elapsed time) and the ratio,
+best of ``--runs``. Both crawls must fetch the same pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import start_server  # noqa: E402
+
+COMMON = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+          "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False,
+          "REMOTE_CONTROL_ENABLED": False, "COOKIES_ENABLED": False}
+
+
+def stats_of(log: str) -> dict:
+    m = re.search(r"Dumping Scrapy stats:\n(\{.*?\})\n", log, re.S)
+    if not m:
+        raise RuntimeError("no stats in log:\n" + log[-3000:])
+    text = re.sub(r"datetime\.datetime\([^)]*\)", "None", m.group(1))
+    return ast.literal_eval(text)
+
+
+def run(cmd: list[str], cwd: Path) -> dict:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
+    return stats_of(proc.stderr + proc.stdout)
+
+
+def settings_args(settings: dict) -> list[str]:
+    return [a for k, v in settings.items() for a in ("-s", f"{k}={v}")]
+
+
+def crawl_ours(seed: str, work: Path) -> tuple[dict, int]:
+    crawl_dir = work / "ours"
+    shutil.rmtree(crawl_dir, ignore_errors=True)
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
+           *settings_args({**COMMON, "CRAWL_DIR": crawl_dir})]
+    stats = run(cmd, ROOT)
+    return stats, check_store(crawl_dir / "site.sqlite3")
+
+
+def check_store(path: Path) -> int:
+    """Every page stored once, with type, title, text and in-links."""
+    db = sqlite3.connect(path)
+    pages = db.execute("SELECT COUNT(*), COUNT(DISTINCT url) FROM pages WHERE state = 'C'").fetchone()
+    assert pages[0] == pages[1], pages
+    html = "(url LIKE '%.html' OR url LIKE '%/')"
+    missing = db.execute(
+        f"SELECT COUNT(*) FROM pages WHERE state = 'C' AND {html} AND "
+        "(page_type IS NULL OR title = '' OR text = '')").fetchone()[0]
+    orphans = db.execute(
+        "SELECT COUNT(*) FROM pages p WHERE state = 'C' AND depth > 0 AND "
+        "NOT EXISTS (SELECT 1 FROM links l WHERE l.dst = p.url)").fetchone()[0]
+    types = dict(db.execute("SELECT page_type, COUNT(*) FROM pages WHERE state = 'C' GROUP BY page_type"))
+    print(f"  stored {pages[0]} pages once each; {missing} HTML pages without type/title/text; "
+          f"{orphans} without in-links; types {types}")
+    return int(pages[0])
+
+
+def crawl_plain(seed: str, work: Path) -> dict:
+    # Run outside the project so that none of our settings apply.
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain_spider.py"),
+           "-a", f"seed={seed}", *settings_args(COMMON)]
+    return run(cmd, work)
+
+
+def rate(stats: dict) -> float:
+    return stats["response_received_count"] / stats["elapsed_time_seconds"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/python3.11/html"))
+    ap.add_argument("--runs", type=int, default=2)
+    args = ap.parse_args()
+    if not (args.root / "index.html").exists():
+        sys.exit(f"{args.root}/index.html not found: apt-get install python3.11-doc, or pass --root")
+    work = Path(tempfile.mkdtemp(prefix="bench-"))
+    server = start_server(work, hosts="127.0.0.1", root=args.root)
+    seed = server.url("/index.html")
+    best_ours = best_plain = 0.0
+    try:
+        for i in range(args.runs):
+            plain = crawl_plain(seed, work)
+            ours, stored = crawl_ours(seed, work)
+            p, o = rate(plain), rate(ours)
+            best_plain, best_ours = max(best_plain, p), max(best_ours, o)
+            n = max(ours["response_received_count"], 1)
+            hrefs = ours.get("frontier/hrefs_found", 0) / n
+            links = ours.get("frontier/links_found", 0) / n
+            print(f"run {i + 1}: plain {plain['response_received_count']} pages in "
+                  f"{plain['elapsed_time_seconds']:.2f}s = {p:.1f} pages/s | ours "
+                  f"{ours['response_received_count']} pages ({stored} stored, {hrefs:.0f} hrefs and {links:.0f} distinct links a page) in "
+                  f"{ours['elapsed_time_seconds']:.2f}s = {o:.1f} pages/s | ratio {o / p:.2f}x", flush=True)
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"best: plain {best_plain:.1f} pages/s, ours {best_ours:.1f} pages/s, ratio {best_ours / best_plain:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -79,7 +79,14 @@ FEATURES = (
     "url_date", "url_query_index", "url_has_query", "url_index_word",
     "url_info_word", "url_last_index_word", "ld_article", "ld_product", "ld_forum",
     "ld_listing", "og_article", "cart_log", "cart_one", "price_log", "repeat_log",
-    "url_forum", "best_run_log", "best_run_share",
+    "url_forum", "best_run_log", "best_run_share", "title_words", "title_index_word",
+    "h1_words",
+)
+_TITLE_SPLIT = re.compile(r"\s+[|\-–—·:»]\s+")
+_TITLE_INDEX_WORDS = frozenset(
+    {"category", "categories", "archive", "archives", "collection", "collections", "shop",
+     "products", "search", "results", "page", "tag", "tags", "blog", "news", "all",
+     "directory", "catalog", "list", "topics", "latest", "browse", "index"}
 )
 _FORUM_TOKENS = frozenset({"thread", "threads", "showthread", "viewtopic", "topic",
                            "discussion", "discussions", "t", "questions"})
@@ -152,7 +159,18 @@ def feature_vector(url: str, page: Page) -> list[float]:
         _url_forum(url),
         _log(f["best_run"]),
         f["best_run"] / text,
+        *_title_features(page.title),
+        min(len(page.h1.split()), 30) / 10.0,
     ]
+
+
+def _title_features(title: str) -> tuple[float, float]:
+    """Words in the title's first part (before " | site name"), and whether it
+    holds a listing word: listings are named like categories, articles like
+    headlines."""
+    head = _TITLE_SPLIT.split(title.strip(), maxsplit=1)[0] if title else ""
+    words = head.lower().split()
+    return min(len(words), 30) / 10.0, 1.0 if set(words) & _TITLE_INDEX_WORDS else 0.0
 
 
 @lru_cache(maxsize=4096)

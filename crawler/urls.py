@@ -262,3 +262,8 @@ def max_segment_repeats(url: str) -> int:
     for s in segments:
         counts[s] = counts.get(s, 0) + 1
     return max(counts.values())
+
+
+def queue_key(host: str, queue_by: str = "site") -> str:
+    """The politeness unit a host belongs to: its site, or the host itself."""
+    return host if queue_by == "host" else site_of(host)

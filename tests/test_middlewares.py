@@ -15,9 +15,9 @@ from crawler.store import SQLiteStore
 from tests.conftest import run_crawl
 
 
-def test_robots_txt_5xx_crawls_the_site_as_if_it_had_none(server, tmp_path):
+def test_robots_txt_5xx_crawls_the_site_as_if_it_had_none(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/', host='127.0.0.3')}"],
-                       {"ROBOTSTXT_MAX_RETRY_TIMES": 1})
+                       {"ROBOTSTXT_MAX_RETRY_TIMES": 1, **frontier_settings})
     assert result.returncode == 0
     # robots.txt tried twice (one retry), then the site crawled.
     assert Counter(result.fetched) == Counter(["/robots.txt", "/robots.txt", "/", "/partner-article.html"])
@@ -26,19 +26,21 @@ def test_robots_txt_5xx_crawls_the_site_as_if_it_had_none(server, tmp_path):
     assert "'robotstxt/unavailable': 1" in result.log
 
 
-def test_robots_txt_that_stalls_does_not_hold_the_site(server, tmp_path):
+def test_robots_txt_that_stalls_does_not_hold_the_site(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/', host='127.0.0.4')}"],
-                       {"ROBOTSTXT_DOWNLOAD_TIMEOUT": 0.5, "ROBOTSTXT_MAX_RETRY_TIMES": 1}, timeout=25)
+                       {"ROBOTSTXT_DOWNLOAD_TIMEOUT": 0.5, "ROBOTSTXT_MAX_RETRY_TIMES": 1,
+                        **frontier_settings}, timeout=25)
     assert result.returncode == 0
     assert Counter(result.fetched) == Counter(["/robots.txt", "/robots.txt", "/", "/partner-article.html"])
     assert "'robotstxt/unavailable': 1" in result.log
 
 
-def test_hostile_responses_become_error_records(server, tmp_path):
+def test_hostile_responses_become_error_records(server, tmp_path, frontier_settings):
     seeds = ",".join(server.url(p) for p in ("/endless.html", "/slow.html?s=20", "/reset.html"))
     result = run_crawl(server, tmp_path, [f"seeds={seeds}"],
                        {"DOWNLOAD_MAXSIZE": 1_000_000, "DOWNLOAD_TIMEOUT": 1, "RETRY_TIMES": 1,
-                        "CONCURRENT_REQUESTS_PER_DOMAIN": 4}, timeout=60)
+                        "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "FRONTIER_BACKOFF_MIN": 0.1,
+                        **frontier_settings}, timeout=60)
     assert result.returncode == 0
     assert Counter(result.fetched) == Counter(
         ["/robots.txt", "/endless.html", "/slow.html?s=20", "/slow.html?s=20", "/reset.html", "/reset.html"])

@@ -4,18 +4,19 @@ Arguments (``-a``):
 
 - ``seeds``: comma-separated URLs; ``seeds_file``: a file of URLs, one a
   line, ``#`` starts a comment. A bad seed is reported on one line and
-  skipped; with no valid seed at all the crawl stops with an error.
+  skipped; seeds given but none valid stop the crawl with an error. Without
+  any seed the worker joins the crawl already in the frontier.
 - ``scope``: ``site`` (default: the seed's registrable domain), ``host``
   (the seed's host only) or ``any`` (follow links anywhere).
 - ``follow``: ``index`` (default: follow the links of index pages only) or
   ``all`` (follow the links of information pages too).
 
-Settings: ``FRONTIER_MAX_PAGES_PER_SITE``, ``FRONTIER_RESUME``,
-``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``, ``CRAWL_DIR``,
-``CRAWL_NAME``; Scrapy's ``DEPTH_LIMIT`` and ``DEPTH_PRIORITY`` as usual.
+Settings: ``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``; Scrapy's
+``DEPTH_LIMIT`` as usual. Queueing, dedup, politeness and the per-site cap
+belong to the frontier (``crawler.frontier.scheduler``).
 
 Stats: ``classifier/page_type/<type>``, ``robots/noindex``,
-``robots/nofollow``, ``frontier/site_cap_reached``, ``frontier/hrefs_found``
+``robots/nofollow``, ``frontier/hrefs_found``
 (every ``<a href>``), ``frontier/links_found`` (distinct valid links per
 page), ``frontier/links_new`` (links never seen before: Requests built).
 
@@ -23,8 +24,9 @@ Why links are deduplicated here: a documentation page carries ~180 links,
 almost all seen before. Building a Request, running it through the spider
 middlewares and fingerprinting it only for the dupefilter to drop it is most
 of plain Scrapy's CPU time. The spider keeps the normalised URLs it has
-scheduled and builds Requests for new ones only; Scrapy's dupefilter stays
-behind it as the record that survives a restart (JOBDIR).
+scheduled (T-spider's URL cache, per worker) and builds Requests for new ones
+only; the frontier's shared dedup in Redis stays behind it as the record for
+the whole cluster, across restarts.
 """
 
 from __future__ import annotations
@@ -50,15 +52,17 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 
+import redis
+
 from crawler.classify import INDEX, INFO, classify
 from crawler.crawldir import crawl_dir, crawl_name
+from crawler.frontier.connection import get_redis
 from crawler.extract import analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
     from typing_extensions import Self
@@ -100,52 +104,36 @@ class SiteSpider(Spider):
         self.scope = scope
         self.follow_all = follow == "all"
         self.seed_urls: list[str] = []
-        for raw in read_seeds(seeds, seeds_file):
+        raw_seeds = read_seeds(seeds, seeds_file)
+        for raw in raw_seeds:
             try:
                 self.seed_urls.append(normalize(raw))
             except InvalidURL as exc:
                 logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": raw.strip(), "reason": exc})
-        if not self.seed_urls:
+        if raw_seeds and not self.seed_urls:
             raise ValueError(
                 "no valid seed: give -a seeds=URL[,URL...] or -a seeds_file=PATH "
-                "with absolute http:// or https:// URLs"
+                "with absolute http:// or https:// URLs (or no seed at all, to join a running crawl)"
             )
         self.seed_urls = list(dict.fromkeys(self.seed_urls))
         self.seed_hosts = frozenset(host_of(u) for u in self.seed_urls)
         self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
         self._resolver = LinkResolver()
-        self.max_pages_per_site = 0
         self.classifier_threshold: float | None = None
         self.max_text_chars = 1_000_000
         self._seen: set[str] = set()
         self._site_of_host: dict[str, str] = {}
-
-    @classmethod
-    def update_settings(cls, settings: BaseSettings) -> None:
-        super().update_settings(settings)
-        if settings.getbool("FRONTIER_RESUME") and not settings.get("JOBDIR"):
-            name = crawl_name(settings, cls.name)
-            settings.set("JOBDIR", str(crawl_dir(settings) / f"{name}.job"), priority="spider")
+        self._scope_client: redis.Redis | None = None
+        self._scope_checked = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
-        spider.max_pages_per_site = settings.getint("FRONTIER_MAX_PAGES_PER_SITE")
         threshold = settings.get("CLASSIFIER_THRESHOLD")
         spider.classifier_threshold = None if threshold in (None, "") else float(threshold)
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
         return spider
-
-    # -- per-site page cap, kept in spider.state so that it survives a resume
-    @property
-    def _site_counts(self) -> dict[str, int]:
-        state: dict[str, Any] | None = getattr(self, "state", None)
-        if state is None:  # no JOBDIR: SpiderState did not set one
-            state = {}
-            self.state = state
-        counts: dict[str, int] = state.setdefault("site_counts", {})
-        return counts
 
     def _site(self, url: str) -> str:
         host = host_of(url)
@@ -154,41 +142,65 @@ class SiteSpider(Spider):
             site = self._site_of_host[host] = site_of(host)
         return site
 
-    def _admit(self, url: str) -> bool:
-        """Count ``url`` against its site's cap; False when the cap is reached."""
-        if not self.max_pages_per_site:
-            return True
-        counts = self._site_counts
-        site = self._site(url)
-        n = counts.get(site, 0)
-        if n >= self.max_pages_per_site:
-            if n == self.max_pages_per_site:
-                counts[site] = n + 1  # log once
-                self.crawler.stats.inc_value("frontier/site_cap_reached")
-                logger.info("Site %(site)s reached FRONTIER_MAX_PAGES_PER_SITE (%(cap)d)",
-                            {"site": site, "cap": self.max_pages_per_site}, extra={"spider": self})
-            return False
-        counts[site] = n + 1
-        return True
-
     def _in_scope(self, url: str) -> bool:
         if self.scope == "any":
             return True
         if self.scope == "host":
+            if host_of(url) in self.seed_hosts:
+                return True
+        elif self._site(url) in self.seed_sites:
+            return True
+        # Seeds given to other workers widen the scope of the whole crawl.
+        if time.monotonic() - self._scope_checked > 5.0:
+            self._load_scope()
+            return self._in_scope_local(url)
+        return False
+
+    def _in_scope_local(self, url: str) -> bool:
+        if self.scope == "host":
             return host_of(url) in self.seed_hosts
         return self._site(url) in self.seed_sites
+
+    def _load_scope(self) -> None:
+        """Share this worker's seed sites and hosts with the crawl, and learn
+        those of the others (a worker without seeds joins with theirs)."""
+        self._scope_checked = time.monotonic()
+        client = self._scope_client
+        if client is None:
+            return
+        prefix = "{" + crawl_name(self.crawler.settings, self.name) + "}:"
+        try:
+            pipe = client.pipeline(transaction=False)
+            if self.seed_sites:
+                pipe.sadd(prefix + "scope:sites", *self.seed_sites)
+                pipe.sadd(prefix + "scope:hosts", *self.seed_hosts)
+            pipe.smembers(prefix + "scope:sites")
+            pipe.smembers(prefix + "scope:hosts")
+            *_, sites, hosts = pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc},
+                           extra={"spider": self})
+            return
+        self.seed_sites = self.seed_sites | {v.decode() for v in sites}
+        self.seed_hosts = self.seed_hosts | {v.decode() for v in hosts}
 
     def _request(self, url: str, referer: str | None = None) -> Request:
         return Request(url, callback=self.parse, errback=self.errback,
                        meta={"referer_url": referer} if referer else None)
 
     async def start(self) -> AsyncIterator[Any]:
+        settings = self.crawler.settings
+        self._scope_client = get_redis(settings, crawl_dir(settings))
+        self._load_scope()
+        if not self.seed_urls:
+            logger.info("No seeds: joining crawl %(crawl)s (scope: %(sites)s)",
+                        {"crawl": crawl_name(settings, self.name), "sites": ", ".join(sorted(self.seed_sites))},
+                        extra={"spider": self})
         for url in self.seed_urls:
             if url in self._seen:
                 continue
             self._seen.add(url)
-            if self._admit(url):
-                yield self._request(url)
+            yield self._request(url)
 
     # -- responses
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
@@ -259,11 +271,7 @@ class SiteSpider(Spider):
             if link in seen:
                 continue
             seen.add(link)
-            if (
-                not self._in_scope(link)
-                or link.lower().split("?", 1)[0].endswith(_IGNORED_SUFFIXES)
-                or not self._admit(link)
-            ):
+            if not self._in_scope(link) or link.lower().split("?", 1)[0].endswith(_IGNORED_SUFFIXES):
                 continue
             new += 1
             yield self._request(link, referer)

@@ -43,11 +43,19 @@ class Server:
             return [json.loads(line) for line in f if line.strip()]
 
 
-def start_server(tmp: Path, hosts: str = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", root: Path | None = None) -> Server:
+ALL_HOSTS = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7,127.0.0.8"
+
+
+def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
+                 latency: float = 0.0) -> Server:
     log = tmp / "requests.jsonl"
     cmd = [sys.executable, str(ROOT / "tests" / "mockserver.py"), "--hosts", hosts, "--log", str(log)]
     if root is not None:
         cmd += ["--root", str(root)]
+    if latency:
+        cmd += ["--latency", str(latency)]
+    if latency:
+        cmd += ["--latency", str(latency)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

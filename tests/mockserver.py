@@ -147,6 +147,36 @@ def partner_site() -> dict[str, tuple[int, dict[str, str], bytes]]:
     }
 
 
+GRID_PAGES = 30  # pages per grid site
+GRID_HOSTS = ("127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8")
+
+
+def grid_links(n: int) -> list[int]:
+    """Pages /g/<k>/ that page /g/<n>/ links to; every page is reachable from 0."""
+    out = [(2 * n + 1) % GRID_PAGES, (2 * n + 2) % GRID_PAGES]
+    if n + 1 < GRID_PAGES:
+        out.append(n + 1)
+    return out
+
+
+def grid_paths() -> list[str]:
+    return ["/"] + [f"/g/{n}/" for n in range(GRID_PAGES)]
+
+
+def grid_page(path: str, port: int) -> bytes | None:
+    """The grid sites on GRID_HOSTS: index pages linking within the site and,
+    off-site, to the same page of the next grid site."""
+    if path == "/":
+        return index_page("Grid", [("/g/0/", "Start")]).encode()
+    parts = path.strip("/").split("/")
+    if len(parts) != 2 or parts[0] != "g" or not parts[1].isdigit() or int(parts[1]) >= GRID_PAGES:
+        return None
+    n = int(parts[1])
+    links = [(f"/g/{k}/", f"Page {k}") for k in grid_links(n)]
+    links.append((f"http://127.0.0.9:{port}/g/{n}/", "Elsewhere"))
+    return index_page(f"Grid page {n}", links).encode()
+
+
 def calendar(month: int) -> bytes:
     return index_page(f"Calendar {month}", [
         (f"/calendar?month={month - 1}", "Previous month"),
@@ -154,9 +184,11 @@ def calendar(month: int) -> bytes:
     ]).encode()
 
 
-def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | None) -> web.Application:
+def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | None,
+             latency: float = 0.0) -> web.Application:
     log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115
     sites: dict[str, dict[str, tuple[int, dict[str, str], bytes]]] = {}
+    flaky: dict[str, int] = {}
 
     async def handle(request: web.Request) -> web.StreamResponse:
         host = (request.host or "").rsplit(":", 1)[0]
@@ -185,6 +217,19 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
             assert request.transport is not None
             request.transport.abort()
             raise asyncio.CancelledError
+        if host in GRID_HOSTS:
+            if latency:
+                await asyncio.sleep(latency)
+            body = grid_page(request.path, port_holder["port"])
+            if body is None:
+                return web.Response(status=404, text="not found")
+            return web.Response(body=body, content_type="text/html")
+        if request.path.startswith("/flaky/"):  # 503 twice, then the page
+            flaky[request.path] = flaky.get(request.path, 0) + 1
+            if flaky[request.path] <= 2:
+                return web.Response(status=503, text="try later")
+            return web.Response(body=article_page("Flaky", "Third time lucky.").encode(),
+                                content_type="text/html")
         if request.path == "/robots.txt" and host == "127.0.0.3":
             return web.Response(status=503, text="overloaded")
         if request.path == "/robots.txt" and host == "127.0.0.4":
@@ -221,10 +266,11 @@ async def main() -> None:
     ap.add_argument("--hosts", default="127.0.0.1")
     ap.add_argument("--log", type=Path)
     ap.add_argument("--root", type=Path)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds added to grid pages")
     args = ap.parse_args()
     hosts = args.hosts.split(",")
     holder: dict[str, int] = {}
-    runner = web.AppRunner(make_app(holder, args.log, args.root), access_log=None)
+    runner = web.AppRunner(make_app(holder, args.log, args.root, args.latency), access_log=None)
     await runner.setup()
     first = web.TCPSite(runner, hosts[0], 0)
     await first.start()

@@ -94,7 +94,7 @@ class Frontier:
         self.calls: dict[str, int] = {}
         self._scripts = {name: client.register_script(getattr(scripts, name))
                          for name in ("ENQUEUE", "LEASE", "COMMIT", "RELEASE", "HEARTBEAT",
-                                      "BACKOFF", "PENDING")}
+                                      "BACKOFF", "PENDING", "TOUCH")}
         self.started = time.time()
 
     def key(self, name: str) -> str:
@@ -160,19 +160,25 @@ class Frontier:
             return 0
         return int(self._run("RELEASE", self.node, self.conc, *lease_ids))
 
-    def heartbeat(self, record: dict[str, Any] | None = None) -> tuple[int, int]:
+    def heartbeat(self, record: dict[str, Any] | None = None) -> tuple[int, int, set[str]]:
         """Record this node alive and reap nodes whose heartbeat stopped.
-        Returns (leases returned to their queues, nodes reaped)."""
+        Returns (leases returned to their queues, nodes reaped, the lease
+        ids Redis holds for this node)."""
         rec = {"node": self.node, "host": socket.gethostname(), "pid": os.getpid(),
                "started": self.started, "heartbeat": time.time(), "state": "running",
                **(record or {})}
-        reaped, nodes = self._run("HEARTBEAT", self.node, json.dumps(rec), self.lease_timeout_ms, self.conc)
-        return int(reaped), int(nodes)
+        reaped, nodes, mine = self._run("HEARTBEAT", self.node, json.dumps(rec), self.lease_timeout_ms, self.conc)
+        return int(reaped), int(nodes), {_s(x) for x in mine}
 
     def reap(self) -> tuple[int, int]:
         """Reap dead nodes without registering this one (operator commands)."""
-        reaped, nodes = self._run("HEARTBEAT", "", "", self.lease_timeout_ms, self.conc)
+        reaped, nodes, _ = self._run("HEARTBEAT", "", "", self.lease_timeout_ms, self.conc)
         return int(reaped), int(nodes)
+
+    def touch(self, site: str, delay: float) -> None:
+        """A request went to ``site`` outside the frontier (robots.txt): hold
+        its next request back for ``delay`` seconds, for every worker."""
+        self._run("TOUCH", site, int(delay * 1000))
 
     def leave(self, record: dict[str, Any] | None = None) -> None:
         """This node stops: it is no longer watched for heartbeats. Its record

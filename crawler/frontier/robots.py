@@ -5,6 +5,8 @@
 - the robots.txt body is cached in Redis (``{crawl}:robots``) for
   ``ROBOTSTXT_CACHE_TTL`` seconds; a worker that needs it reads the cache
   first, and only one worker at a time fetches it (a lock with a timeout);
+- the fetch of robots.txt counts as a request to the site: the next request
+  there (from any worker) waits ``DOWNLOAD_DELAY`` after it;
 - a ``Crawl-delay`` for our user agent raises the site's delay in the
   frontier (never lowers it below ``DOWNLOAD_DELAY``), capped at
   ``FRONTIER_MAX_CRAWL_DELAY``.
@@ -76,6 +78,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         return await super().robot_parser(request)
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        await self._after_robots_fetch(request)
         await super()._parse_robots(response, netloc, request)
         frontier = self._frontier()
         rp = self._parsers.get(netloc)
@@ -88,6 +91,23 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                 logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s",
                                {"netloc": netloc, "exc": exc})
             self._apply_crawl_delay(rp, request)
+
+    async def _after_robots_fetch(self, request: Request) -> None:
+        """robots.txt was one request to the site: the page request that waits
+        for it, and every other worker's, keep DOWNLOAD_DELAY after it."""
+        if self.base_delay <= 0:
+            return
+        frontier = self._frontier()
+        gap = self.base_delay + (frontier.margin_ms / 1000.0 if frontier else 0.0)
+        if frontier is not None:
+            site = queue_key(urlparse_cached(request).hostname or "", self.queue_by)
+            try:
+                # Two gaps: the page request waiting for robots.txt goes out one
+                # gap from now, the site's next request one gap after that.
+                frontier.touch(site, 2 * gap)
+            except redis.RedisError:
+                pass
+        await maybe_deferred_to_future(deferLater(reactor, gap, lambda: None))
 
     def _cached(self, frontier: Frontier, netloc: str) -> bytes | None:
         try:

@@ -22,6 +22,7 @@ Settings:
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
 ``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/E``,
 ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
+``frontier/released_orphans``,
 ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
 
 Where this departs from scrapy-redis (0.9.1), and why:
@@ -147,6 +148,7 @@ class FrontierScheduler(BaseScheduler):
         self._site_cache: dict[str, str] = {}
         self._lease_after = 0.0
         self._downloaded: list[str] = []
+        self._maybe_orphans: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -399,11 +401,27 @@ class FrontierScheduler(BaseScheduler):
     def _heartbeat(self) -> None:
         assert self.frontier is not None
         try:
-            reaped, nodes = self.frontier.heartbeat(self._node_record())
+            reaped, nodes, held = self.frontier.heartbeat(self._node_record())
         except redis.RedisError as exc:
             self._redis_error(exc)
             return
         self._redis_ok()
+        # Leases Redis holds for us that we do not know (their acknowledgement
+        # was lost, e.g. Redis restarted without its last writes): give them
+        # back, or the crawl would wait for them forever. Twice in a row, so
+        # that a lease taken between the two calls is not mistaken.
+        unknown = held - set(self._leased) - {r.meta.get(LEASE_META) for r in self._buffer}
+        orphans = unknown & self._maybe_orphans
+        self._maybe_orphans = unknown - orphans
+        if orphans:
+            try:
+                released = self.frontier.release(sorted(orphans))
+            except redis.RedisError as exc:
+                self._redis_error(exc)
+            else:
+                self.stats.inc_value("frontier/released_orphans", released)
+                logger.warning("Gave back %(n)d leases Redis held for this worker without its "
+                               "knowing (lost acknowledgements)", {"n": released}, extra={"spider": self.spider})
         if reaped:
             self.stats.inc_value("frontier/reaped", reaped)
             logger.warning("%(n)d leases of %(nodes)d stopped worker(s) went back to their queues",

@@ -260,7 +260,8 @@ return released
 
 # Heartbeat of one node, and the reaping of nodes whose heartbeat stopped:
 # their leases go back to the head of their site queues.
-# ARGV: prefix, node, record (JSON), timeout_ms, conc. Returns {reaped leases, reaped nodes}.
+# ARGV: prefix, node, record (JSON), timeout_ms, conc.
+# Returns {reaped leases, reaped nodes, this node's lease ids}.
 HEARTBEAT = _PRELUDE + r"""
 local node, record, timeout, conc = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 if node ~= '' then
@@ -289,7 +290,20 @@ for _, d in ipairs(dead) do
   end
 end
 if reaped > 0 then redis.call('HINCRBY', P .. 'stats', 'reaped', reaped) end
-return {reaped, #dead}
+local mine = {}
+if node ~= '' then mine = redis.call('HKEYS', P .. 'leases:' .. node) end
+return {reaped, #dead, mine}
+"""
+
+# A request went to the site outside the frontier (robots.txt): the next
+# request may not start before now + delay_ms. ARGV: prefix, site, delay_ms.
+TOUCH = _PRELUDE + r"""
+local site, delay = ARGV[2], tonumber(ARGV[3])
+local nxt = math.max(now + delay, tonumber(redis.call('HGET', P .. 'next', site) or '0'))
+redis.call('HSET', P .. 'next', site, nxt)
+local score = redis.call('ZSCORE', P .. 'ready', site)
+if score and tonumber(score) < nxt then redis.call('ZADD', P .. 'ready', nxt, site) end
+return nxt
 """
 
 # Back a site off after 429, 503 or a timeout: double its backoff (at least

@@ -9,6 +9,7 @@ that differ from a plain GET are written.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -85,10 +86,11 @@ def request_to_json(request: Request, spider: Spider) -> str:
 
 
 def _method(spider: Spider, name: str | None) -> Any:
+    """The spider's bound method ``name``: nothing else can be named."""
     if name is None:
         return None
-    fn = getattr(spider, name, None)
-    if not callable(fn):
+    fn = getattr(spider, name, None) if isinstance(name, str) and not name.startswith("__") else None
+    if not inspect.ismethod(fn) or fn.__self__ is not spider:
         raise SerializationError(f"spider {spider.name!r} has no method {name!r}")
     return fn
 

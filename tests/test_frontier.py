@@ -1,0 +1,220 @@
+"""The frontier's Redis operations against a real Redis (REDIS_URL, else the
+embedded one), one crawl name (key prefix) per test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import time
+
+import pytest
+import redis
+from scrapy import Request, Spider
+
+from crawler.frontier import Frontier, LinkEntry
+from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
+
+
+@pytest.fixture
+def client(redis_url):
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def make(client, crawl_name, **kw) -> Frontier:
+    kw.setdefault("default_delay", 0)
+    kw.setdefault("delay_margin", 0)
+    return Frontier(client, crawl_name, node=kw.pop("node", "n1"), **kw)
+
+
+def link(f: Frontier, url: str, site: str, head: bool = False) -> LinkEntry:
+    bucket, member = f.slot(hashlib.sha1(url.encode()).digest())
+    return LinkEntry(bucket, member, site, json.dumps({"u": url}), head)
+
+
+def urls(leases) -> list[str]:
+    return [json.loads(lease.entry)["u"] for lease in leases]
+
+
+def test_enqueue_dedups_exactly_and_atomically(client, crawl_name):
+    f = make(client, crawl_name)
+    batch = [link(f, f"http://a/{i}", "a") for i in range(100)]
+    assert f.enqueue(batch + batch[:10]) == (100, 10, 0)
+    assert f.enqueue(batch) == (0, 100, 0)
+    assert f.stats()["queued"] == 100
+    assert f.pending() == 100
+
+
+def test_dedup_costs_at_most_16_bytes_per_url(client, crawl_name):
+    f = make(client, crawl_name, buckets=64)
+    n = 20_000
+    for start in range(0, n, 1000):
+        f.enqueue([LinkEntry(*f.slot(hashlib.sha1(f"u{i}".encode()).digest()), "s", "")
+                   for i in range(start, start + 1000)])
+    keys = f.dedup_keys()
+    assert len(keys) == 64
+    assert {client.object("encoding", k) for k in keys} == {b"intset"}
+    used = sum(client.memory_usage(k, samples=0) for k in keys)
+    assert used / n <= 16, used / n
+    # Exact: every one of them is now a duplicate, no new URL is.
+    again = [LinkEntry(*f.slot(hashlib.sha1(f"u{i}".encode()).digest()), "s", "") for i in range(n - 1000, n + 1000)]
+    added, dup, _ = f.enqueue(again)
+    assert (added, dup) == (1000, 1000)
+
+
+def test_lease_takes_one_request_per_ready_site(client, crawl_name):
+    f = make(client, crawl_name, concurrency_per_site=4)
+    f.enqueue([link(f, f"http://{s}/{i}", s) for i in range(3) for s in ("a", "b", "c")])
+    leases, _ = f.lease(10)
+    assert sorted((lease.site, u) for lease, u in zip(leases, urls(leases))) == [
+        ("a", "http://a/0"), ("b", "http://b/0"), ("c", "http://c/0")]
+    leases, _ = f.lease(2)
+    assert len(leases) == 2 and len({lease.site for lease in leases}) == 2
+
+
+def test_site_delay_holds_for_every_worker(client, crawl_name):
+    f1 = make(client, crawl_name, default_delay=0.3, node="w1")
+    f2 = make(client, crawl_name, default_delay=0.3, node="w2", concurrency_per_site=1)
+    f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
+    first, _ = f1.lease(1)
+    assert urls(first) == ["http://a/0"]
+    f1.lease(1, downloaded=[first[0].id])  # download over: only the delay holds now
+    leases, wait = f2.lease(1)
+    assert leases == [] and 0 < wait <= 0.3
+    time.sleep(wait + 0.02)
+    leases, _ = f2.lease(1)
+    assert urls(leases) == ["http://a/1"]
+
+
+def test_site_concurrency_counts_downloads_cluster_wide(client, crawl_name):
+    f1 = make(client, crawl_name, node="w1", concurrency_per_site=2)
+    f2 = make(client, crawl_name, node="w2", concurrency_per_site=2)
+    f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(4)])
+    a, _ = f1.lease(1)
+    b, _ = f2.lease(1)
+    assert len(a) == len(b) == 1
+    assert f2.lease(1)[0] == []  # two downloads in flight for site a
+    assert urls(f2.lease(1, downloaded=[])[0]) == []
+    leases, _ = f1.lease(1, downloaded=[a[0].id])  # a's download is over
+    assert urls(leases) == ["http://a/2"]
+
+
+def test_dead_workers_leases_return_to_the_head_of_their_queue(client, crawl_name):
+    dead = make(client, crawl_name, node="dead", lease_timeout=0.2)
+    alive = make(client, crawl_name, node="alive", lease_timeout=0.2)
+    dead.enqueue([link(dead, f"http://a/{i}", "a") for i in range(3)])
+    dead.heartbeat()
+    held, _ = dead.lease(1)
+    assert urls(held) == ["http://a/0"]
+    time.sleep(0.3)
+    reaped, nodes, mine = alive.heartbeat()
+    assert (reaped, nodes, mine) == (1, 1, set())
+    assert urls(alive.lease(1)[0]) == ["http://a/0"]  # first again
+    record = json.loads(client.hget(alive.key("nodes"), "dead"))
+    assert record["state"] == "lost"
+    assert alive.stats()["reaped"] == 1
+
+
+def test_acks_settle_and_count_states(client, crawl_name):
+    f = make(client, crawl_name, concurrency_per_site=5)
+    f.enqueue([link(f, f"http://{s}/", s) for s in ("a", "b")])
+    leases, _ = f.lease(5)
+    result = f.commit(links=[link(f, "http://a/new", "a")],
+                      acks=[(leases[0].id, "C", ""), (leases[1].id, "E", "HTTP 404"), ("nope", "C", "")])
+    assert result == {"added": 1, "duplicates": 0, "capped": 0, "acked": 2, "stale": 1}
+    stats = f.stats()
+    assert (stats["done"], stats["errors"], stats["leased"], stats["queued"]) == (1, 1, 0, 1)
+    error = json.loads(client.lindex(f.key("errors"), 0))
+    assert error["reason"] == "HTTP 404"
+    assert client.hget(f.key("node:n1"), "pages") == b"1"
+
+
+def test_retry_waits_its_backoff_then_joins_the_tail(client, crawl_name):
+    f = make(client, crawl_name, concurrency_per_site=5)
+    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(2)])
+    leases, _ = f.lease(1)
+    f.commit(requeues=[(leases[0].id, 0.3, "a", leases[0].entry)])
+    assert urls(f.lease(1)[0]) == ["http://a/1"]
+    leases, wait = f.lease(1)
+    assert leases == [] and 0 < wait <= 0.3
+    time.sleep(wait + 0.02)
+    assert urls(f.lease(1)[0]) == ["http://a/0"]
+    assert f.stats()["retried"] == 1
+
+
+def test_release_gives_leases_back_in_order(client, crawl_name):
+    f = make(client, crawl_name, concurrency_per_site=5)
+    f.enqueue([link(f, f"http://{s}/{i}", s) for i in range(2) for s in ("a", "b")])
+    leases, _ = f.lease(5)
+    assert f.release([lease.id for lease in leases]) == 2
+    again, _ = f.lease(5)
+    assert sorted(urls(again)) == sorted(urls(leases))
+
+
+def test_backoff_pushes_a_site_out_and_success_halves_it(client, crawl_name):
+    f = make(client, crawl_name, concurrency_per_site=5)
+    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(3)])
+    assert f.backoff("a", 0.4, 10) == 0.4
+    assert f.lease(1)[0] == []
+    assert f.backoff("a", 0.4, 10) == 0.8  # doubles
+    time.sleep(0.85)
+    leases, _ = f.lease(1)
+    f.commit(acks=[(leases[0].id, "C", "")])
+    assert int(client.hget(f.key("backoff"), "a")) == 400
+
+
+def test_per_site_cap_is_cluster_wide(client, crawl_name):
+    f1 = make(client, crawl_name, max_pages_per_site=3, node="w1")
+    f2 = make(client, crawl_name, max_pages_per_site=3, node="w2")
+    assert f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(2)]) == (2, 0, 0)
+    assert f2.enqueue([link(f2, f"http://a/{i}", "a") for i in range(2, 5)]) == (1, 0, 2)
+
+
+def test_head_entries_go_first(client, crawl_name):
+    f = make(client, crawl_name)
+    f.enqueue([link(f, "http://a/1", "a"), link(f, "http://a/redirected", "a", head=True)])
+    assert urls(f.lease(1)[0]) == ["http://a/redirected"]
+
+
+def test_keys_share_one_hash_tag(client, crawl_name):
+    f = make(client, crawl_name, max_pages_per_site=5)
+    f.enqueue([link(f, "http://a/1", "a")])
+    f.heartbeat()
+    f.lease(1)
+    keys = [k.decode() for k in client.scan_iter(match="[{]" + crawl_name + "}*")]
+    assert len(keys) >= 8
+    assert all(k.startswith("{" + crawl_name + "}:") for k in keys)
+
+
+class _Spider(Spider):
+    name = "s"
+
+    def parse(self, response):
+        pass
+
+    def other(self, response):
+        pass
+
+
+def test_requests_travel_as_json_with_callbacks_by_name():
+    spider = _Spider()
+    req = Request("http://a/x", callback=spider.other, errback=spider.parse, priority=3,
+                  meta={"depth": 2, "obj": object()}, headers={"X-A": "1"}, cb_kwargs={"k": 1})
+    data = request_to_json(req, spider)
+    assert json.loads(data) == {"u": "http://a/x", "c": "other", "e": "parse", "p": 3,
+                                "h": {"X-A": ["1"]}, "k": {"k": 1}, "m": {"depth": 2}}
+    back = request_from_json(data, spider)
+    assert back.callback == spider.other and back.errback == spider.parse
+    assert back.meta == {"depth": 2} and back.priority == 3
+
+
+@pytest.mark.parametrize("entry", [
+    pickle.dumps(Request("http://a/")),  # a pickle is never loaded
+    b"not json", json.dumps([1, 2]), json.dumps({"u": "http://a/", "c": "__class__"}),
+    json.dumps({"u": "http://a/", "c": "nonexistent"}),
+])
+def test_untrusted_entries_are_refused(entry):
+    with pytest.raises(SerializationError):
+        request_from_json(entry, _Spider())

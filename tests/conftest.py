@@ -47,15 +47,19 @@ ALL_HOSTS = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0
 
 
 def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
-                 latency: float = 0.0) -> Server:
+                 latency: float = 0.0, grid_pages: int | None = None) -> Server:
     log = tmp / "requests.jsonl"
     cmd = [sys.executable, str(ROOT / "tests" / "mockserver.py"), "--hosts", hosts, "--log", str(log)]
     if root is not None:
         cmd += ["--root", str(root)]
     if latency:
         cmd += ["--latency", str(latency)]
+    if grid_pages:
+        cmd += ["--grid-pages", str(grid_pages)]
     if latency:
         cmd += ["--latency", str(latency)]
+    if grid_pages:
+        cmd += ["--grid-pages", str(grid_pages)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

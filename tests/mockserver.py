@@ -151,28 +151,28 @@ GRID_PAGES = 30  # pages per grid site
 GRID_HOSTS = ("127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8")
 
 
-def grid_links(n: int) -> list[int]:
+def grid_links(n: int, pages: int = GRID_PAGES) -> list[int]:
     """Pages /g/<k>/ that page /g/<n>/ links to; every page is reachable from 0."""
-    out = [(2 * n + 1) % GRID_PAGES, (2 * n + 2) % GRID_PAGES]
-    if n + 1 < GRID_PAGES:
+    out = [(2 * n + 1) % pages, (2 * n + 2) % pages]
+    if n + 1 < pages:
         out.append(n + 1)
     return out
 
 
-def grid_paths() -> list[str]:
-    return ["/"] + [f"/g/{n}/" for n in range(GRID_PAGES)]
+def grid_paths(pages: int = GRID_PAGES) -> list[str]:
+    return ["/"] + [f"/g/{n}/" for n in range(pages)]
 
 
-def grid_page(path: str, port: int) -> bytes | None:
+def grid_page(path: str, port: int, pages: int = GRID_PAGES) -> bytes | None:
     """The grid sites on GRID_HOSTS: index pages linking within the site and,
     off-site, to the same page of the next grid site."""
     if path == "/":
         return index_page("Grid", [("/g/0/", "Start")]).encode()
     parts = path.strip("/").split("/")
-    if len(parts) != 2 or parts[0] != "g" or not parts[1].isdigit() or int(parts[1]) >= GRID_PAGES:
+    if len(parts) != 2 or parts[0] != "g" or not parts[1].isdigit() or int(parts[1]) >= pages:
         return None
     n = int(parts[1])
-    links = [(f"/g/{k}/", f"Page {k}") for k in grid_links(n)]
+    links = [(f"/g/{k}/", f"Page {k}") for k in grid_links(n, pages)]
     links.append((f"http://127.0.0.9:{port}/g/{n}/", "Elsewhere"))
     return index_page(f"Grid page {n}", links).encode()
 
@@ -185,7 +185,7 @@ def calendar(month: int) -> bytes:
 
 
 def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | None,
-             latency: float = 0.0) -> web.Application:
+             latency: float = 0.0, grid_pages: int = GRID_PAGES) -> web.Application:
     log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115
     sites: dict[str, dict[str, tuple[int, dict[str, str], bytes]]] = {}
     flaky: dict[str, int] = {}
@@ -220,7 +220,7 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
         if host in GRID_HOSTS:
             if latency:
                 await asyncio.sleep(latency)
-            body = grid_page(request.path, port_holder["port"])
+            body = grid_page(request.path, port_holder["port"], grid_pages)
             if body is None:
                 return web.Response(status=404, text="not found")
             return web.Response(body=body, content_type="text/html")
@@ -267,10 +267,12 @@ async def main() -> None:
     ap.add_argument("--log", type=Path)
     ap.add_argument("--root", type=Path)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds added to grid pages")
+    ap.add_argument("--grid-pages", type=int, default=GRID_PAGES, help="pages per grid site")
     args = ap.parse_args()
     hosts = args.hosts.split(",")
     holder: dict[str, int] = {}
-    runner = web.AppRunner(make_app(holder, args.log, args.root, args.latency), access_log=None)
+    runner = web.AppRunner(make_app(holder, args.log, args.root, args.latency, args.grid_pages),
+                           access_log=None)
     await runner.setup()
     first = web.TCPSite(runner, hosts[0], 0)
     await first.start()

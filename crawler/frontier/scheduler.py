@@ -22,7 +22,7 @@ Settings:
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
 ``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/E``,
 ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
-``frontier/released_orphans``,
+``frontier/released_orphans``, ``frontier/late_send``,
 ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
 
 Where this departs from scrapy-redis (0.9.1), and why:
@@ -149,6 +149,7 @@ class FrontierScheduler(BaseScheduler):
         self._lease_after = 0.0
         self._downloaded: list[str] = []
         self._maybe_orphans: set[str] = set()
+        self._leased_at: dict[str, float] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -182,6 +183,7 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._item_settled, signal=signals.item_error)
         sig.connect(self._spider_idle, signal=signals.spider_idle)
         sig.connect(self._left_downloader, signal=signals.request_left_downloader)
+        sig.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         for fn, interval in ((self._heartbeat, self.heartbeat_interval), (self._tick, 0.25)):
             loop = LoopingCall(fn)
             loop.start(interval, now=False)
@@ -257,8 +259,13 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         self._flush()
-        if not self._buffer and time.monotonic() >= self._lease_after:
-            self._lease()
+        if not self._buffer:
+            # Timers may fire a little early: 5 ms of tolerance.
+            remaining = self._lease_after - time.monotonic()
+            if remaining <= 0.005:
+                self._lease()
+            else:
+                self._wake_in(remaining)
         if self._buffer:
             return self._buffer.popleft()
         return None
@@ -278,6 +285,7 @@ class FrontierScheduler(BaseScheduler):
             self._wake_in(1.0)
             return
         self._redis_ok()
+        now = time.monotonic()
         for lease in leases:
             try:
                 request = request_from_json(lease.entry, self.spider)
@@ -288,6 +296,7 @@ class FrontierScheduler(BaseScheduler):
                 continue
             request.meta[LEASE_META] = lease.id
             self._leased[lease.id] = lease
+            self._leased_at[lease.id] = now
             self._trackers[lease.id] = _Tracker()
             request.callback = _Tracked(self, lease.id, request.callback or self.spider._parse, False)
             request.errback = _Tracked(self, lease.id, request.errback, True)
@@ -349,6 +358,30 @@ class FrontierScheduler(BaseScheduler):
         if tracker.output_done and tracker.items <= 0:
             self._ack(lease_id)  # type: ignore[arg-type]
 
+    def _reached_downloader(self, request: Request, spider: Spider) -> None:
+        """The request goes out now. The site's next time was set when it was
+        leased; if it goes out later than the margin allows (a busy worker),
+        push the site's next time to now + delay for every worker, so the
+        gap the server sees still holds."""
+        lease_id = request.meta.get(LEASE_META)
+        if lease_id is None:
+            return
+        leased_at = self._leased_at.pop(lease_id, None)
+        if leased_at is None or self.delay <= 0 or self.frontier is None:
+            return
+        late = time.monotonic() - leased_at
+        if late <= self.margin / 2:
+            return
+        lease = self._leased.get(lease_id)
+        if lease is None:
+            return
+        try:
+            self.frontier.touch(lease.site, self.delay + self.margin)
+        except redis.RedisError as exc:
+            self._redis_error(exc)
+            return
+        self.stats.inc_value("frontier/late_send")
+
     def _left_downloader(self, request: Request, spider: Spider) -> None:
         """The download is over: the site's concurrency slot can go to the
         next request (told to Redis with the next lease call)."""
@@ -363,6 +396,7 @@ class FrontierScheduler(BaseScheduler):
     def _ack(self, lease_id: str) -> None:
         tracker = self._trackers.pop(lease_id, None)
         self._leased.pop(lease_id, None)
+        self._leased_at.pop(lease_id, None)
         if tracker is None:
             return
         self._acks.append((lease_id, tracker.state, tracker.reason))
@@ -445,11 +479,11 @@ class FrontierScheduler(BaseScheduler):
         """Ask the engine for requests again in ``seconds``: Scrapy polls an
         empty scheduler only every 5 s, too slow for sites with short delays.
         (No public engine API does this; nextcall is the engine's own trigger.)"""
-        if self._wake_call is not None and self._wake_call.active():
-            if self._wake_call.getTime() <= time.time() + seconds:
-                return
-            self._wake_call.cancel()
         clock: Any = reactor
+        if self._wake_call is not None and self._wake_call.active():
+            if self._wake_call.getTime() <= clock.seconds() + seconds:
+                return  # an earlier wake is already due
+            self._wake_call.cancel()
         self._wake_call = clock.callLater(max(seconds, 0.0), self._wake)
 
     def _wake(self) -> None:

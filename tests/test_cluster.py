@@ -82,8 +82,11 @@ def two_workers(grid_server, redis_url, tmp_path_factory):
     b = Worker([], settings, crawl_dir)
     assert a.wait() == 0, a.log[-3000:]
     assert b.wait() == 0, b.log[-3000:]
-    yield a, b, grid_server.requests(mark), crawl_dir / f"{name}.sqlite3"
     client = redis.Redis.from_url(redis_url)
+    a.shared = {k.decode(): int(v) for k, v in client.hgetall("{" + name + "}:stats").items()}
+    a.seen_keys = len(list(client.scan_iter(match="[{]" + name + "}:seen:*")))
+    a.nodes = [json.loads(v) for v in client.hvals("{" + name + "}:nodes")]
+    yield a, b, grid_server.requests(mark), crawl_dir / f"{name}.sqlite3"
     client.delete(*client.scan_iter(match="[{]" + name + "}*"))
 
 
@@ -95,6 +98,15 @@ def test_two_workers_fetch_every_url_exactly_once(two_workers):
     assert pages_a > 0 and pages_b > 0
     assert "No seeds: joining crawl" in b.log
     assert pages_a + pages_b == sum(EXPECTED.values())
+
+
+def test_closing_workers_keep_the_shared_state(two_workers):
+    a, *_ = two_workers
+    pages = len(GRID_HOSTS) * len(grid_paths())
+    assert a.seen_keys > 0
+    assert (a.shared["done"], a.shared["queued"], a.shared["leased"], a.shared.get("delayed", 0)) == (pages, 0, 0, 0)
+    assert sorted(n["state"] for n in a.nodes) == ["stopped", "stopped"]
+    assert sum(n["pages"] for n in a.nodes) == pages + len(GRID_HOSTS)  # with robots.txt
 
 
 def test_two_workers_store_every_page_once(two_workers):
@@ -200,3 +212,25 @@ def test_redis_restart_mid_crawl(grid_server, tmp_path):
     assert "Redis unavailable" in worker.log and "Redis is back after" in worker.log
     with SQLiteStore(tmp_path / "restart.sqlite3") as store:
         assert store.count_pages(state="C") == len(GRID_HOSTS) * len(grid_paths())
+
+
+def test_waiting_worker_takes_new_seeds_from_another(grid_server, redis_url, crawl_name, tmp_path):
+    """FRONTIER_WAIT_FOR_SEEDS keeps an idle worker up; seeds that a second
+    worker brings later (another site) reach it through the frontier."""
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": 0.05,
+                "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_WAIT_FOR_SEEDS": True}
+    first_site, second_site = GRID_HOSTS[0], GRID_HOSTS[1]
+    mark = grid_server.mark()
+    waiting = Worker([f"seeds={grid_server.url('/', host=first_site)}"], settings, tmp_path)
+    wait_for_requests(grid_server, mark, len(grid_paths()) + 1)
+    time.sleep(1.0)
+    assert waiting.proc.poll() is None  # done with its site, still waiting
+    newcomer = Worker([f"seeds={grid_server.url('/', host=second_site)}"], settings, tmp_path)
+    wait_for_requests(grid_server, mark, 2 * (len(grid_paths()) + 1))
+    time.sleep(1.0)
+    for w in (waiting, newcomer):
+        w.proc.send_signal(signal.SIGINT)
+    assert waiting.wait() == 0 and newcomer.wait() == 0
+    got = Counter(fetched(grid_server, mark))
+    assert got == Counter((h, p) for h in (first_site, second_site) for p in ["/robots.txt", *grid_paths()])
+    assert waiting.stat("response_received_count") > len(grid_paths()) + 1  # it took part of the new site

@@ -111,3 +111,17 @@ def test_robots_guard_bounds_only_the_robots_request():
     resp = mw.process_response(robots, HtmlResponse("http://h/robots.txt", status=404, body=b"Disallow: /"))
     assert resp.body == b""
     assert crawler.stats.get_value("robotstxt/unavailable") is None  # 4xx means "no robots.txt"
+
+
+@pytest.mark.parametrize(("value", "seconds"), [
+    (None, 0.0), (b"", 0.0), (b"120", 120.0), (b"nonsense", 0.0),
+    (b"Wed, 21 Oct 2015 07:28:30 GMT", 30.0),  # an HTTP date, 30 s after "now"
+    (b"Wed, 21 Oct 2015 07:27:00 GMT", 0.0),  # in the past
+])
+def test_retry_after(value, seconds):
+    from email.utils import parsedate_to_datetime
+
+    from crawler.middlewares import retry_after
+
+    now = parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
+    assert retry_after(value, now=now) == seconds

@@ -74,7 +74,7 @@ def two_workers(grid_server, redis_url, tmp_path_factory):
     """Worker A with the seeds; worker B joins without seeds a moment later."""
     name = "two_workers_" + str(int(time.time() * 1000))
     settings = {"REDIS_URL": redis_url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": DELAY,
-                "FRONTIER_DELAY_MARGIN": 0.03, "CONCURRENT_REQUESTS": 8}
+                "FRONTIER_DELAY_MARGIN": 0.05, "CONCURRENT_REQUESTS": 8}
     crawl_dir = tmp_path_factory.mktemp("two")
     mark = grid_server.mark()
     a = Worker([seeds(grid_server)], settings, crawl_dir)
@@ -226,7 +226,14 @@ def test_waiting_worker_takes_new_seeds_from_another(grid_server, redis_url, cra
     time.sleep(1.0)
     assert waiting.proc.poll() is None  # done with its site, still waiting
     newcomer = Worker([f"seeds={grid_server.url('/', host=second_site)}"], settings, tmp_path)
-    wait_for_requests(grid_server, mark, 2 * (len(grid_paths()) + 1))
+    try:
+        wait_for_requests(grid_server, mark, 2 * (len(grid_paths()) + 1))
+    except AssertionError:
+        for w in (waiting, newcomer):
+            w.proc.send_signal(signal.SIGINT)
+            w.wait()
+        raise AssertionError(f"fetched: {fetched(grid_server, mark)}\nWAITING:\n{waiting.log[-6000:]}"
+                             f"\nNEWCOMER:\n{newcomer.log[-6000:]}") from None
     time.sleep(1.0)
     for w in (waiting, newcomer):
         w.proc.send_signal(signal.SIGINT)

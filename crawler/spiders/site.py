@@ -125,6 +125,7 @@ class SiteSpider(Spider):
         self._site_of_host: dict[str, str] = {}
         self._scope_client: redis.Redis | None = None
         self._scope_checked = 0.0
+        self._scope_reloaded_for: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -155,6 +156,18 @@ class SiteSpider(Spider):
             self._load_scope()
             return self._in_scope_local(url)
         return False
+
+    def _learn_scope_from(self, url: str) -> None:
+        """A page the frontier handed us belongs to the crawl's scope: when its
+        site is new to this worker (seeds another worker brought), reload the
+        scope now, before its links are judged; waiting for the periodic
+        refresh would drop them, and with them URLs nobody else may find."""
+        if self.scope == "any" or self._in_scope_local(url):
+            return
+        key = host_of(url) if self.scope == "host" else self._site(url)
+        if key not in self._scope_reloaded_for:
+            self._scope_reloaded_for.add(key)
+            self._load_scope()
 
     def _in_scope_local(self, url: str) -> bool:
         if self.scope == "host":
@@ -206,6 +219,7 @@ class SiteSpider(Spider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         url = normalize(response.url)
         self._seen.add(url)
+        self._learn_scope_from(url)
         depth = int(response.meta.get("depth", 0))
         item = PageItem(
             url=url, site=self._site(url), depth=depth, status=response.status,

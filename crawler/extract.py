@@ -31,7 +31,6 @@ BLOCK_TAGS = frozenset(
      "li", "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table",
      "tbody", "td", "tfoot", "th", "thead", "tr", "ul"}
 )
-HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 BOILER_TAGS = frozenset({"nav", "header", "footer", "aside", "form", "menu"})
 _BOILER_ATTR = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|footer|sidebar|side-bar|breadcrumbs?|"

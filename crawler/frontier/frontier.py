@@ -170,11 +170,6 @@ class Frontier:
         reaped, nodes, mine = self._run("HEARTBEAT", self.node, json.dumps(rec), self.lease_timeout_ms, self.conc)
         return int(reaped), int(nodes), {_s(x) for x in mine}
 
-    def reap(self) -> tuple[int, int]:
-        """Reap dead nodes without registering this one (operator commands)."""
-        reaped, nodes, _ = self._run("HEARTBEAT", "", "", self.lease_timeout_ms, self.conc)
-        return int(reaped), int(nodes)
-
     def touch(self, site: str, delay: float) -> None:
         """A request went to ``site`` outside the frontier (robots.txt): hold
         its next request back for ``delay`` seconds, for every worker."""

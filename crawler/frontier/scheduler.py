@@ -507,9 +507,6 @@ class FrontierScheduler(BaseScheduler):
             self._site_cache[host] = site
         return site
 
-    def site_of_request(self, request: Request) -> str:
-        return self._site(request.url)
-
     def _redis_error(self, exc: Exception) -> None:
         self.stats.inc_value("frontier/redis_error")
         now = time.monotonic()

@@ -144,12 +144,7 @@ class SiteSpider(Spider):
         return site
 
     def _in_scope(self, url: str) -> bool:
-        if self.scope == "any":
-            return True
-        if self.scope == "host":
-            if host_of(url) in self.seed_hosts:
-                return True
-        elif self._site(url) in self.seed_sites:
+        if self.scope == "any" or self._in_scope_local(url):
             return True
         # Seeds given to other workers widen the scope of the whole crawl.
         if time.monotonic() - self._scope_checked > 5.0:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
@@ -100,6 +99,8 @@ class StorePipeline:
         batch, self._buffer = self._buffer, []
         waiters, self._waiters = self._waiters, []
         self._last_flush = time.monotonic()
+        from twisted.internet import reactor  # not at import: Scrapy installs the reactor
+
         d: Deferred[None] = deferToThreadPool(reactor, self._pool, self._write, batch)
         self._pending.append(d)
         d.addBoth(self._done, d, waiters)

@@ -97,6 +97,15 @@ TRAP_MAX_REPEATED_SEGMENT = 3
 # model's own threshold (chosen for high index recall).
 CLASSIFIER_THRESHOLD = None
 
+# --- Duplicates (crawler.fingerprint, the frontier's index) -------------------------
+# A page whose main text's 64-bit SimHash is within this Hamming distance of a
+# page seen before (anywhere in the cluster), or whose text is identical, is
+# stored with dup_of and its links are not followed.
+SIMHASH_MAX_DISTANCE = 3
+# Shorter main texts are not fingerprinted: pages that are mostly navigation
+# look alike, and a false duplicate would stop the crawl at them.
+SIMHASH_MIN_CHARS = 200
+
 # --- Store -------------------------------------------------------------------------------
 STORE_PATH = None  # default: <CRAWL_DIR>/<CRAWL_NAME>.sqlite3
 STORE_BATCH_SIZE = 100  # pages per transaction

@@ -35,6 +35,29 @@ CHINESE = (
 )
 
 
+_VOCABULARY = (
+    "site page link frontier queue robot delay server worker crawl index article text "
+    "parser lease redis store graph topic search engine cluster machine seed host domain "
+    "request response header status content encoding retry backoff politeness schedule "
+    "memory fingerprint duplicate sentence paragraph reader writer network latency"
+).split()
+
+
+def prose(seed: str, words: int = 60) -> str:
+    """Deterministic text of its own for each seed, so that distinct test
+    articles are not near-duplicates of each other."""
+    import random
+
+    rnd = random.Random(seed)
+    out = []
+    for i in range(words):
+        word = rnd.choice(_VOCABULARY)
+        out.append(word.capitalize() if i % 12 == 0 else word)
+        if i % 12 == 11:
+            out[-1] += "."
+    return " ".join(out) + "."
+
+
 def index_page(title: str, links: list[tuple[str, str]], extra: str = "", head: str = "") -> str:
     items = "\n".join(f'<li><a href="{href}">{text}</a></li>' for href, text in links)
     return (
@@ -45,7 +68,7 @@ def index_page(title: str, links: list[tuple[str, str]], extra: str = "", head: 
 
 def article_page(title: str, opening: str, links: list[tuple[str, str]] = (), head: str = "",
                  paragraphs: int = 6) -> str:
-    body = "".join(f"<p>{opening} {LOREM}</p>" for _ in range(paragraphs))
+    body = "".join(f"<p>{opening} {LOREM}{prose(title + str(i))}</p>" for i in range(paragraphs))
     more = "".join(f'<p>See also <a href="{h}">{t}</a>.</p>' for h, t in links)
     return (
         f"<!DOCTYPE html><html><head><title>{title}</title>{head}</head><body>"
@@ -134,6 +157,32 @@ def build_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
     add("/robots/header-noindex.html", index_page("Header noindex", []),
         headers={**html, "X-Robots-Tag": "noindex"})
     add("/private/secret.html", article_page("Secret", "Forbidden by robots.txt."))
+    # Duplicates (not linked from "/": seed /dups/). Originals come first.
+    add("/dups/", index_page("Duplicates", [
+        ("/dups/article-v1.html", "v1"), ("/dups/template-a.html", "a"), ("/dups/cn.html", "cn"),
+        ("/dups/distinct.html", "distinct"), ("/dups/article-v2.html", "v2"),
+        ("/dups/template-b.html", "b"), ("/dups/cn-copy.html", "cn copy"),
+    ]))
+    release = article_page("Release notes", "The crawler got faster.", [("/dups/from-original.html", "more")])
+    add("/dups/article-v1.html", release.replace("</article>", "<p>Published 2024-05-01.</p></article>"))
+    add("/dups/article-v2.html", article_page(
+        "Release notes", "The crawler got faster.", [("/dups/only-from-v2.html", "more")]
+    ).replace("</article>", "<p>Published 2024-06-02.</p></article>"))
+    add("/dups/from-original.html", article_page("Linked from an original", "Fetched."))
+    add("/dups/only-from-v2.html", article_page("Only linked from a copy", "Never fetched."))
+    guide = article_page("Installation guide", "Install it with pip.")
+    add("/dups/template-a.html", guide)
+    add("/dups/template-b.html", guide.replace(
+        '<nav><a href="/">Home</a></nav>',
+        '<nav><a href="/">Start</a> <a href="/dups/only-from-template-b.html">Other section</a></nav>'
+        '<aside class="sidebar"><a href="/news/">Latest news</a> and more links</aside>'))
+    add("/dups/only-from-template-b.html", article_page("Only from template b", "Never fetched."))
+    add("/dups/cn.html", article_page("网络爬虫", CHINESE))
+    add("/dups/cn-copy.html", article_page("网络爬虫", CHINESE).replace(
+        '<nav><a href="/">Home</a></nav>',
+        '<nav><a href="/">首页</a> <a href="/dups/only-from-cn-copy.html">转载</a></nav>'))
+    add("/dups/only-from-cn-copy.html", article_page("Only from the copy", "Never fetched."))
+    add("/dups/distinct.html", article_page("A different article", "Something else entirely."))
     # The partner site on 127.0.0.2 (another site: another IP).
     return pages
 

@@ -34,10 +34,24 @@ def seeds(server) -> str:
     return "seeds=" + ",".join(server.url("/", host=h) for h in GRID_HOSTS)
 
 
+_RUNNING: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test():
+    yield
+    while _RUNNING:
+        proc = _RUNNING.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 class Worker:
     def __init__(self, args: list[str], settings: dict, crawl_dir: Path):
         self.proc = subprocess.Popen(crawl_cmd(["follow=all", *args], settings, crawl_dir), cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _RUNNING.append(self.proc)
         self.log = ""
 
     def wait(self, timeout: float = 120) -> int:

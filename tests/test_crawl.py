@@ -219,3 +219,29 @@ def test_ctrl_c_then_same_command_resumes_without_refetching(server, tmp_path):
     assert both == FETCHED
     db = sqlite3.connect(tmp_path / "site.sqlite3")
     assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == len(set(FETCHED) - NOT_STORED)
+
+
+def test_duplicates_are_stored_with_dup_of_and_not_followed(server, tmp_path, frontier_settings):
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/dups/')}", "follow=all"],
+                       {**frontier_settings, "CONCURRENT_REQUESTS": 1, "FRONTIER_MAX_PAGES_PER_SITE": 0,
+                        "DEPTH_LIMIT": 2})
+    assert result.returncode == 0
+    dups = sorted(p for p in set(result.fetched) if p.startswith("/dups/"))
+    # The copies' own links are never followed; the original's are.
+    assert dups == ["/dups/", "/dups/article-v1.html", "/dups/article-v2.html", "/dups/cn-copy.html",
+                    "/dups/cn.html", "/dups/distinct.html", "/dups/from-original.html",
+                    "/dups/template-a.html", "/dups/template-b.html"]
+    u = server.url
+    with SQLiteStore(result.store_path) as store:
+        dup_of = {p: store.get_page(u(p))["dup_of"] for p in dups}
+        original = store.get_page(u("/dups/article-v1.html"))
+    assert dup_of == {
+        "/dups/": None, "/dups/article-v1.html": None, "/dups/cn.html": None, "/dups/distinct.html": None,
+        "/dups/from-original.html": None, "/dups/template-a.html": None,
+        "/dups/article-v2.html": u("/dups/article-v1.html"),  # a changed date line
+        "/dups/template-b.html": u("/dups/template-a.html"),  # other navigation, same text
+        "/dups/cn-copy.html": u("/dups/cn.html"),  # a Chinese page and its copy
+    }
+    assert isinstance(original["simhash"], int) and -(2 ** 63) <= original["simhash"] < 2 ** 63
+    assert len(original["content_hash"]) == 40
+    assert "'simhash/near_duplicate': 1" in result.log and "'simhash/exact_duplicate': 2" in result.log

@@ -224,3 +224,20 @@ def test_requests_travel_as_json_with_callbacks_by_name():
 def test_untrusted_entries_are_refused(entry):
     with pytest.raises(SerializationError):
         request_from_json(entry, _Spider())
+
+
+def test_near_duplicate_index_is_shared_and_atomic(client, crawl_name):
+    f1 = make(client, crawl_name, node="w1")
+    f2 = make(client, crawl_name, node="w2")
+    base = 0x0123456789ABCDEF
+    assert f1.near_duplicate("http://a/1", "h1", base) == ("new", None, -1)
+    assert f2.near_duplicate("http://a/2", "h2", base ^ 0b111) == ("near", "http://a/1", 3)  # 3 bits
+    assert f2.near_duplicate("http://a/3", "h3", base ^ 0b1111) == ("new", None, -1)  # 4 bits
+    assert f1.near_duplicate("http://a/4", "h1", 0) == ("exact", "http://a/1", 0)
+    # Bits flipped in all four 16-bit blocks still match (distance 3, blocks 0-2).
+    spread = base ^ (1 << 63) ^ (1 << 40) ^ (1 << 20)
+    assert f2.near_duplicate("http://a/5", "h5", spread)[0:2] == ("near", "http://a/1")
+    # A page seen again (re-crawl) is not a copy of itself.
+    assert f1.near_duplicate("http://a/1", "h1", base) == ("new", None, -1)
+    stats = f1.stats()
+    assert (stats["near_duplicates"], stats["exact_duplicates"]) == (2, 1)

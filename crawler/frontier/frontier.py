@@ -94,7 +94,7 @@ class Frontier:
         self.calls: dict[str, int] = {}
         self._scripts = {name: client.register_script(getattr(scripts, name))
                          for name in ("ENQUEUE", "LEASE", "COMMIT", "RELEASE", "HEARTBEAT",
-                                      "BACKOFF", "PENDING", "TOUCH")}
+                                      "BACKOFF", "PENDING", "TOUCH", "NEAR_DUPLICATE")}
         self.started = time.time()
 
     def key(self, name: str) -> str:
@@ -169,6 +169,19 @@ class Frontier:
                **(record or {})}
         reaped, nodes, mine = self._run("HEARTBEAT", self.node, json.dumps(rec), self.lease_timeout_ms, self.conc)
         return int(reaped), int(nodes), {_s(x) for x in mine}
+
+    def near_duplicate(self, url: str, content_hash: str | None, fingerprint: int | None,
+                       max_distance: int = 3, max_candidates: int = 1000) -> tuple[str, str | None, int]:
+        """Is ``url``'s content a duplicate of a page seen before, anywhere in
+        the crawl? Returns ("exact" | "near", first URL, distance) or ("new",
+        None, -1); a new page is recorded, atomically with the check.
+        ``fingerprint`` is an unsigned 64-bit SimHash."""
+        fp = f"{fingerprint:016x}" if fingerprint is not None else ""
+        out = self._run("NEAR_DUPLICATE", url, content_hash or "", fp, max_distance, max_candidates)
+        kind = _s(out[0])
+        if kind == "new":
+            return "new", None, -1
+        return kind, _s(out[1]), int(out[2])
 
     def touch(self, site: str, delay: float) -> None:
         """A request went to ``site`` outside the frontier (robots.txt): hold

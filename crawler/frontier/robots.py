@@ -27,7 +27,6 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
-from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from crawler.frontier.scheduler import frontier_of
@@ -68,7 +67,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                 # Another worker is fetching it: wait for its answer.
                 deadline = time.monotonic() + self.lock_timeout
                 while body is None and time.monotonic() < deadline:
-                    await maybe_deferred_to_future(deferLater(reactor, 0.25, lambda: None))
+                    await maybe_deferred_to_future(deferLater(_reactor(), 0.25, lambda: None))
                     body = self._cached(frontier, netloc)
             if body is not None and netloc not in self._parsers:
                 self.crawler.stats.inc_value("robotstxt/cache_hit")
@@ -107,7 +106,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                 frontier.touch(site, 2 * gap)
             except redis.RedisError:
                 pass
-        await maybe_deferred_to_future(deferLater(reactor, gap, lambda: None))
+        await maybe_deferred_to_future(deferLater(_reactor(), gap, lambda: None))
 
     def _cached(self, frontier: Frontier, netloc: str) -> bytes | None:
         try:
@@ -155,3 +154,11 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             return
         self.crawler.stats.inc_value("robotstxt/crawl_delay")
         logger.info("robots.txt of %(site)s asks for Crawl-delay %(delay).1fs", {"site": site, "delay": delay})
+
+
+def _reactor() -> Any:
+    # Imported late: importing it at module load would install Twisted's
+    # default reactor before Scrapy installs the asyncio one.
+    from twisted.internet import reactor
+
+    return reactor

@@ -60,7 +60,6 @@ import redis
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
-from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 
 from crawler.crawldir import crawl_dir, crawl_name
@@ -479,6 +478,8 @@ class FrontierScheduler(BaseScheduler):
         """Ask the engine for requests again in ``seconds``: Scrapy polls an
         empty scheduler only every 5 s, too slow for sites with short delays.
         (No public engine API does this; nextcall is the engine's own trigger.)"""
+        from twisted.internet import reactor  # not at import: Scrapy installs the reactor
+
         clock: Any = reactor
         if self._wake_call is not None and self._wake_call.active():
             if self._wake_call.getTime() <= clock.seconds() + seconds:

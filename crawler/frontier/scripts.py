@@ -339,3 +339,57 @@ PENDING = _PRELUDE + r"""
 local v = redis.call('HMGET', P .. 'stats', 'queued', 'delayed', 'leased')
 return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) + (tonumber(v[3]) or 0)
 """
+
+# Exact and near duplicates across the cluster, checked and recorded in one
+# step (Manku, Jain and Das Sarma 2007): a 64-bit SimHash is split into four
+# 16-bit blocks; any fingerprint within Hamming distance 3 shares at least
+# one block exactly, so the candidates are the members of four sets.
+# ARGV: prefix, url, content hash ('' = skip), fingerprint (16 hex digits,
+# '' = skip), max distance, max candidates per block.
+# Returns {'new'} or {'exact'|'near', first url, distance}.
+NEAR_DUPLICATE = _PRELUDE + r"""
+local url, ch, fp, k, maxc = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+if ch ~= '' then
+  local first = redis.call('HGET', P .. 'content', ch)
+  if first and first ~= url then
+    redis.call('HINCRBY', P .. 'stats', 'exact_duplicates', 1)
+    return {'exact', first, 0}
+  end
+  if not first then redis.call('HSET', P .. 'content', ch, url) end
+end
+if fp == '' then return {'new'} end
+local function popcount(x)
+  local c = 0
+  while x ~= 0 do
+    x = bit.band(x, x - 1)
+    c = c + 1
+  end
+  return c
+end
+local hi, lo = tonumber(string.sub(fp, 1, 8), 16), tonumber(string.sub(fp, 9, 16), 16)
+for i = 0, 3 do
+  local key = P .. 'sh:' .. i .. ':' .. string.sub(fp, i * 4 + 1, i * 4 + 4)
+  local members
+  if redis.call('SCARD', key) > maxc then
+    members = redis.call('SRANDMEMBER', key, maxc)
+  else
+    members = redis.call('SMEMBERS', key)
+  end
+  for _, m in ipairs(members) do
+    local d = popcount(bit.bxor(hi, tonumber(string.sub(m, 1, 8), 16)))
+            + popcount(bit.bxor(lo, tonumber(string.sub(m, 9, 16), 16)))
+    if d <= k then
+      local first = redis.call('HGET', P .. 'shurl', m)
+      if first and first ~= url then
+        redis.call('HINCRBY', P .. 'stats', 'near_duplicates', 1)
+        return {'near', first, d}
+      end
+    end
+  end
+end
+for i = 0, 3 do
+  redis.call('SADD', P .. 'sh:' .. i .. ':' .. string.sub(fp, i * 4 + 1, i * 4 + 4), fp)
+end
+redis.call('HSETNX', P .. 'shurl', fp, url)
+return {'new'}
+"""

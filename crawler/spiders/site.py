@@ -15,7 +15,13 @@ Settings: ``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``; Scrapy's
 ``DEPTH_LIMIT`` as usual. Queueing, dedup, politeness and the per-site cap
 belong to the frontier (``crawler.frontier.scheduler``).
 
+Duplicates: the main text's SimHash and content hash are checked against
+the cluster's index (``SIMHASH_MAX_DISTANCE``, texts shorter than
+``SIMHASH_MIN_CHARS`` are not fingerprinted); a copy is stored with
+``dup_of`` and its links are not followed.
+
 Stats: ``classifier/page_type/<type>``, ``robots/noindex``,
+``simhash/exact_duplicate``, ``simhash/near_duplicate``, ``simhash/skipped_short``,
 ``robots/nofollow``, ``frontier/hrefs_found``
 (every ``<a href>``), ``frontier/links_found`` (distinct valid links per
 page), ``frontier/links_new`` (links never seen before: Requests built).
@@ -56,7 +62,9 @@ import redis
 
 from crawler.classify import INDEX, INFO, classify
 from crawler.crawldir import crawl_dir, crawl_name
+from crawler.fingerprint import content_hash, signed, simhash
 from crawler.frontier.connection import get_redis
+from crawler.frontier.scheduler import frontier_of
 from crawler.extract import analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of
@@ -121,6 +129,8 @@ class SiteSpider(Spider):
         self._resolver = LinkResolver()
         self.classifier_threshold: float | None = None
         self.max_text_chars = 1_000_000
+        self.simhash_max_distance = 3
+        self.simhash_min_chars = 200
         self._seen: set[str] = set()
         self._site_of_host: dict[str, str] = {}
         self._scope_client: redis.Redis | None = None
@@ -134,6 +144,8 @@ class SiteSpider(Spider):
         threshold = settings.get("CLASSIFIER_THRESHOLD")
         spider.classifier_threshold = None if threshold in (None, "") else float(threshold)
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
+        spider.simhash_max_distance = settings.getint("SIMHASH_MAX_DISTANCE")
+        spider.simhash_min_chars = settings.getint("SIMHASH_MIN_CHARS")
         return spider
 
     def _site(self, url: str) -> str:
@@ -262,16 +274,47 @@ class SiteSpider(Spider):
         stats.inc_value("frontier/hrefs_found", len(page.links))
         stats.inc_value("frontier/links_found", len(out))
 
+        duplicate = self._check_duplicate(item)
         if "noindex" in robots:
             stats.inc_value("robots/noindex")
         else:
             yield item
+        if duplicate:
+            return  # a copy's links only repeat work (the textbook's reason)
         if "nofollow" in robots:
             stats.inc_value("robots/nofollow")
             return
         if item.page_type != INDEX and not self.follow_all:
             return
         yield from self._follow(out, url)
+
+    def _check_duplicate(self, item: PageItem) -> bool:
+        """Fingerprint the page and ask the cluster's index whether it is a
+        copy, before any of its links reach the frontier."""
+        if len(item.text) < self.simhash_min_chars:
+            self.crawler.stats.inc_value("simhash/skipped_short")
+            return False
+        fp = simhash(item.text)
+        item.simhash = signed(fp)
+        item.content_hash = content_hash(item.text)
+        frontier = frontier_of(self.crawler)
+        if frontier is None:
+            return False
+        try:
+            kind, first, distance = frontier.near_duplicate(
+                item.url, item.content_hash, fp, self.simhash_max_distance)
+        except redis.RedisError as exc:
+            logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
+                           extra={"spider": self})
+            return False
+        if kind == "new":
+            return False
+        item.dup_of = first
+        self.crawler.stats.inc_value(f"simhash/{kind}_duplicate")
+        logger.debug("%(url)s is a%(n)s %(kind)s duplicate of %(first)s (distance %(d)d)",
+                     {"url": item.url, "n": "n" if kind == "exact" else "", "kind": kind,
+                      "first": first, "d": distance}, extra={"spider": self})
+        return True
 
     def _follow(self, links: Iterable[str], referer: str) -> Iterator[Request]:
         seen = self._seen

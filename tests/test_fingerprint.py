@@ -1,0 +1,65 @@
+import gzip
+import json
+
+import pytest
+from simhash import Simhash
+
+from crawler.extract import analyze
+from crawler.fingerprint import content_hash, features, hamming, signed, simhash, unsigned
+from tests.conftest import SHARED
+from tests.mockserver import prose
+
+ARTICLE = prose("an article", 300)
+
+
+def test_same_result_as_the_simhash_package_on_real_pages():
+    rows = [json.loads(line) for line in (SHARED / "data/pagetypes/labels.jsonl").read_text().splitlines()]
+    for row in rows[::10]:
+        text = analyze(gzip.decompress((SHARED / "data/pagetypes" / row["file"]).read_bytes())).text
+        assert simhash(text) == Simhash(features(text)).value, row["file"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Hello World hello", {"hello world": 1, "world hello": 1}),
+    ("Word", {"word": 1}),
+    ("网络爬虫", {"网络爬": 1, "络爬虫": 1}),
+    ("网络", {"网络": 1}),
+    ("ひらがなカタカナ", {"ひらが": 1, "らがな": 1, "がなカ": 1, "なカタ": 1, "カタカ": 1, "タカナ": 1}),
+    ("a b a b", {"a b": 2, "b a": 1}),
+    ("Published 2024-05-01 today", {"published today": 1}),  # digits left out
+    ("", {}),
+])
+def test_features(text, expected):
+    assert dict(features(text)) == expected
+
+
+def test_near_copies_are_close_and_other_pages_far():
+    changed = ARTICLE + " Published 2024-06-02."
+    assert hamming(simhash(ARTICLE + " Published 2024-05-01."), simhash(changed)) == 0
+    words = ARTICLE.split()
+    edited = " ".join(words[:150] + ["gardening"] + words[151:])  # one word of 300
+    assert 0 < hamming(simhash(ARTICLE), simhash(edited)) <= 3
+    other = ("A completely different story about gardening, tomatoes and the weather "
+             "in the spring of a rainy year. ") * 10
+    assert hamming(simhash(ARTICLE), simhash(other)) > 10
+    chinese = ("网络爬虫是一种按照一定的规则自动抓取万维网信息的程序。它从一个或若干初始网页的地址开始，"
+               "获得初始网页上的地址，在抓取网页的过程中，不断从当前页面上抽取新的地址放入队列，直到满足"
+               "系统的一定停止条件。分布式爬虫把任务分给多台机器，共享待抓取的地址队列和已抓取地址的集合。"
+               "礼貌的爬虫遵守网站的机器人协议，在两次请求之间等待一段时间，避免给服务器带来过大的压力。"
+               "增量抓取只重新访问发生变化的网页，并根据网页的变化频率调整下一次访问的时间间隔。"
+               "主题爬虫根据网页与主题的相关程度决定抓取的先后顺序，把有限的资源用在最相关的区域。"
+               "网页去重通过指纹比较发现完全相同或者近似相同的网页，避免重复处理和重复存储。")
+    assert hamming(simhash(chinese), simhash(chinese + "转载。")) <= 3
+    assert hamming(simhash(chinese), simhash(ARTICLE)) > 10
+
+
+def test_signed_storage_round_trip():
+    for value in (0, 1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1):
+        assert -(2 ** 63) <= signed(value) < 2 ** 63
+        assert unsigned(signed(value)) == value
+    assert hamming(signed(2 ** 64 - 1), 0) == 64
+
+
+def test_content_hash_folds_case_and_whitespace():
+    assert content_hash("Hello   World\n") == content_hash("hello world")
+    assert content_hash("hello world") != content_hash("hello worlds")

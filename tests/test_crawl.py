@@ -5,6 +5,7 @@ what was stored."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from collections import Counter
 
 import pytest
@@ -245,3 +246,46 @@ def test_duplicates_are_stored_with_dup_of_and_not_followed(server, tmp_path, fr
     assert isinstance(original["simhash"], int) and -(2 ** 63) <= original["simhash"] < 2 ** 63
     assert len(original["content_hash"]) == 40
     assert "'simhash/near_duplicate': 1" in result.log and "'simhash/exact_duplicate': 2" in result.log
+
+
+@pytest.mark.parametrize("suffix", [".graphml", ".gexf", ".csv"])
+def test_graph_export_loads_in_networkx(default_crawl, server, tmp_path, suffix):
+    import csv
+    import subprocess
+    import sys
+
+    import networkx as nx
+
+    from tests.conftest import ROOT
+
+    def export(*args: str) -> Path:
+        out = tmp_path / f"graph{len(args)}{suffix}"
+        proc = subprocess.run([sys.executable, "-m", "scrapy", "graph", "-o", str(out), *args,
+                               "-s", f"CRAWL_DIR={default_crawl.crawl_dir}"],
+                              cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.startswith(f"wrote {out}:")
+        return out
+
+    u = server.url
+    with SQLiteStore(default_crawl.store_path) as store:
+        links = list(store.iter_links())
+    pages = export()
+    sites = export("--sites")
+    if suffix == ".csv":
+        rows = list(csv.DictReader(pages.open()))
+        assert len(rows) == len(links)
+        assert {"source": u("/"), "target": u("/", host="127.0.0.2"), "anchor": "Partner site"} in rows
+        assert list(csv.DictReader(sites.open())) == [
+            {"source": "127.0.0.1", "target": "127.0.0.2", "weight": "1"}]
+        return
+    read = nx.read_graphml if suffix == ".graphml" else nx.read_gexf
+    g = read(pages)
+    assert g.number_of_edges() == len(links)
+    assert g.edges[u("/"), u("/", host="127.0.0.2")]["anchor"] == "Partner site"
+    assert g.nodes[u("/news/")]["page_type"] == "index"
+    assert g.nodes[u("/private/secret.html")]["stored"] in (False, "false")  # a link target, never fetched
+    s = read(sites)
+    assert sorted(s.nodes) == ["127.0.0.1", "127.0.0.2"]
+    assert s.edges["127.0.0.1", "127.0.0.2"]["weight"] == 1
+    assert int(s.nodes["127.0.0.1"]["pages"]) == len(set(FETCHED) - NOT_STORED) - 2

@@ -1,0 +1,47 @@
+"""``scrapy graph [--site SITE] [--sites] -o FILE``: export the link graph.
+
+``FILE`` ends in ``.graphml``, ``.gexf`` or ``.csv``. Reads the crawl's store
+(``CRAWL_DIR``, ``CRAWL_NAME``, default crawl name ``site``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.crawldir import crawl_name
+from crawler.graph import FORMATS, export_graph
+from crawler.store import open_store
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[--site SITE] [--sites] -o FILE"
+
+    def short_desc(self) -> str:
+        return "Export the crawl's link graph (GraphML, GEXF or CSV edge list)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("-o", "--output", required=True, help=f"output file ({', '.join(FORMATS)})")
+        parser.add_argument("--site", help="only the links found on this site's pages")
+        parser.add_argument("--sites", action="store_true", help="the site-level graph")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        path = Path(opts.output)
+        if path.suffix.lower() not in FORMATS:
+            raise UsageError(f"-o {opts.output}: the file must end in {', '.join(FORMATS)}")
+        with open_store(self.settings, crawl_name(self.settings, "site")) as store:
+            nodes, edges = export_graph(store, path, site=opts.site, sites=opts.sites)
+        print(f"wrote {path}: {nodes} nodes, {edges} edges")

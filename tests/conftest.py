@@ -168,3 +168,30 @@ def run_crawl(server: Server, crawl_dir: Path, args: list[str],
     name = str((settings or {}).get("CRAWL_NAME", "site"))
     return CrawlResult(proc.returncode, out, [str(r["path"]) for r in reqs],
                        [str(r["host"]) for r in reqs], crawl_dir, name)
+
+
+def stop_embedded_redis(under: Path) -> int:
+    """Stop embedded Redis servers whose data directory lies under ``under``.
+
+    A crawl stops its embedded server at exit; this is the tests' safety net
+    for the odd one that outlives its crawl (seen once after the Ctrl-C
+    resume test), so that no test leaves a server behind."""
+    import psutil
+
+    stopped = 0
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            cmd = proc.info["cmdline"] or []
+            if not cmd or not cmd[0].endswith("redis-server"):
+                continue
+            sock = next((c.split("unixsocket:", 1)[1] for c in cmd if "unixsocket:" in c), None)
+            config = Path(sock).parent / "redis.config" if sock else None
+            if config is None or not config.exists():
+                continue
+            lines = [line for line in config.read_text().splitlines() if line.startswith("dir ")]
+            if lines and lines[0][4:].strip("'\" ").startswith(str(under)):
+                proc.kill()
+                stopped += 1
+        except (psutil.Error, OSError):
+            continue
+    return stopped

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl
+from tests.conftest import run_crawl, stop_embedded_redis
 from tests.mockserver import CHINESE
 
 TRAP = {"TRAP_MAX_SHAPE_RUN": 3}
@@ -39,10 +39,12 @@ NOT_STORED = {"/robots.txt", "/redirect/1", "/redirect/2", "/robots/noindex.html
 
 @pytest.fixture(scope="module")
 def default_crawl(server, tmp_path_factory):
-    result = run_crawl(server, tmp_path_factory.mktemp("crawl"),
-                       [f"seeds={server.url('/')}"], {**TRAP, "CONCURRENT_REQUESTS": 1})
+    """On the embedded Redis (no REDIS_URL), as the quick start runs."""
+    crawl_dir = tmp_path_factory.mktemp("crawl")
+    result = run_crawl(server, crawl_dir, [f"seeds={server.url('/')}"], {**TRAP, "CONCURRENT_REQUESTS": 1})
     assert result.returncode == 0, result.log[-3000:]
-    return result
+    yield result
+    stop_embedded_redis(crawl_dir)
 
 
 def stored(result, server):
@@ -205,8 +207,15 @@ def test_bad_arguments_exit_non_zero(server, tmp_path, frontier_settings):
     assert "-a scope='planet' is not one of site, host, any" in result.log
 
 
-def test_ctrl_c_then_same_command_resumes_without_refetching(server, tmp_path):
+@pytest.fixture
+def embedded_crawl_dir(tmp_path):
+    yield tmp_path
+    stop_embedded_redis(tmp_path)
+
+
+def test_ctrl_c_then_same_command_resumes_without_refetching(server, embedded_crawl_dir):
     """On the embedded Redis (no REDIS_URL): it persists under CRAWL_DIR."""
+    tmp_path = embedded_crawl_dir
     args = [f"seeds={server.url('/')}"]
     settings = {**TRAP, "DOWNLOAD_DELAY": 0.2}
     first = run_crawl(server, tmp_path, args, settings, interrupt_after=8)

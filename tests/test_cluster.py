@@ -108,11 +108,11 @@ def two_workers(grid_server, redis_url, tmp_path_factory):
 def test_two_workers_fetch_every_url_exactly_once(two_workers):
     a, b, requests, _ = two_workers
     assert Counter((str(r["host"]), str(r["path"])) for r in requests) == EXPECTED
-    # Both worked: B joined without seeds and took its share.
-    pages_a, pages_b = a.stat("response_received_count"), b.stat("response_received_count")
-    assert pages_a > 0 and pages_b > 0
+    # B joined without seeds. How the pages split between the two is a race
+    # for each lease (test_sigkill_a_worker_loses_nothing has seedless workers
+    # finish a crawl); together they fetched each page once.
     assert "No seeds: joining crawl" in b.log
-    assert pages_a + pages_b == sum(EXPECTED.values())
+    assert a.stat("response_received_count") + b.stat("response_received_count") == sum(EXPECTED.values())
 
 
 def test_closing_workers_keep_the_shared_state(two_workers):

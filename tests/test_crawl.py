@@ -298,3 +298,26 @@ def test_graph_export_loads_in_networkx(default_crawl, server, tmp_path, suffix)
     assert sorted(s.nodes) == ["127.0.0.1", "127.0.0.2"]
     assert s.edges["127.0.0.1", "127.0.0.2"]["weight"] == 1
     assert int(s.nodes["127.0.0.1"]["pages"]) == len(set(FETCHED) - NOT_STORED) - 2
+
+
+def test_crawl_into_mongodb(server, tmp_path, frontier_settings, mongo_uri):
+    import pymongo
+
+    database = frontier_settings["CRAWL_NAME"]
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/docs/')}"],
+                       {**frontier_settings, "MONGO_URI": mongo_uri, "DEPTH_LIMIT": 1})
+    assert result.returncode == 0, result.log[-2000:]
+    db = pymongo.MongoClient(mongo_uri)[database]
+    try:
+        stored = sorted(p["url"] for p in db.pages.find({"state": {"$exists": True}}))
+        u = server.url
+        assert stored == sorted(u(p) for p in [
+            "/docs/", "/docs/guide/intro-to-the-crawler.html", "/docs/guide/setup-and-install.html",
+            "/docs/guide/", "/"])
+        intro = db.pages.find_one({"url": u("/docs/guide/intro-to-the-crawler.html")})
+        assert sorted(intro["inlinks"]) == [u("/docs/"), u("/docs/guide/")]
+        assert intro["page_type"] == "info" and intro["title"] == "Introduction to the crawler"
+        assert not (tmp_path / f"{database}.sqlite3").exists()
+    finally:
+        db.client.drop_database(database)
+        db.client.close()

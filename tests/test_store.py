@@ -1,15 +1,26 @@
 """Store contract tests. Every store (embedded SQLite now, MongoDB later) must
 pass the same tests: the fixture is parametrised by store kind."""
 
+import uuid
+
 import pytest
 
 from crawler.store import SQLiteStore
+from crawler.store.mongo import MongoStore
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "mongo"])
 def store(request, tmp_path):
-    s = SQLiteStore(tmp_path / "crawl.sqlite3")
+    if request.param == "sqlite":
+        s = SQLiteStore(tmp_path / "crawl.sqlite3")
+        yield s
+        s.close()
+        return
+    uri = request.getfixturevalue("mongo_uri")
+    name = "t_" + uuid.uuid4().hex[:12]
+    s = MongoStore(uri, name)
     yield s
+    s.client.drop_database(name)
     s.close()
 
 

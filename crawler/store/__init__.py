@@ -1,8 +1,11 @@
-"""Stores: the embedded SQLite store (default) and, in a later change, MongoDB.
+"""Stores: the embedded SQLite store (default) and MongoDB.
 
 ``open_store(settings, crawl_name)`` picks the store from settings:
 
-- ``STORE_PATH``: the SQLite file; default ``<CRAWL_DIR>/<crawl name>.sqlite3``.
+- ``MONGO_URI`` set: the MongoDB store, database ``MONGO_DATABASE`` (default:
+  the crawl's name);
+- else ``STORE_PATH``: the SQLite file; default
+  ``<CRAWL_DIR>/<crawl name>.sqlite3``.
 """
 
 from __future__ import annotations
@@ -21,5 +24,10 @@ __all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "open_store"]
 def open_store(settings: BaseSettings, crawl_name: str) -> Store:
     from crawler.crawldir import crawl_dir
 
+    uri = settings.get("MONGO_URI")
+    if uri:
+        from crawler.store.mongo import MongoStore
+
+        return MongoStore(uri, settings.get("MONGO_DATABASE") or crawl_name)
     path = settings.get("STORE_PATH") or str(crawl_dir(settings) / f"{crawl_name}.sqlite3")
     return SQLiteStore(path)

@@ -1,0 +1,133 @@
+"""The MongoDB store (pymongo), the same interface as the embedded one.
+
+Settings: ``MONGO_URI`` selects it, ``MONGO_DATABASE`` names the database
+(default: the crawl's name).
+
+Collections ``pages``, ``links``, ``sites`` with unique indexes created when
+the store opens, before any write (without them every upsert scans the
+collection). Writes are unordered bulk upserts: idempotent, and one bad
+document does not stop the batch. A page's ``inlinks`` array is kept with
+``$addToSet``/``$pull`` as links come and go; a link target not stored yet
+exists as a stub without ``state`` (hidden from reads) until it is crawled.
+Errors (MongoDB away) propagate: the pipeline retries the batch with backoff.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pymongo
+from pymongo import UpdateOne
+
+from crawler.store.base import PAGE_FIELDS, Store
+from crawler.urls import url_site
+
+__all__ = ["MongoStore"]
+
+_STORED = {"state": {"$exists": True}}
+
+
+class MongoStore(Store):
+    def __init__(self, uri: str, database: str, timeout_ms: int = 10_000) -> None:
+        self.client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
+            uri, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms)
+        self.client.admin.command("ping")  # a bad address fails here, at once
+        self.db = self.client[database]
+        self.pages = self.db["pages"]
+        self.links = self.db["links"]
+        self.sites_ = self.db["sites"]
+        self.pages.create_index("url", unique=True)
+        self.pages.create_index([("site", 1), ("state", 1)])
+        self.links.create_index([("src", 1), ("dst", 1)], unique=True)
+        self.links.create_index("dst")
+        self.sites_.create_index("site", unique=True)
+
+    def write(self, pages: Sequence[dict[str, Any]]) -> None:
+        if not pages:
+            return
+        now = time.time()
+        urls = [p["url"] for p in pages]
+        old: dict[str, set[str]] = defaultdict(set)
+        for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1}):
+            old[link["src"]].add(link["dst"])
+        page_ops = [UpdateOne({"url": p["url"]}, {"$set": {f: p.get(f) for f in PAGE_FIELDS}}, upsert=True)
+                    for p in pages]
+        link_ops: list[Any] = []
+        inlink_ops: list[Any] = []
+        new_sites: dict[str, tuple[float, str | None]] = {}
+        for p in pages:
+            new_sites.setdefault(p["site"], (p.get("fetched_at") or now, None))
+            dsts = {}
+            for link in p.get("links") or ():
+                dsts[link["url"]] = link.get("anchor") or ""
+                new_sites.setdefault(url_site(link["url"]), (p.get("fetched_at") or now, p["url"]))
+            for dst, anchor in dsts.items():
+                link_ops.append(UpdateOne({"src": p["url"], "dst": dst}, {"$set": {"anchor": anchor}}, upsert=True))
+                inlink_ops.append(UpdateOne({"url": dst}, {"$addToSet": {"inlinks": p["url"]}}, upsert=True))
+            for gone in old.get(p["url"], set()) - set(dsts):
+                link_ops.append(pymongo.DeleteOne({"src": p["url"], "dst": gone}))
+                inlink_ops.append(UpdateOne({"url": gone}, {"$pull": {"inlinks": p["url"]}}))
+        self.pages.bulk_write(page_ops, ordered=False)
+        if link_ops:
+            self.links.bulk_write(link_ops, ordered=False)
+        if inlink_ops:
+            self.pages.bulk_write(inlink_ops, ordered=False)
+        site_ops = [UpdateOne({"site": s}, {"$setOnInsert": {"first_seen": t, "discovered_from": src,
+                                                             "pages": 0, "errors": 0}}, upsert=True)
+                    for s, (t, src) in new_sites.items()]
+        self.sites_.bulk_write(site_ops, ordered=False)
+        for site in sorted({p["site"] for p in pages}):
+            self.sites_.update_one({"site": site}, {"$set": {
+                "pages": self.pages.count_documents({"site": site, "state": "C"}),
+                "errors": self.pages.count_documents({"site": site, "state": "E"})}})
+
+    @staticmethod
+    def _page(doc: dict[str, Any]) -> dict[str, Any]:
+        return {f: doc.get(f) for f in PAGE_FIELDS}
+
+    def get_page(self, url: str) -> dict[str, Any] | None:
+        doc = self.pages.find_one({"url": url, **_STORED})
+        if doc is None:
+            return None
+        page = self._page(doc)
+        page["inlinks"] = self.inlinks(url)
+        return page
+
+    def iter_pages(self, site: str | None = None) -> Iterator[dict[str, Any]]:
+        query: dict[str, Any] = dict(_STORED)
+        if site is not None:
+            query["site"] = site
+        for doc in self.pages.find(query).sort("url", 1):
+            yield self._page(doc)
+
+    def inlinks(self, url: str) -> list[str]:
+        return sorted(d["src"] for d in self.links.find({"dst": url}, {"_id": 0, "src": 1}))
+
+    def outlinks(self, url: str) -> list[dict[str, str]]:
+        docs = self.links.find({"src": url}, {"_id": 0, "dst": 1, "anchor": 1})
+        return sorted(({"url": d["dst"], "anchor": d.get("anchor", "")} for d in docs), key=lambda x: x["url"])
+
+    def iter_links(self, site: str | None = None) -> Iterator[dict[str, str]]:
+        query: dict[str, Any] = {}
+        if site is not None:
+            query = {"src": {"$in": [p["url"] for p in self.iter_pages(site)]}}
+        for d in self.links.find(query, {"_id": 0}).sort([("src", 1), ("dst", 1)]):
+            yield {"src": d["src"], "dst": d["dst"], "anchor": d.get("anchor", "")}
+
+    def sites(self) -> list[dict[str, Any]]:
+        return [{k: d.get(k) for k in ("site", "pages", "errors", "first_seen", "discovered_from")}
+                for d in self.sites_.find({}, {"_id": 0}).sort("site", 1)]
+
+    def count_pages(self, site: str | None = None, state: str | None = None) -> int:
+        query: dict[str, Any] = dict(_STORED)
+        if site is not None:
+            query["site"] = site
+        if state is not None:
+            query["state"] = state
+        return int(self.pages.count_documents(query))
+
+    def close(self) -> None:
+        self.client.close()

@@ -144,7 +144,6 @@ class FrontierScheduler(BaseScheduler):
         self._wake_call: DelayedCall | None = None
         self._loops: list[LoopingCall] = []
         self._redis_down_since: float | None = None
-        self._site_cache: dict[str, str] = {}
         self._lease_after = 0.0
         self._downloaded: list[str] = []
         self._maybe_orphans: set[str] = set()
@@ -499,14 +498,7 @@ class FrontierScheduler(BaseScheduler):
 
     # -- helpers -----------------------------------------------------------------------
     def _site(self, url: str) -> str:
-        host = host_of(url)
-        site = self._site_cache.get(host)
-        if site is None:
-            site = queue_key(host, self.queue_by)
-            if len(self._site_cache) > 100_000:
-                self._site_cache.clear()
-            self._site_cache[host] = site
-        return site
+        return queue_key(host_of(url), self.queue_by)  # site_of is lru-cached
 
     def _redis_error(self, exc: Exception) -> None:
         self.stats.inc_value("frontier/redis_error")

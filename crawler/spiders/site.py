@@ -67,7 +67,7 @@ from crawler.frontier.connection import get_redis
 from crawler.frontier.scheduler import frontier_of
 from crawler.extract import analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
-from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of
+from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of, url_site
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -132,7 +132,6 @@ class SiteSpider(Spider):
         self.simhash_max_distance = 3
         self.simhash_min_chars = 200
         self._seen: set[str] = set()
-        self._site_of_host: dict[str, str] = {}
         self._scope_client: redis.Redis | None = None
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
@@ -147,13 +146,6 @@ class SiteSpider(Spider):
         spider.simhash_max_distance = settings.getint("SIMHASH_MAX_DISTANCE")
         spider.simhash_min_chars = settings.getint("SIMHASH_MIN_CHARS")
         return spider
-
-    def _site(self, url: str) -> str:
-        host = host_of(url)
-        site = self._site_of_host.get(host)
-        if site is None:
-            site = self._site_of_host[host] = site_of(host)
-        return site
 
     def _in_scope(self, url: str) -> bool:
         if self.scope == "any" or self._in_scope_local(url):
@@ -171,7 +163,7 @@ class SiteSpider(Spider):
         refresh would drop them, and with them URLs nobody else may find."""
         if self.scope == "any" or self._in_scope_local(url):
             return
-        key = host_of(url) if self.scope == "host" else self._site(url)
+        key = host_of(url) if self.scope == "host" else url_site(url)
         if key not in self._scope_reloaded_for:
             self._scope_reloaded_for.add(key)
             self._load_scope()
@@ -179,7 +171,7 @@ class SiteSpider(Spider):
     def _in_scope_local(self, url: str) -> bool:
         if self.scope == "host":
             return host_of(url) in self.seed_hosts
-        return self._site(url) in self.seed_sites
+        return url_site(url) in self.seed_sites
 
     def _load_scope(self) -> None:
         """Share this worker's seed sites and hosts with the crawl, and learn
@@ -229,7 +221,7 @@ class SiteSpider(Spider):
         self._learn_scope_from(url)
         depth = int(response.meta.get("depth", 0))
         item = PageItem(
-            url=url, site=self._site(url), depth=depth, status=response.status,
+            url=url, site=url_site(url), depth=depth, status=response.status,
             fetched_at=time.time(),
             etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"),
@@ -263,7 +255,12 @@ class SiteSpider(Spider):
         )
         stats.inc_value(f"classifier/page_type/{item.page_type}")
 
-        base = normalize(page.base_href, url) if page.base_href and _valid(page.base_href, url) else url
+        base = url
+        if page.base_href:
+            try:
+                base = normalize(page.base_href, url)
+            except InvalidURL:
+                pass  # a broken <base href> is ignored, as browsers do
         resolve = self._resolver.resolve
         out: dict[str, str] = {}
         for href, anchor in page.links:
@@ -339,19 +336,11 @@ class SiteSpider(Spider):
         url = normalize(request.url)
         response = getattr(failure.value, "response", None)
         yield PageItem(
-            url=url, site=self._site(url), depth=int(request.meta.get("depth", 0)),
+            url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)),
             state="E", status=response.status if response is not None else None,
             fetched_at=time.time(), error=_reason(failure),
             referer=request.meta.get("referer_url"),
         )
-
-
-def _valid(href: str, base: str) -> bool:
-    try:
-        normalize(href, base)
-    except InvalidURL:
-        return False
-    return True
 
 
 def _header(response: Response, name: bytes) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 __all__ = ["PageItem"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class PageItem:
     """A page as stored (DESIGN.md, "Stored data").
 
@@ -37,6 +37,11 @@ class PageItem:
     encoding: str | None = None
     referer: str | None = None
     links: list[dict[str, str]] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # logs: the text would drown the line
+        return (f"<PageItem {self.url} state={self.state} status={self.status} type={self.page_type} "
+                f"text={len(self.text)} chars links={len(self.links)}"
+                + (f" dup_of={self.dup_of}" if self.dup_of else "") + ">")
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}

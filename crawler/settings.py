@@ -112,10 +112,23 @@ STORE_PATH = None  # default: <CRAWL_DIR>/<CRAWL_NAME>.sqlite3
 # database MONGO_DATABASE (default: the crawl's name).
 MONGO_URI = None
 MONGO_DATABASE = None
+# Seconds to find or connect to MongoDB before an operation fails (and the
+# pipeline retries it).
+MONGO_TIMEOUT = 10.0
 STORE_BATCH_SIZE = 100  # pages per transaction
 # Seconds after which a partial batch is written. A page is acknowledged to
 # the frontier only once written, so this is also the latency of an ack.
 STORE_FLUSH_INTERVAL = 0.25
+# When the store is away (MongoDB down, the disk full), a batch is retried with
+# backoff doubling from STORE_RETRY_DELAY to STORE_RETRY_MAX_DELAY seconds for
+# as long as the crawl runs; its pages are not acknowledged meanwhile. A crawl
+# stopped during an outage keeps trying STORE_CLOSE_TIMEOUT seconds, then saves
+# the pages to STORE_SPILL_PATH (default <CRAWL_DIR>/<CRAWL_NAME>.unstored.jsonl,
+# written to the store when the crawl next starts) and re-queues their URLs.
+STORE_RETRY_DELAY = 0.5
+STORE_RETRY_MAX_DELAY = 30.0
+STORE_CLOSE_TIMEOUT = 30.0
+STORE_SPILL_PATH = None
 # Stored main text is cut at this many characters (the page itself is capped
 # by DOWNLOAD_MAXSIZE).
 STORE_MAX_TEXT_CHARS = 1_000_000

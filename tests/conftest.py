@@ -76,6 +76,42 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
+def start_secantus(storage: Path, port: int = 0) -> tuple[subprocess.Popen[str], int]:
+    """A SecantusDB daemon (MongoDB's wire protocol) on 127.0.0.1: ``port`` 0
+    for any free port, or a given one to restart a stopped server in place."""
+    import re
+    import shutil
+    import threading
+
+    exe = shutil.which("secantusd-py") or str(Path(sys.executable).parent / "secantusd-py")
+    proc = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", str(port), "--storage-path", str(storage)],
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    found = None
+    deadline = time.monotonic() + 30
+    while found is None and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        found = int(m.group(1)) if m else None
+    if found is None:
+        proc.kill()
+        raise RuntimeError("SecantusDB did not start")
+    # Keep reading its log, or a full pipe would block the server.
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    return proc, found
+
+
+def stop_secantus(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @pytest.fixture(scope="session")
 def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server speaking MongoDB's wire protocol: MONGO_URI if set, else a
@@ -84,32 +120,9 @@ def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if uri:
         yield uri
         return
-    import re
-    import shutil
-
-    exe = shutil.which("secantusd-py") or str(Path(sys.executable).parent / "secantusd-py")
-    proc = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", "0", "--storage-path",
-                             str(tmp_path_factory.mktemp("mongo"))], stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    port = None
-    deadline = time.monotonic() + 30
-    while port is None and time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        port = m.group(1) if m else None
-    if port is None:
-        proc.kill()
-        raise RuntimeError("SecantusDB did not start")
-    import threading
-
-    # Keep reading its log, or a full pipe would block the server.
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    proc, port = start_secantus(tmp_path_factory.mktemp("mongo"))
     yield f"mongodb://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
-    proc.stderr.close()
+    stop_secantus(proc)
 
 
 @pytest.fixture(scope="session")

@@ -66,6 +66,8 @@ from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.connection import get_redis
 from crawler.frontier.frontier import Frontier, Lease, LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
+from crawler.pipelines import store_waiting
+from crawler.store import StoreUnavailable
 from crawler.urls import host_of, queue_key
 
 from scrapy.crawler import Crawler
@@ -95,9 +97,10 @@ def frontier_of(crawler: Crawler) -> Frontier | None:
 class _Tracker:
     """What is still outstanding for one leased request."""
 
-    __slots__ = ("items", "output_done", "state", "reason", "since")
+    __slots__ = ("items", "output_done", "state", "reason", "since", "release")
 
     def __init__(self) -> None:
+        self.release = False  # give the URL back instead of acknowledging it
         self.items = 0
         self.output_done = False
         self.state = "C"
@@ -137,6 +140,7 @@ class FrontierScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self._links: list[LinkEntry] = []
         self._acks: list[tuple[str, str, str]] = []
+        self._releases: list[str] = []  # leases to give back (pages that could not be stored)
         self._requeues: list[tuple[str, float, str, str]] = []
         self._buffer: deque[Request] = deque()
         self._leased: dict[str, Lease] = {}
@@ -200,8 +204,9 @@ class FrontierScheduler(BaseScheduler):
         for lease_id, tracker in list(self._trackers.items()):
             if tracker.output_done and tracker.items <= 0:
                 self._ack(lease_id)
-        unstarted = [r.meta[LEASE_META] for r in self._buffer]
+        unstarted = [r.meta[LEASE_META] for r in self._buffer] + self._releases
         self._buffer.clear()
+        self._releases = []
         try:
             self._flush()
             released = frontier.release(unstarted)
@@ -349,9 +354,14 @@ class FrontierScheduler(BaseScheduler):
         tracker = self._trackers.get(lease_id) if lease_id else None
         if tracker is None:
             return
-        if "exception" in kwargs or "failure" in kwargs:
+        exc = kwargs.get("exception")
+        if isinstance(getattr(exc, "reason", None), StoreUnavailable):
+            # Saved to the spill file, not to the store: the URL goes back to
+            # the queue rather than being settled.
+            tracker.release = True
+        elif exc is not None or "failure" in kwargs:
             tracker.state = "E"
-            tracker.reason = f"item not stored: {kwargs.get('exception') or kwargs.get('failure')}"[:500]
+            tracker.reason = f"item not stored: {getattr(exc, 'reason', exc) or kwargs.get('failure')}"[:500]
         tracker.items -= 1
         if tracker.output_done and tracker.items <= 0:
             self._ack(lease_id)  # type: ignore[arg-type]
@@ -397,13 +407,22 @@ class FrontierScheduler(BaseScheduler):
         self._leased_at.pop(lease_id, None)
         if tracker is None:
             return
+        if tracker.release:
+            self._releases.append(lease_id)
+            return
         self._acks.append((lease_id, tracker.state, tracker.reason))
         self.stats.inc_value(f"frontier/acked/{tracker.state}")
 
     def _flush(self) -> None:
+        assert self.frontier is not None
+        if self._releases:
+            try:
+                self.stats.inc_value("frontier/released", self.frontier.release(self._releases))
+                self._releases = []
+            except redis.RedisError as exc:
+                self._redis_error(exc)
         if not (self._links or self._acks or self._requeues):
             return
-        assert self.frontier is not None
         links, acks, requeues = self._links, self._acks, self._requeues
         try:
             result = self.frontier.commit(links, acks, requeues)
@@ -462,6 +481,8 @@ class FrontierScheduler(BaseScheduler):
         # Safety net: output done but an item never settled (a middleware
         # swallowed it): acknowledge after the lease timeout.
         now = time.monotonic()
+        if store_waiting(self.crawler):
+            return  # items wait for the store (an outage): they will settle
         for lease_id, tracker in list(self._trackers.items()):
             if tracker.output_done and now - tracker.since > self.lease_timeout:
                 logger.warning("Acknowledging lease %(id)s: its items never settled", {"id": lease_id},

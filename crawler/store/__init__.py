@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler.store.base import PAGE_FIELDS, Store
+from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable
 from crawler.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "open_store"]
+__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreUnavailable", "open_store"]
 
 
 def open_store(settings: BaseSettings, crawl_name: str) -> Store:
@@ -28,6 +28,7 @@ def open_store(settings: BaseSettings, crawl_name: str) -> Store:
     if uri:
         from crawler.store.mongo import MongoStore
 
-        return MongoStore(uri, settings.get("MONGO_DATABASE") or crawl_name)
+        timeout_ms = int(settings.getfloat("MONGO_TIMEOUT", 10.0) * 1000)
+        return MongoStore(uri, settings.get("MONGO_DATABASE") or crawl_name, timeout_ms=timeout_ms)
     path = settings.get("STORE_PATH") or str(crawl_dir(settings) / f"{crawl_name}.sqlite3")
     return SQLiteStore(path)

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["PAGE_FIELDS", "Store"]
+__all__ = ["PAGE_FIELDS", "Store", "StoreUnavailable"]
 
 # Stored fields of a page, in column order. ``links`` (out-links) is written
 # to the links table; ``inlinks`` is derived on read.
@@ -30,8 +30,19 @@ PAGE_FIELDS = (
 )
 
 
+class StoreUnavailable(Exception):
+    """The store could not take a page before the crawl stopped: the page was
+    saved to the crawl's spill file (written to the store when the crawl next
+    starts) and its URL goes back to the frontier."""
+
+
 class Store(ABC):
     """Where crawled pages, their links and the site table are kept."""
+
+    def transient(self, exc: BaseException) -> bool:
+        """Is ``exc`` (raised by ``write``) worth retrying: the store away or
+        busy, rather than a page it will never take?"""
+        return isinstance(exc, (OSError, TimeoutError))
 
     @abstractmethod
     def write(self, pages: Sequence[dict[str, Any]]) -> None:

@@ -9,7 +9,8 @@ collection). Writes are unordered bulk upserts: idempotent, and one bad
 document does not stop the batch. A page's ``inlinks`` array is kept with
 ``$addToSet``/``$pull`` as links come and go; a link target not stored yet
 exists as a stub without ``state`` (hidden from reads) until it is crawled.
-Errors (MongoDB away) propagate: the pipeline retries the batch with backoff.
+Errors propagate; ``transient`` tells the pipeline which to retry (MongoDB
+away, stepping down, timing out) and which a page will never get past.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 
 import pymongo
 from pymongo import UpdateOne
+from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
+                            PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
 from crawler.store.base import PAGE_FIELDS, Store
 from crawler.urls import url_site
@@ -28,6 +31,26 @@ from crawler.urls import url_site
 __all__ = ["MongoStore"]
 
 _STORED = {"state": {"$exists": True}}
+
+# Server error codes that go away by themselves: shutdown, step-down, network,
+# time limits, and duplicate keys (two workers upserting one URL at once).
+_TRANSIENT_CODES = frozenset({6, 7, 50, 89, 91, 189, 262, 9001, 10107, 11000, 11600, 11602,
+                              13435, 13436})
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionFailure, WaitQueueTimeoutError, ExecutionTimeout,
+                        WriteConcernError, OSError)):
+        return True
+    if isinstance(exc, PyMongoError) and (exc.has_error_label("RetryableWriteError")
+                                          or exc.has_error_label("TransientTransactionError")):
+        return True
+    if isinstance(exc, BulkWriteError):
+        errors = exc.details.get("writeErrors") or []
+        return all(e.get("code") in _TRANSIENT_CODES for e in errors)
+    if isinstance(exc, OperationFailure):
+        return exc.code in _TRANSIENT_CODES
+    return False
 
 
 class MongoStore(Store):
@@ -44,6 +67,9 @@ class MongoStore(Store):
         self.links.create_index([("src", 1), ("dst", 1)], unique=True)
         self.links.create_index("dst")
         self.sites_.create_index("site", unique=True)
+
+    def transient(self, exc: BaseException) -> bool:
+        return _transient(exc)
 
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
         if not pages:

@@ -70,6 +70,11 @@ class SQLiteStore(Store):
             raise RuntimeError(f"store {self.path} is closed")
         return self._conn
 
+    def transient(self, exc: BaseException) -> bool:
+        # Locked, busy, disk full, I/O error: OperationalError. A value SQLite
+        # cannot bind (InterfaceError) or a constraint (IntegrityError) is not.
+        return isinstance(exc, (sqlite3.OperationalError, OSError))
+
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
         if not pages:
             return

@@ -3,8 +3,8 @@
 Pages are nodes (``title``, ``page_type``, ``site``, ``state``, ``stored``:
 link targets that were never stored are nodes too); every link is an edge
 with its ``anchor``. The site-level graph has one node per site (``pages``,
-``errors``) and one edge per pair of sites with the number of links between
-them (``weight``); links within a site are left out.
+``links``, ``errors``) and one edge per pair of sites with the number of
+links between them (``weight``); links within a site are left out.
 
 Written directly (no graph library at run time); the files load in networkx
 (``read_graphml``, ``read_gexf``) and Gephi.
@@ -47,7 +47,8 @@ def page_graph(store: Store, site: str | None = None) -> tuple[Nodes, Edges]:
 
 
 def site_graph(store: Store) -> tuple[Nodes, Edges]:
-    nodes: Nodes = {s["site"]: {"pages": int(s["pages"]), "errors": int(s["errors"])} for s in store.sites()}
+    nodes: Nodes = {s["site"]: {"pages": int(s["pages"]), "links": int(s["links"] or 0), "errors": int(s["errors"])}
+                    for s in store.sites()}
     pairs: Counter[tuple[str, str]] = Counter()
     for link in store.iter_links():
         a, b = url_site(link["src"]), url_site(link["dst"])
@@ -55,7 +56,7 @@ def site_graph(store: Store) -> tuple[Nodes, Edges]:
             pairs[(a, b)] += 1
     for a, b in pairs:
         for s in (a, b):
-            nodes.setdefault(s, {"pages": 0, "errors": 0})
+            nodes.setdefault(s, {"pages": 0, "links": 0, "errors": 0})
     return nodes, [(a, b, {"weight": n}) for (a, b), n in sorted(pairs.items())]
 
 

@@ -298,6 +298,9 @@ def test_graph_export_loads_in_networkx(default_crawl, server, tmp_path, suffix)
     assert sorted(s.nodes) == ["127.0.0.1", "127.0.0.2"]
     assert s.edges["127.0.0.1", "127.0.0.2"]["weight"] == 1
     assert int(s.nodes["127.0.0.1"]["pages"]) == len(set(FETCHED) - NOT_STORED) - 2
+    with SQLiteStore(default_crawl.store_path) as store:
+        out_edges = sum(1 for e in store.iter_links() if e["src"].startswith(server.url("")))
+    assert out_edges > 40 and int(s.nodes["127.0.0.1"]["links"]) == out_edges
 
 
 def test_crawl_into_mongodb(server, tmp_path, frontier_settings, mongo_uri):

@@ -52,8 +52,26 @@ def test_sites_table_counts_pages_errors_and_discovered_sites(store):
     ])
     sites = {s["site"]: s for s in store.sites()}
     assert sites["a.test"]["pages"] == 1 and sites["a.test"]["errors"] == 1
-    assert sites["b.test"]["pages"] == 0
+    assert sites["a.test"]["links"] == 1
+    assert sites["b.test"]["pages"] == 0 and sites["b.test"]["links"] == 0
     assert sites["b.test"]["discovered_from"] == "http://a.test/"
+
+
+def test_sites_links_follow_rewrites_in_any_batch(store):
+    """``links``: edges out of the site's pages, a link listed twice once."""
+    a = [("http://a.test/x", "X"), ("http://b.test/", "B"), ("http://a.test/x", "X again")]
+    store.write([page("http://a.test/", links=a), page("http://b.test/", site="b.test",
+                                                        links=[("http://a.test/", "A")])])
+    store.write([page("http://a.test/x", links=[("http://a.test/", "Home")])])
+    links = {s["site"]: s["links"] for s in store.sites()}
+    assert links == {"a.test": 3, "b.test": 1}
+    # A re-crawl drops a link and adds two; writing it twice changes nothing.
+    again = page("http://a.test/", links=[("http://a.test/y", "Y"), ("http://a.test/z", "Z"),
+                                         ("http://a.test/x", "X")])
+    store.write([again])
+    store.write([again])
+    assert {s["site"]: s["links"] for s in store.sites()} == {"a.test": 4, "b.test": 1}
+    assert sum(1 for e in store.iter_links() if e["src"].startswith("http://a.test")) == 4
 
 
 def test_writes_are_idempotent_upserts(store):
@@ -80,6 +98,22 @@ def test_count_pages_by_site_and_state(store):
     assert store.count_pages(site="a.test") == 2
     assert store.count_pages(site="a.test", state="C") == 1
     assert [p["url"] for p in store.iter_pages(site="b.test")] == ["http://b.test/"]
+
+
+def test_sqlite_store_written_before_sites_links_is_migrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    with SQLiteStore(path) as s:
+        s.write([page("http://a.test/", links=[("http://a.test/x", "X"), ("http://b.test/", "B")])])
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE sites DROP COLUMN links")  # as the first release wrote it
+    db.commit()
+    db.close()
+    with SQLiteStore(path) as s:
+        assert {x["site"]: x["links"] for x in s.sites()} == {"a.test": 2, "b.test": 0}
+        s.write([page("http://a.test/y", links=[("http://a.test/", "Home")])])
+        assert {x["site"]: x["links"] for x in s.sites()} == {"a.test": 3, "b.test": 0}
 
 
 def test_sqlite_store_survives_reopen(tmp_path):

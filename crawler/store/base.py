@@ -4,7 +4,9 @@ A store keeps three tables or collections (DESIGN.md, "Stored data"):
 
 - ``pages``: one row per normalised URL (``url`` unique);
 - ``links``: one row per (``src``, ``dst``) edge with its ``anchor``;
-- ``sites``: one row per site with ``pages``, ``errors`` and ``first_seen``.
+- ``sites``: one row per site with ``pages`` (stored, state C), ``links``
+  (edges out of its stored pages), ``errors`` (state E), ``first_seen`` and
+  ``discovered_from`` (the page whose link first led to it).
 
 Writes come in batches from the pipeline (``write``) and are idempotent:
 writing the same pages again leaves the same data. A page's out-links are

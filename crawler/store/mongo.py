@@ -79,7 +79,9 @@ class MongoStore(Store):
         old: dict[str, set[str]] = defaultdict(set)
         for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1}):
             old[link["src"]].add(link["dst"])
-        page_ops = [UpdateOne({"url": p["url"]}, {"$set": {f: p.get(f) for f in PAGE_FIELDS}}, upsert=True)
+        page_ops = [UpdateOne({"url": p["url"]}, {"$set": {
+                        **{f: p.get(f) for f in PAGE_FIELDS},
+                        "nlinks": len({link["url"] for link in p.get("links") or ()})}}, upsert=True)
                     for p in pages]
         link_ops: list[Any] = []
         inlink_ops: list[Any] = []
@@ -102,13 +104,22 @@ class MongoStore(Store):
         if inlink_ops:
             self.pages.bulk_write(inlink_ops, ordered=False)
         site_ops = [UpdateOne({"site": s}, {"$setOnInsert": {"first_seen": t, "discovered_from": src,
-                                                             "pages": 0, "errors": 0}}, upsert=True)
+                                                             "pages": 0, "links": 0, "errors": 0}}, upsert=True)
                     for s, (t, src) in new_sites.items()]
         self.sites_.bulk_write(site_ops, ordered=False)
+        # Counted again rather than incremented: a batch retried after a
+        # partial failure still leaves the right numbers.
         for site in sorted({p["site"] for p in pages}):
-            self.sites_.update_one({"site": site}, {"$set": {
-                "pages": self.pages.count_documents({"site": site, "state": "C"}),
-                "errors": self.pages.count_documents({"site": site, "state": "E"})}})
+            counts = {"pages": 0, "errors": 0, "links": 0}
+            for row in self.pages.aggregate([
+                    {"$match": {"site": site, **_STORED}},
+                    {"$group": {"_id": "$state", "n": {"$sum": 1}, "links": {"$sum": "$nlinks"}}}]):
+                counts["links"] += int(row.get("links") or 0)
+                if row["_id"] == "C":
+                    counts["pages"] = int(row["n"])
+                elif row["_id"] == "E":
+                    counts["errors"] = int(row["n"])
+            self.sites_.update_one({"site": site}, {"$set": counts})
 
     @staticmethod
     def _page(doc: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +155,7 @@ class MongoStore(Store):
             yield {"src": d["src"], "dst": d["dst"], "anchor": d.get("anchor", "")}
 
     def sites(self) -> list[dict[str, Any]]:
-        return [{k: d.get(k) for k in ("site", "pages", "errors", "first_seen", "discovered_from")}
+        return [{k: d.get(k) for k in ("site", "pages", "links", "errors", "first_seen", "discovered_from")}
                 for d in self.sites_.find({}, {"_id": 0}).sort("site", 1)]
 
     def count_pages(self, site: str | None = None, state: str | None = None) -> int:

@@ -36,8 +36,16 @@ CREATE TABLE IF NOT EXISTS links (
 CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
 CREATE TABLE IF NOT EXISTS sites (
     site TEXT PRIMARY KEY, pages INTEGER NOT NULL DEFAULT 0,
-    errors INTEGER NOT NULL DEFAULT 0, first_seen REAL, discovered_from TEXT
+    errors INTEGER NOT NULL DEFAULT 0, first_seen REAL, discovered_from TEXT,
+    links INTEGER NOT NULL DEFAULT 0
 );
+"""
+
+# Stores written before sites.links existed gain the column, counted once.
+_MIGRATE_SITES_LINKS = """
+ALTER TABLE sites ADD COLUMN links INTEGER NOT NULL DEFAULT 0;
+UPDATE sites SET links = (SELECT COUNT(*) FROM links l JOIN pages p ON p.url = l.src
+                          WHERE p.site = sites.site);
 """
 
 _UPSERT_PAGE = (
@@ -63,6 +71,9 @@ class SQLiteStore(Store):
             # never corrupt the file; FULL would fsync every batch.
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sites)")}
+            if "links" not in columns:
+                self._conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_SITES_LINKS + "COMMIT;")
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -88,10 +99,27 @@ class SQLiteStore(Store):
                 link_rows.append((p["url"], link["url"], link.get("anchor") or ""))
                 new_sites.setdefault(url_site(link["url"]), (p.get("fetched_at") or now, p["url"]))
         touched = sorted({p["site"] for p in pages})
+        # sites.links moves by each page's new out-link count minus its old.
+        new_links: dict[str, int] = {}
+        site_of_page: dict[str, str] = {}
+        for p in pages:
+            new_links[p["url"]] = len({link["url"] for link in p.get("links") or ()})
+            site_of_page[p["url"]] = p["site"]
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
+                links_delta: dict[str, int] = dict.fromkeys(touched, 0)
+                for url, n in new_links.items():
+                    links_delta[site_of_page[url]] += n
+                urls = list(new_links)
+                for start in range(0, len(urls), 500):
+                    chunk = urls[start:start + 500]
+                    for src, n in conn.execute(
+                        f"SELECT src, COUNT(*) FROM links WHERE src IN ({', '.join('?' * len(chunk))}) GROUP BY src",
+                        chunk,
+                    ):
+                        links_delta[site_of_page[src]] -= n
                 conn.executemany(_UPSERT_PAGE, page_rows)
                 conn.executemany("DELETE FROM links WHERE src = ?", [(p["url"],) for p in pages])
                 conn.executemany(
@@ -104,9 +132,10 @@ class SQLiteStore(Store):
                 conn.executemany(
                     "UPDATE sites SET "
                     "pages = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'C'), "
-                    "errors = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'E') "
+                    "errors = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'E'), "
+                    "links = links + ?2 "
                     "WHERE site = ?1",
-                    [(s,) for s in touched],
+                    [(s, links_delta[s]) for s in touched],
                 )
                 conn.execute("COMMIT")
             except BaseException:
@@ -153,7 +182,8 @@ class SQLiteStore(Store):
             yield {"src": r[0], "dst": r[1], "anchor": r[2]}
 
     def sites(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._query("SELECT * FROM sites ORDER BY site")]
+        return [dict(r) for r in self._query(
+            "SELECT site, pages, links, errors, first_seen, discovered_from FROM sites ORDER BY site")]
 
     def count_pages(self, site: str | None = None, state: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM pages WHERE 1"

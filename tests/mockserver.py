@@ -34,6 +34,15 @@ CHINESE = (
     "直到满足系统的一定停止条件。分布式爬虫把任务分给多台机器，共享待抓取的地址队列。"
 )
 
+JAPANESE = (
+    "ウェブクローラーは、ウェブページを自動的に巡回して情報を収集するプログラムである。"
+    "クローラーは一つまたは複数の初期アドレスから始まり、ページの中のリンクを抽出して待ち行列に加え、"
+    "停止条件を満たすまで巡回を続ける。分散型のクローラーは複数の機械で作業を分担し、"
+    "取得済みのアドレスの集合を共有する。礼儀正しいクローラーは同じサーバーへの要求の間に待ち時間を置き、"
+    "サーバーに過大な負荷を掛けないようにする。重複したページは指紋の比較で見つけ、二度と処理しない。"
+)
+JAPANESE_TITLE = "ウェブクローラー"
+
 
 _VOCABULARY = (
     "site page link frontier queue robot delay server worker crawl index article text "
@@ -124,15 +133,18 @@ def build_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
     ]))
     add("/docs/guide/intro-to-the-crawler.html", article_page("Introduction to the crawler", "Welcome."))
     add("/docs/guide/setup-and-install.html", article_page("Setup and install", "Install it."))
-    # Chinese pages in GBK and Big5, charset in the header, in a meta tag only, nowhere.
+    # Chinese (GBK, Big5) and Japanese (Shift_JIS, EUC-JP) pages, charset in
+    # the header, in a meta tag only, nowhere.
     cn_links = []
-    for enc, codec in (("gbk", "gbk"), ("big5", "big5")):
-        text = CHINESE if enc == "gbk" else "網路爬蟲是一種按照一定的規則自動抓取全球資訊網資訊的程式。它從一個或若干初始網頁的位址開始，獲得初始網頁上的位址，在抓取網頁的過程中，不斷從當前頁面上抽取新的位址放入佇列，直到滿足系統的一定停止條件。"
+    big5_text = ("網路爬蟲是一種按照一定的規則自動抓取全球資訊網資訊的程式。它從一個或若干初始網頁的位址開始，"
+                 "獲得初始網頁上的位址，在抓取網頁的過程中，不斷從當前頁面上抽取新的位址放入佇列，直到滿足系統的一定停止條件。")
+    for enc, codec in (("gbk", "gbk"), ("big5", "big5"), ("shift_jis", "shift_jis"), ("euc-jp", "euc_jp")):
+        text = {"gbk": CHINESE, "big5": big5_text}.get(enc, JAPANESE)
         for where in ("header", "meta", "none"):
             path = f"/cn/{enc}-{where}.html"
             cn_links.append((path, f"{enc} {where}"))
             meta = f'<meta charset="{enc}">' if where == "meta" else ""
-            title = {"gbk": "网络爬虫", "big5": "網路爬蟲"}[enc]
+            title = {"gbk": "网络爬虫", "big5": "網路爬蟲"}.get(enc, JAPANESE_TITLE)
             body = article_page(title, text, head=meta)
             ctype = f"text/html; charset={enc}" if where == "header" else "text/html"
             add(path, "", headers={"Content-Type": ctype}, raw=body.encode(codec))
@@ -161,7 +173,8 @@ def build_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
     add("/dups/", index_page("Duplicates", [
         ("/dups/article-v1.html", "v1"), ("/dups/template-a.html", "a"), ("/dups/cn.html", "cn"),
         ("/dups/distinct.html", "distinct"), ("/dups/article-v2.html", "v2"),
-        ("/dups/template-b.html", "b"), ("/dups/cn-copy.html", "cn copy"),
+        ("/dups/template-b.html", "b"), ("/dups/cn-copy.html", "cn copy"), ("/dups/ja.html", "ja"),
+        ("/dups/ja-copy.html", "ja copy"),
     ]))
     release = article_page("Release notes", "The crawler got faster.", [("/dups/from-original.html", "more")])
     add("/dups/article-v1.html", release.replace("</article>", "<p>Published 2024-05-01.</p></article>"))
@@ -182,6 +195,11 @@ def build_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
         '<nav><a href="/">Home</a></nav>',
         '<nav><a href="/">首页</a> <a href="/dups/only-from-cn-copy.html">转载</a></nav>'))
     add("/dups/only-from-cn-copy.html", article_page("Only from the copy", "Never fetched."))
+    add("/dups/ja.html", article_page(JAPANESE_TITLE, JAPANESE))
+    add("/dups/ja-copy.html", article_page(JAPANESE_TITLE, JAPANESE.replace("。", "。 ")).replace(
+        '<nav><a href="/">Home</a></nav>',
+        '<nav><a href="/">ホーム</a> <a href="/dups/only-from-ja-copy.html">転載</a></nav>'))
+    add("/dups/only-from-ja-copy.html", article_page("Only from the Japanese copy", "Never fetched."))
     add("/dups/distinct.html", article_page("A different article", "Something else entirely."))
     # The partner site on 127.0.0.2 (another site: another IP).
     return pages

@@ -66,3 +66,13 @@ def test_tspider_rule_as_published():
     assert tspider_rule("http://e.com/a/12345.html", analyze("<p>x</p>")) == INFO  # sequence number
     assert tspider_rule("http://e.com/a/story.html", page) == INFO  # long paragraph
     assert tspider_rule("http://e.com/a/list.html", analyze(f"<ul>{LINKS}</ul>")) == INDEX
+
+
+def test_count_words_reads_cjk_without_spaces():
+    from crawler.classify import count_words
+
+    assert count_words("How the crawler works") == 4
+    assert count_words("网络爬虫") == 2
+    assert count_words("ウェブクローラーの仕組み") == 6
+    assert count_words("Scrapy 网络爬虫 guide") == 4
+    assert count_words("") == 0

@@ -12,7 +12,7 @@ import pytest
 
 from crawler.store import SQLiteStore
 from tests.conftest import run_crawl, stop_embedded_redis
-from tests.mockserver import CHINESE
+from tests.mockserver import CHINESE, JAPANESE, JAPANESE_TITLE
 
 TRAP = {"TRAP_MAX_SHAPE_RUN": 3}
 
@@ -22,7 +22,7 @@ ARTICLES = [
     "/news/2024/06/third-article-on-frontiers.html",
     "/news/2023/12/old-article-about-robots.html",
 ]
-CN = [f"/cn/{e}-{w}.html" for e in ("gbk", "big5") for w in ("header", "meta", "none")]
+CN = [f"/cn/{e}-{w}.html" for e in ("gbk", "big5", "shift_jis", "euc-jp") for w in ("header", "meta", "none")]
 CALENDAR = [f"/calendar?month={m}" for m in range(-3, 4)]
 # Everything the default crawl fetches (robots.txt first, /broken.html 4 times).
 FETCHED = Counter(
@@ -90,15 +90,19 @@ def test_page_types_titles_and_text(default_crawl, server):
 
 
 @pytest.mark.parametrize("path", CN)
-def test_chinese_pages_are_stored_as_utf8(default_crawl, server, path):
+def test_chinese_and_japanese_pages_are_stored_as_utf8(default_crawl, server, path):
     pages = stored(default_crawl, server)
     page = pages[path]
     if path.startswith("/cn/gbk"):
         assert page["title"] == "网络爬虫"
         assert CHINESE in page["text"]
-    else:
+    elif path.startswith("/cn/big5"):
         assert page["title"] == "網路爬蟲"
         assert "網路爬蟲是一種按照一定的規則自動抓取全球資訊網資訊的程式。" in page["text"]
+    else:
+        assert page["title"] == JAPANESE_TITLE
+        assert JAPANESE in page["text"]
+    assert page["state"] == "C" and page["simhash"] is not None  # fingerprinted: CJK n-grams
 
 
 def test_links_and_inlinks(default_crawl, server):
@@ -166,7 +170,7 @@ def test_per_site_cap(server, tmp_path, frontier_settings):
     # The cap counts admitted URLs in discovery order; the robots-forbidden
     # /private/secret.html is the fifth and is never fetched.
     assert result.fetched == ["/robots.txt", "/", "/news/", "/docs/", "/cn/"]
-    assert "'frontier/capped': 18" in result.log  # 22 new links + the seed - 5 admitted
+    assert "'frontier/capped': 24" in result.log  # 28 new links + the seed - 5 admitted
 
 
 def test_calendar_trap_is_cut(default_crawl):
@@ -240,7 +244,7 @@ def test_duplicates_are_stored_with_dup_of_and_not_followed(server, tmp_path, fr
     # The copies' own links are never followed; the original's are.
     assert dups == ["/dups/", "/dups/article-v1.html", "/dups/article-v2.html", "/dups/cn-copy.html",
                     "/dups/cn.html", "/dups/distinct.html", "/dups/from-original.html",
-                    "/dups/template-a.html", "/dups/template-b.html"]
+                    "/dups/ja-copy.html", "/dups/ja.html", "/dups/template-a.html", "/dups/template-b.html"]
     u = server.url
     with SQLiteStore(result.store_path) as store:
         dup_of = {p: store.get_page(u(p))["dup_of"] for p in dups}
@@ -251,10 +255,13 @@ def test_duplicates_are_stored_with_dup_of_and_not_followed(server, tmp_path, fr
         "/dups/article-v2.html": u("/dups/article-v1.html"),  # a changed date line
         "/dups/template-b.html": u("/dups/template-a.html"),  # other navigation, same text
         "/dups/cn-copy.html": u("/dups/cn.html"),  # a Chinese page and its copy
+        "/dups/ja.html": None,
+        "/dups/ja-copy.html": u("/dups/ja.html"),  # a Japanese page, copied with other spacing
     }
     assert isinstance(original["simhash"], int) and -(2 ** 63) <= original["simhash"] < 2 ** 63
     assert len(original["content_hash"]) == 40
-    assert "'simhash/near_duplicate': 1" in result.log and "'simhash/exact_duplicate': 2" in result.log
+    # near: v2 (its date differs), ja-copy (its spacing differs); exact: template-b, cn-copy
+    assert "'simhash/near_duplicate': 2" in result.log and "'simhash/exact_duplicate': 2" in result.log
 
 
 @pytest.mark.parametrize("suffix", [".graphml", ".gexf", ".csv"])

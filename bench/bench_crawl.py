@@ -1,6 +1,6 @@
 """Single-machine crawl speed: our full pipeline against plain Scrapy.
 
-    python bench/bench_crawl.py [--root /usr/share/doc/python3.11/html] [--runs 2]
+    python bench/bench_crawl.py [--root /usr/share/doc/python3.11/html] [--runs 2] [--mongo]
 
 Serves ``--root`` (real HTML documentation: ``apt-get install python3.11-doc``)
 from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
@@ -8,6 +8,9 @@ from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
 - ours: ``scrapy crawl site -a follow=all`` with every default stage
   (classifier, text extraction, link topology, SQLite store, resume state);
 - plain: a Scrapy ``CrawlSpider`` with a ``LinkExtractor`` and no pipeline.
+
+With ``--mongo``, ours is run a third time into MongoDB (a SecantusDB
+server started for the run, or ``$MONGO_URI``).
 
 Both with the same concurrency (16 requests, 16 per site), no delay, robots.txt
 obeyed. Prints pages, pages/s (from Scrapy's own elapsed time) and the ratio,
@@ -17,6 +20,7 @@ best of ``--runs``. Both crawls must fetch the same pages.
 from __future__ import annotations
 
 import argparse
+import os
 import ast
 import re
 import shutil
@@ -24,6 +28,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,13 +60,32 @@ def settings_args(settings: dict) -> list[str]:
     return [a for k, v in settings.items() for a in ("-s", f"{k}={v}")]
 
 
-def crawl_ours(seed: str, work: Path) -> tuple[dict, int]:
+def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None) -> tuple[dict, int]:
     crawl_dir = work / "ours"
     shutil.rmtree(crawl_dir, ignore_errors=True)
+    settings = {**COMMON, "CRAWL_DIR": crawl_dir}
+    database = f"bench{time.monotonic_ns()}"
+    if mongo_uri:
+        settings.update(MONGO_URI=mongo_uri, MONGO_DATABASE=database)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
-           *settings_args({**COMMON, "CRAWL_DIR": crawl_dir})]
+           *settings_args(settings)]
     stats = run(cmd, ROOT)
+    if mongo_uri:
+        return stats, check_mongo(mongo_uri, database)
     return stats, check_store(crawl_dir / "site.sqlite3")
+
+
+def check_mongo(uri: str, database: str) -> int:
+    import pymongo
+
+    with pymongo.MongoClient(uri) as client:
+        db = client[database]
+        pages = db.pages.count_documents({"state": "C"})
+        distinct = len(db.pages.distinct("url", {"state": "C"}))
+        assert pages == distinct, (pages, distinct)
+        print(f"  MongoDB: stored {pages} pages once each, {db.links.estimated_document_count()} links")
+        client.drop_database(database)
+    return pages
 
 
 def check_store(path: Path) -> int:
@@ -97,13 +121,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/python3.11/html"))
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--mongo", action="store_true",
+                    help="also crawl into MongoDB (a SecantusDB server started here, or $MONGO_URI)")
     args = ap.parse_args()
     if not (args.root / "index.html").exists():
         sys.exit(f"{args.root}/index.html not found: apt-get install python3.11-doc, or pass --root")
     work = Path(tempfile.mkdtemp(prefix="bench-"))
     server = start_server(work, hosts="127.0.0.1", root=args.root)
     seed = server.url("/index.html")
-    best_ours = best_plain = 0.0
+    best_ours = best_plain = best_mongo = 0.0
+    mongo_uri, mongo_proc = os.environ.get("MONGO_URI"), None
+    if args.mongo and not mongo_uri:
+        from tests.conftest import start_secantus
+
+        (work / "mongo").mkdir()
+        mongo_proc, port = start_secantus(work / "mongo")
+        mongo_uri = f"mongodb://127.0.0.1:{port}"
     try:
         for i in range(args.runs):
             plain = crawl_plain(seed, work)
@@ -117,10 +150,23 @@ def main() -> None:
                   f"{plain['elapsed_time_seconds']:.2f}s = {p:.1f} pages/s | ours "
                   f"{ours['response_received_count']} pages ({stored} stored, {hrefs:.0f} hrefs and {links:.0f} distinct links a page) in "
                   f"{ours['elapsed_time_seconds']:.2f}s = {o:.1f} pages/s | ratio {o / p:.2f}x", flush=True)
+            if args.mongo:
+                mongo, stored = crawl_ours(seed, work, mongo_uri)
+                m = rate(mongo)
+                best_mongo = max(best_mongo, m)
+                print(f"run {i + 1}: ours into MongoDB {mongo['response_received_count']} pages ({stored} stored) in "
+                      f"{mongo['elapsed_time_seconds']:.2f}s = {m:.1f} pages/s | ratio to plain {m / p:.2f}x; "
+                      f"{mongo.get('store/pages_written', 0) / mongo['elapsed_time_seconds']:.1f} pages/s written",
+                      flush=True)
     finally:
         server.stop()
+        if mongo_proc is not None:
+            from tests.conftest import stop_secantus
+
+            stop_secantus(mongo_proc)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"best: plain {best_plain:.1f} pages/s, ours {best_ours:.1f} pages/s, ratio {best_ours / best_plain:.2f}x")
+    print(f"best: plain {best_plain:.1f} pages/s, ours {best_ours:.1f} pages/s, ratio {best_ours / best_plain:.2f}x"
+          + (f"; ours into MongoDB {best_mongo:.1f} pages/s, ratio {best_mongo / best_plain:.2f}x" if args.mongo else ""))
 
 
 if __name__ == "__main__":

@@ -19,11 +19,15 @@ space-separated languages:
   to 0.97 once numbers counted (bench/RESULTS.md).
 
 Each feature is weighted by its count. The SimHash is the ``simhash``
-package's (``Simhash(features).value``: md5 of each feature, last 8 bytes,
-bit-wise weighted vote), computed with the same arithmetic in one
-vectorised pass: the package loops in Python over every feature and costs
-tens of milliseconds on a long page (bench/RESULTS.md), the result is
-identical (tests/test_fingerprint.py checks it against the package).
+package's bit-wise weighted vote (``Simhash(features, hashfunc=feature_hash)``)
+with a faster hash function: a feature's 64-bit hash folds the hashes of its
+units (words, or CJK characters) with the splitmix64 finaliser, and a unit's
+hash is the last 8 bytes of its md5, cached. The package as shipped hashes
+every feature with md5 and loops over them in Python; here the units are
+hashed once each (a page repeats its words, a site its vocabulary) and the
+folding and the vote run vectorised in numpy: the result is the package's
+for that hash function, bit for bit (tests/test_fingerprint.py checks it),
+at a fraction of the cost (bench/RESULTS.md).
 
 ``content_hash`` (SHA-1 of the whitespace-folded, lowercased text) finds
 exact duplicates; ``hamming`` measures how far two SimHashes are.
@@ -37,7 +41,8 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["content_hash", "features", "hamming", "signed", "simhash", "unsigned"]
+__all__ = ["content_hash", "feature_hash", "features", "hamming", "signed", "simhash", "simhash_of_features",
+           "unsigned"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
@@ -46,21 +51,50 @@ _MASK64 = (1 << 64) - 1
 
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+# Every date form starts with a digit, so that the regex engine can skip to
+# the next digit (a leading \b or a month name would make it try every
+# position: 2 ms on a 17,000-character page). "May 1, 2024" is found from
+# its "1, 2024" and the month before it.
 _DATES = re.compile(
-    r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:t\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?z?)?\b"  # ISO 8601
-    r"|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b"  # 01/05/2024, 1.5.24
-    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"  # may 1, 2024
-    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\s+\d{{4}}\b"  # 1 may 2024
-    r"|\d{4}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?"  # 2024年5月1日
-    r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?\b"  # 12:30, 9:05 pm
+    r"\d(?:"
+    r"\d{3}[-/.]\d{1,2}[-/.]\d{1,2}(?:t\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?z?)?(?!\w)"  # ISO 8601
+    r"|\d?[-/.]\d{1,2}[-/.]\d{2,4}(?!\w)"  # 01/05/2024, 1.5.24
+    r"|\d{3}\s*年\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?"  # 2024年5月1日
+    r"|\d?:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?(?!\w)"  # 12:30, 9:05 pm
+    rf"|\d?(?:st|nd|rd|th)?\s+{_MONTH}\s+\d{{4}}(?!\w)"  # 1 may 2024
+    r"|\d?(?:st|nd|rd|th)?,?\s+\d{4}(?P<tail>)(?!\w)"  # (may) 1, 2024
+    r")"
 )
+_MONTH_BEFORE = re.compile(rf"(?<![a-z]){_MONTH}\s+$")
+
+
+def _strip_dates(text: str) -> str:
+    """``text`` (lowercased) without its dates and times."""
+    pieces: list[str] = []
+    last = 0
+    for m in _DATES.finditer(text):
+        start = m.start()
+        if start and (text[start - 1].isdigit() or (text[start - 1].isalpha() and "年" not in m.group())):
+            continue  # inside a longer number or word
+        if m.group("tail") is not None:
+            month = _MONTH_BEFORE.search(text, max(start - 12, last), start)
+            if month is None:
+                continue  # "chapter 1, 2024 pages": not a date
+            start = month.start()
+        pieces.append(text[last:start])
+        pieces.append(" ")
+        last = m.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def features(text: str) -> Counter[str]:
     """Weighted features of a text (see the module docstring)."""
     out: Counter[str] = Counter()
     words: list[str] = []
-    for token in _TOKEN.findall(_DATES.sub(" ", text.lower())):
+    for token in _TOKEN.findall(_strip_dates(text.lower())):
         if _CJK_RUN.match(token):
             if len(token) <= 3:
                 out[token] += 1
@@ -76,22 +110,110 @@ def features(text: str) -> Counter[str]:
     return out
 
 
-def simhash_of_features(feats: Counter[str] | dict[str, int]) -> int:
-    """Unsigned 64-bit SimHash of weighted features (the simhash package's)."""
-    if not feats:
-        return 0
-    keys = list(feats)
-    digests = b"".join(hashlib.md5(k.encode("utf-8")).digest()[-8:] for k in keys)
-    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8)).reshape(len(keys), 64)
-    weights = np.fromiter((feats[k] for k in keys), dtype=np.int64, count=len(keys))
-    sums = weights @ bits
-    total = int(weights.sum())
-    return int.from_bytes(np.packbits(sums > total / 2).tobytes(), "big")
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+_UNITS: dict[str, int] = {}
+_UNITS_MAX = 1 << 20
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser: a bijection of 64-bit integers that mixes
+    every input bit into every output bit."""
+    x ^= x >> 30
+    x = (x * _M1) & _MASK64
+    x ^= x >> 27
+    x = (x * _M2) & _MASK64
+    return x ^ (x >> 31)
+
+
+def _mix_array(x: np.ndarray) -> np.ndarray:
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(_M1)  # uint64 arithmetic wraps modulo 2**64, as _mix's mask
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(_M2)
+    return x ^ (x >> np.uint64(31))
+
+
+_SEEDS = [_mix((n * 0x9E3779B97F4A7C15) & _MASK64) for n in range(8)]
+
+
+def _unit(unit: str) -> int:
+    h = _UNITS.get(unit)
+    if h is None:
+        if len(_UNITS) >= _UNITS_MAX:
+            _UNITS.clear()
+        h = _UNITS[unit] = int.from_bytes(hashlib.md5(unit.encode("utf-8")).digest()[-8:], "big")
+    return h
+
+
+def _units(feature: str) -> list[str]:
+    return list(feature) if _CJK_RUN.match(feature) else feature.split(" ")
+
+
+def feature_hash(feature: bytes) -> int:
+    """The 64-bit hash of a feature (as ``features`` spells it, UTF-8): its
+    units' md5s folded with splitmix64. A ``hashfunc`` for the simhash package."""
+    units = _units(feature.decode("utf-8"))
+    acc = _SEEDS[len(units)]
+    for u in units:
+        acc = _mix(acc ^ _unit(u))
+    return acc
+
+
+def _fold(seed: int, columns: list[np.ndarray]) -> np.ndarray:
+    acc = np.full(len(columns[0]), seed, dtype=np.uint64)
+    for col in columns:
+        acc = _mix_array(acc ^ col)
+    return acc
+
+
+def _hashes(text: str) -> list[np.ndarray]:
+    """The hash of every feature occurrence of ``text`` (``features``'
+    multiset), vectorised."""
+    out: list[np.ndarray] = []
+    words: list[str] = []
+    for token in _TOKEN.findall(_strip_dates(text.lower())):
+        if _CJK_RUN.match(token):
+            u = np.fromiter(map(_unit, token), dtype=np.uint64, count=len(token))
+            if len(token) <= 3:
+                out.append(_fold(_SEEDS[len(token)], [u[i:i + 1] for i in range(len(token))]))
+            else:
+                out.append(_fold(_SEEDS[3], [u[:-2], u[1:-1], u[2:]]))
+        else:
+            words.append(token)
+    if len(words) == 1:
+        out.append(np.array([feature_hash(words[0].encode("utf-8"))], dtype=np.uint64))
+    elif len(words) > 1:
+        u = np.fromiter(map(_unit, words), dtype=np.uint64, count=len(words))
+        out.append(_fold(_SEEDS[2], [u[:-1], u[1:]]))
+        if len(words) > 2:
+            out.append(_fold(_SEEDS[3], [u[:-2], u[1:-1], u[2:]]))
+    return out
 
 
 def simhash(text: str) -> int:
-    """Unsigned 64-bit SimHash of a page's main text."""
-    return simhash_of_features(features(text))
+    """Unsigned 64-bit SimHash of a page's main text: every feature
+    occurrence votes on every bit (weights are counts)."""
+    parts = _hashes(text)
+    if not parts:
+        return 0
+    hashes = np.concatenate(parts)
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(len(hashes), 64)
+    sums = bits.sum(axis=0, dtype=np.int64)
+    return int.from_bytes(np.packbits(sums > len(hashes) / 2).tobytes(), "big")
+
+
+def simhash_of_features(feats: Counter[str] | dict[str, int]) -> int:
+    """The same SimHash from ``features``' output, one feature at a time:
+    the reference ``simhash`` is checked against."""
+    if not feats:
+        return 0
+    keys = list(feats)
+    hashes = np.array([feature_hash(k.encode("utf-8")) for k in keys], dtype=np.uint64)
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(len(keys), 64)
+    weights = np.fromiter((feats[k] for k in keys), dtype=np.int64, count=len(keys))
+    sums = weights @ bits
+    return int.from_bytes(np.packbits(sums > int(weights.sum()) / 2).tobytes(), "big")
 
 
 def signed(value: int) -> int:

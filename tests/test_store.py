@@ -124,3 +124,18 @@ def test_sqlite_store_survives_reopen(tmp_path):
         assert s.count_pages() == 1
         with s.conn:
             assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_unreachable_mongodb_is_a_clear_error_without_the_password():
+    import socket
+
+    from crawler.store import StoreUnavailable
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailable) as info:
+        MongoStore(f"mongodb://crawler:secret@127.0.0.1:{port}", "x", timeout_ms=300)
+    message = str(info.value)
+    assert message.startswith(f"cannot reach MongoDB at mongodb://***@127.0.0.1:{port} within 0.3 s")
+    assert "secret" not in message

@@ -15,6 +15,7 @@ away, stepping down, timing out) and which a page will never get past.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -25,7 +26,7 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
-from crawler.store.base import PAGE_FIELDS, Store
+from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable
 from crawler.urls import url_site
 
 __all__ = ["MongoStore"]
@@ -57,7 +58,14 @@ class MongoStore(Store):
     def __init__(self, uri: str, database: str, timeout_ms: int = 10_000) -> None:
         self.client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
             uri, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms)
-        self.client.admin.command("ping")  # a bad address fails here, at once
+        try:
+            self.client.admin.command("ping")  # a bad address fails here, at once
+        except PyMongoError as exc:
+            self.client.close()
+            where = re.sub(r"//[^@/]*@", "//***@", uri)  # no password in logs
+            reason = str(exc).split(" (configured timeouts", 1)[0].split(", Timeout:", 1)[0]
+            raise StoreUnavailable(f"cannot reach MongoDB at {where} within {timeout_ms / 1000:g} s: "
+                                   f"{reason[:300]}") from exc
         self.db = self.client[database]
         self.pages = self.db["pages"]
         self.links = self.db["links"]

@@ -271,10 +271,13 @@ class StorePipeline:
                                                           "n": self.waiting, "delay": delay})
 
     def _gave_up(self) -> bool:
-        """Stopping, the store is away and the close timeout has passed."""
+        """Stopping, the store is away and the close timeout has passed (or
+        the reactor is going down: no waiting at all)."""
+        if self._down_since is None:
+            return False
         if self._abort:
             return True
-        if self._down_since is None or self._close_deadline is None:
+        if self._close_deadline is None:
             return False
         return time.monotonic() >= self._close_deadline
 

@@ -206,3 +206,24 @@ def test_store_away_while_stopping_spills_after_the_close_timeout(tmp_path):
     assert not pipeline.spill_path.exists()
     assert nxt.stats.get_value("store/pages_replayed") == 2
     assert nxt.store.get_page("http://127.0.0.1/a")["text"] == "é 中文"
+
+
+def test_forced_stop_while_mongodb_is_down_spills_at_once(server, tmp_path, frontier_settings, mongo):
+    """A second Ctrl-C does not wait STORE_CLOSE_TIMEOUT: the pages held for
+    the store go to the spill file and the process ends."""
+    uri = f"mongodb://127.0.0.1:{mongo['port']}"
+    spill = tmp_path / f"{frontier_settings['CRAWL_NAME']}.unstored.jsonl"
+    crawl = Crawl(server, tmp_path, {**frontier_settings, **SETTINGS, "MONGO_URI": uri, "STORE_CLOSE_TIMEOUT": 600})
+    crawl.wait_for(lambda: len(crawl.fetched()) >= 6, "6 requests")
+    stop_secantus(mongo["proc"])
+    crawl.wait_for(lambda: "The store is unavailable" in crawl.log, "outage warning")
+    crawl.proc.send_signal(signal.SIGINT)
+    crawl.wait_for(lambda: "shutting down gracefully" in crawl.log, "graceful shutdown")
+    time.sleep(0.5)
+    crawl.proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    crawl.wait(30)
+    assert time.monotonic() - start < 15  # not the 600 s close timeout
+    assert "forcing unclean shutdown" in crawl.log.lower()
+    spilled = [json.loads(line)["url"] for line in spill.read_text().splitlines()]
+    assert spilled and len(spilled) == len(set(spilled))

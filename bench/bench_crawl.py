@@ -149,7 +149,8 @@ def main() -> None:
             print(f"run {i + 1}: plain {plain['response_received_count']} pages in "
                   f"{plain['elapsed_time_seconds']:.2f}s = {p:.1f} pages/s | ours "
                   f"{ours['response_received_count']} pages ({stored} stored, {hrefs:.0f} hrefs and {links:.0f} distinct links a page) in "
-                  f"{ours['elapsed_time_seconds']:.2f}s = {o:.1f} pages/s | ratio {o / p:.2f}x", flush=True)
+                  f"{ours['elapsed_time_seconds']:.2f}s = {o:.1f} pages/s | ratio {o / p:.2f}x | "
+                  f"{ours.get('frontier/redis_round_trips', 0) / n:.2f} Redis round trips a page", flush=True)
             if args.mongo:
                 mongo, stored = crawl_ours(seed, work, mongo_uri)
                 m = rate(mongo)

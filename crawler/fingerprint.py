@@ -113,7 +113,7 @@ def features(text: str) -> Counter[str]:
 _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
 _UNITS: dict[str, int] = {}
-_UNITS_MAX = 1 << 20
+_UNITS_MAX = 1 << 18  # about 50 MB at most; a site's vocabulary is far smaller
 
 
 def _mix(x: int) -> int:

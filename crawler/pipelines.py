@@ -79,7 +79,8 @@ def store_waiting(crawler: Crawler) -> int:
 
 def _short(exc: BaseException) -> str:
     """The first line of an error, cut: pymongo appends its whole topology."""
-    text = str(exc).split(", Timeout:", 1)[0].splitlines()[0] if str(exc) else type(exc).__name__
+    text = str(exc).split(", Timeout:", 1)[0].split(" (configured timeouts", 1)[0]
+    text = text.splitlines()[0] if text else type(exc).__name__
     return text[:200]
 
 
@@ -179,8 +180,11 @@ class StorePipeline:
         return item
 
     def _flush_if_due(self) -> None:
-        if self._buffer and time.monotonic() - self._last_flush >= self.flush_interval:
-            self._flush()
+        if not self._buffer or time.monotonic() - self._last_flush < self.flush_interval:
+            return
+        if self._down_since is not None and len(self._buffer) < self.batch_size and not self._closing():
+            return  # the store is away: gather full batches rather than queue many small ones
+        self._flush()
 
     def _flush(self) -> None:
         batch, self._buffer = self._buffer, []

@@ -79,6 +79,10 @@ def embedded_redis(directory: Path) -> str:
             serverconfig={
                 "appendonly": "yes",
                 "appendfsync": "everysec",
+                # The append-only file is the persistence; no RDB snapshots.
+                # A snapshot that fails at shutdown (disk full, directory
+                # gone) makes Redis ignore SIGTERM and outlive the crawl.
+                "save": '""',
                 "dir": str(directory),
                 # Dedup buckets are integer sets: keep them compact.
                 "set-max-intset-entries": "4096",

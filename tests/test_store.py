@@ -139,3 +139,28 @@ def test_unreachable_mongodb_is_a_clear_error_without_the_password():
     message = str(info.value)
     assert message.startswith(f"cannot reach MongoDB at mongodb://***@127.0.0.1:{port} within 0.3 s")
     assert "secret" not in message
+
+
+def test_mongodb_rewrite_of_an_unchanged_page_writes_no_edges(mongo_uri):
+    """A re-crawl finding the same links costs the page's upsert only; a
+    changed anchor updates its edge; in-links stay right."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    with MongoStore(mongo_uri, name) as s:
+        batch = [page("http://a.test/", links=[("http://a.test/x", "X"), ("http://b.test/", "B")])]
+        s.write(batch)
+        calls = []
+        original = s.links.bulk_write
+
+        def counting(ops, **kw):
+            calls.append(len(ops))
+            return original(ops, **kw)
+
+        s.links.bulk_write = counting
+        s.write(batch)
+        assert calls == []
+        s.write([page("http://a.test/", links=[("http://a.test/x", "Ex"), ("http://b.test/", "B")])])
+        assert calls == [1]
+        assert s.outlinks("http://a.test/") == [{"url": "http://a.test/x", "anchor": "Ex"},
+                                                {"url": "http://b.test/", "anchor": "B"}]
+        assert s.pages.find_one({"url": "http://a.test/x"})["inlinks"] == ["http://a.test/"]
+        s.client.drop_database(name)

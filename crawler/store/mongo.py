@@ -84,9 +84,9 @@ class MongoStore(Store):
             return
         now = time.time()
         urls = [p["url"] for p in pages]
-        old: dict[str, set[str]] = defaultdict(set)
-        for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1}):
-            old[link["src"]].add(link["dst"])
+        old: dict[str, dict[str, str]] = defaultdict(dict)
+        for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1, "anchor": 1}):
+            old[link["src"]][link["dst"]] = link.get("anchor") or ""
         page_ops = [UpdateOne({"url": p["url"]}, {"$set": {
                         **{f: p.get(f) for f in PAGE_FIELDS},
                         "nlinks": len({link["url"] for link in p.get("links") or ()})}}, upsert=True)
@@ -100,17 +100,24 @@ class MongoStore(Store):
             for link in p.get("links") or ():
                 dsts[link["url"]] = link.get("anchor") or ""
                 new_sites.setdefault(url_site(link["url"]), (p.get("fetched_at") or now, p["url"]))
+            before = old.get(p["url"], {})
             for dst, anchor in dsts.items():
+                if dst not in before:
+                    inlink_ops.append(UpdateOne({"url": dst}, {"$addToSet": {"inlinks": p["url"]}}, upsert=True))
+                elif before[dst] == anchor:
+                    continue  # a re-crawl that finds the same link writes nothing
                 link_ops.append(UpdateOne({"src": p["url"], "dst": dst}, {"$set": {"anchor": anchor}}, upsert=True))
-                inlink_ops.append(UpdateOne({"url": dst}, {"$addToSet": {"inlinks": p["url"]}}, upsert=True))
-            for gone in old.get(p["url"], set()) - set(dsts):
+            for gone in set(before) - set(dsts):
                 link_ops.append(pymongo.DeleteOne({"src": p["url"], "dst": gone}))
                 inlink_ops.append(UpdateOne({"url": gone}, {"$pull": {"inlinks": p["url"]}}))
         self.pages.bulk_write(page_ops, ordered=False)
-        if link_ops:
-            self.links.bulk_write(link_ops, ordered=False)
+        # In-links before edges: an edge in ``links`` means its in-link was
+        # written, so a batch retried after a partial failure may skip the
+        # edges it finds (the first attempt's in-links are in place).
         if inlink_ops:
             self.pages.bulk_write(inlink_ops, ordered=False)
+        if link_ops:
+            self.links.bulk_write(link_ops, ordered=False)
         site_ops = [UpdateOne({"site": s}, {"$setOnInsert": {"first_seen": t, "discovered_from": src,
                                                              "pages": 0, "links": 0, "errors": 0}}, upsert=True)
                     for s, (t, src) in new_sites.items()]

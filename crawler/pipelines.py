@@ -385,5 +385,8 @@ class StorePipeline:
             self.store.close()
         spilled = self.stats.get_value("store/pages_spilled", 0)
         if spilled:
-            logger.error("%(n)d pages could not be stored before the crawl stopped; they are in %(path)s "
+            # "Not confirmed": a write the server applied but whose reply was
+            # lost looks failed too; writing it again is harmless (upserts).
+            logger.error("%(n)d pages could not be stored (or their writes confirmed) before the crawl "
+                         "stopped; they are in %(path)s "
                          "and their URLs are queued again", {"n": spilled, "path": self.spill_path})

@@ -117,14 +117,14 @@ def test_crawl_stopped_while_mongodb_is_down_spills_then_resumes(server, tmp_pat
     first.proc.send_signal(signal.SIGINT)
     assert first.wait(60) == 0, first.log[-3000:]
     log = first.log
-    assert "pages saved to" in log and "could not be stored before the crawl stopped" in log
+    assert "pages saved to" in log and "could not be stored (or their writes confirmed) before the crawl" in log
     spilled = [json.loads(line)["url"].replace(server.url(""), "") for line in spill.read_text().splitlines()]
     assert spilled and len(spilled) == len(set(spilled))
     first_fetched = first.fetched()
 
     mongo["proc"], _ = start_secantus(mongo["storage"], mongo["port"])
-    before = set(stored_urls(uri, database, server))
-    assert not before & set(spilled)  # they really were not in the store
+    # Some spilled pages may be in the store after all: MongoDB can apply a
+    # write whose reply the stop cut off. Writing them again is harmless.
     second = Crawl(server, tmp_path, settings)
     assert second.wait() == 0, second.log[-3000:]
     assert f"Writing {len(spilled)} pages left unstored by an earlier run" in second.log

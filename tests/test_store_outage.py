@@ -86,7 +86,7 @@ def test_mongodb_down_mid_crawl_pages_wait_and_are_all_stored(server, tmp_path, 
     crawl.wait_for(lambda: len(crawl.fetched()) >= 6, "6 requests")
     stop_secantus(mongo["proc"])
     crawl.wait_for(lambda: "The store is unavailable" in crawl.log, "outage warning")
-    time.sleep(3)  # several attempts: longer than any fixed number of retries would cover
+    time.sleep(4)  # several attempts: longer than any fixed number of retries would cover
     mongo["proc"], _ = start_secantus(mongo["storage"], mongo["port"])
     assert crawl.wait() == 0, crawl.log[-3000:]
 

@@ -65,11 +65,7 @@ def resemblant_pairs(sets: list[set[int]], threshold: float) -> dict[tuple[int, 
             b = sets[j]
             if len(a) < threshold * len(b):
                 break  # sorted by size: every later set is larger still
-            if not a and not b:
-                r = 1.0
-            else:
-                inter = len(a & b)
-                r = inter / (len(a) + len(b) - inter)
+            r = resemblance(a, b)
             if r >= threshold:
                 out[(min(i, j), max(i, j))] = r
     return out
@@ -184,7 +180,6 @@ def main() -> None:
             right.add(i)
         else:
             wrong.append((url, first, r))
-    tp = len(right & should) + len(right - should)  # right - should: resembles a page fetched later only
     p, r = prf(len(right), len(wrong), len(should - right))
     print(f"\ncrawl (SIMHASH_MAX_DISTANCE={args.k}): {len(flagged)} pages stored with dup_of, "
           f"{len(right)} right, {len(wrong)} wrong; {len(should)} should have been flagged, "
@@ -197,7 +192,6 @@ def main() -> None:
         best = max(partners[i], key=lambda j: truth[(min(i, j), max(i, j))])
         print(f"  missed: {urls[i]} ~ {urls[best]} (resemblance {truth[(min(i, best), max(i, best))]:.3f}, "
               f"distance {int(dist[i, best])})")
-    del tp
     shutil.rmtree(work, ignore_errors=True)
 
 

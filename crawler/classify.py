@@ -37,6 +37,7 @@ from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
+from crawler.fingerprint import CJK_CHAR
 
 __all__ = ["INDEX", "INFO", "classify", "feature_vector", "page_type", "tspider_rule"]
 
@@ -164,17 +165,14 @@ def feature_vector(url: str, page: Page) -> list[float]:
     ]
 
 
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-
-
 def count_words(text: str) -> int:
     """Words in ``text``: space-separated tokens, and for Chinese, Japanese
     and Korean (no spaces) one word per two characters, about their mean
     word length. A Chinese headline is not one word."""
-    cjk = len(_CJK_CHAR.findall(text))
+    cjk = len(CJK_CHAR.findall(text))
     if not cjk:
         return len(text.split())
-    return len(_CJK_CHAR.sub(" ", text).split()) + (cjk + 1) // 2
+    return len(CJK_CHAR.sub(" ", text).split()) + (cjk + 1) // 2
 
 
 def _title_features(title: str) -> tuple[float, float]:

@@ -41,12 +41,12 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["content_hash", "feature_hash", "features", "hamming", "signed", "simhash", "simhash_of_features",
-           "unsigned"]
+__all__ = ["CJK_CHAR", "content_hash", "feature_hash", "features", "hamming", "signed", "simhash",
+           "simhash_of_features", "unsigned"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
-_CJK_RUN = re.compile(rf"[{_CJK}]")
+CJK_CHAR = re.compile(rf"[{_CJK}]")  # Han, kana, Hangul: text written without spaces
 _MASK64 = (1 << 64) - 1
 
 
@@ -90,18 +90,24 @@ def _strip_dates(text: str) -> str:
     return "".join(pieces)
 
 
+def _tokens(text: str) -> tuple[list[str], list[str]]:
+    """The CJK runs and the other words of ``text``, lowercased, dates out."""
+    runs: list[str] = []
+    words: list[str] = []
+    for token in _TOKEN.findall(_strip_dates(text.lower())):
+        (runs if CJK_CHAR.match(token) else words).append(token)
+    return runs, words
+
+
 def features(text: str) -> Counter[str]:
     """Weighted features of a text (see the module docstring)."""
     out: Counter[str] = Counter()
-    words: list[str] = []
-    for token in _TOKEN.findall(_strip_dates(text.lower())):
-        if _CJK_RUN.match(token):
-            if len(token) <= 3:
-                out[token] += 1
-            else:
-                out.update(token[i:i + 3] for i in range(len(token) - 2))
+    runs, words = _tokens(text)
+    for run in runs:
+        if len(run) <= 3:
+            out[run] += 1
         else:
-            words.append(token)
+            out.update(run[i:i + 3] for i in range(len(run) - 2))
     if len(words) == 1:
         out[words[0]] += 1
     else:
@@ -148,7 +154,7 @@ def _unit(unit: str) -> int:
 
 
 def _units(feature: str) -> list[str]:
-    return list(feature) if _CJK_RUN.match(feature) else feature.split(" ")
+    return list(feature) if CJK_CHAR.match(feature) else feature.split(" ")
 
 
 def feature_hash(feature: bytes) -> int:
@@ -172,16 +178,13 @@ def _hashes(text: str) -> list[np.ndarray]:
     """The hash of every feature occurrence of ``text`` (``features``'
     multiset), vectorised."""
     out: list[np.ndarray] = []
-    words: list[str] = []
-    for token in _TOKEN.findall(_strip_dates(text.lower())):
-        if _CJK_RUN.match(token):
-            u = np.fromiter(map(_unit, token), dtype=np.uint64, count=len(token))
-            if len(token) <= 3:
-                out.append(_fold(_SEEDS[len(token)], [u[i:i + 1] for i in range(len(token))]))
-            else:
-                out.append(_fold(_SEEDS[3], [u[:-2], u[1:-1], u[2:]]))
+    runs, words = _tokens(text)
+    for run in runs:
+        u = np.fromiter(map(_unit, run), dtype=np.uint64, count=len(run))
+        if len(run) <= 3:
+            out.append(_fold(_SEEDS[len(run)], [u[i:i + 1] for i in range(len(run))]))
         else:
-            words.append(token)
+            out.append(_fold(_SEEDS[3], [u[:-2], u[1:-1], u[2:]]))
     if len(words) == 1:
         out.append(np.array([feature_hash(words[0].encode("utf-8"))], dtype=np.uint64))
     elif len(words) > 1:
@@ -192,16 +195,22 @@ def _hashes(text: str) -> list[np.ndarray]:
     return out
 
 
+def _vote(hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
+    """The package's bit-wise weighted vote: bit i is set when the features
+    with bit i set outweigh half of all (weights 1 unless given)."""
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(len(hashes), 64)
+    if weights is None:
+        sums, total = bits.sum(axis=0, dtype=np.int64), len(hashes)
+    else:
+        sums, total = weights @ bits, int(weights.sum())
+    return int.from_bytes(np.packbits(sums > total / 2).tobytes(), "big")
+
+
 def simhash(text: str) -> int:
     """Unsigned 64-bit SimHash of a page's main text: every feature
     occurrence votes on every bit (weights are counts)."""
     parts = _hashes(text)
-    if not parts:
-        return 0
-    hashes = np.concatenate(parts)
-    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(len(hashes), 64)
-    sums = bits.sum(axis=0, dtype=np.int64)
-    return int.from_bytes(np.packbits(sums > len(hashes) / 2).tobytes(), "big")
+    return _vote(np.concatenate(parts)) if parts else 0
 
 
 def simhash_of_features(feats: Counter[str] | dict[str, int]) -> int:
@@ -211,10 +220,7 @@ def simhash_of_features(feats: Counter[str] | dict[str, int]) -> int:
         return 0
     keys = list(feats)
     hashes = np.array([feature_hash(k.encode("utf-8")) for k in keys], dtype=np.uint64)
-    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(len(keys), 64)
-    weights = np.fromiter((feats[k] for k in keys), dtype=np.int64, count=len(keys))
-    sums = weights @ bits
-    return int.from_bytes(np.packbits(sums > int(weights.sum()) / 2).tobytes(), "big")
+    return _vote(hashes, np.fromiter((feats[k] for k in keys), dtype=np.int64, count=len(keys)))
 
 
 def signed(value: int) -> int:

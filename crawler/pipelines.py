@@ -56,7 +56,7 @@ from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
 from crawler.crawldir import crawl_dir, crawl_name
-from crawler.store import StoreUnavailable, open_store
+from crawler.store import StoreUnavailable, open_store, short_error
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -75,13 +75,6 @@ def store_waiting(crawler: Crawler) -> int:
     """Pages of ``crawler`` waiting for the store (0 without the pipeline)."""
     pipeline = _PIPELINES.get(crawler)
     return pipeline.waiting if pipeline is not None else 0
-
-
-def _short(exc: BaseException) -> str:
-    """The first line of an error, cut: pymongo appends its whole topology."""
-    text = str(exc).split(", Timeout:", 1)[0].split(" (configured timeouts", 1)[0]
-    text = text.splitlines()[0] if text else type(exc).__name__
-    return text[:200]
 
 
 def read_spill(path: Path) -> list[dict[str, Any]]:
@@ -271,7 +264,7 @@ class StorePipeline:
             self._last_warning = now
             logger.warning(
                 "The store is unavailable (%(exc)s) for %(s).0fs; %(n)d pages wait for it and are not "
-                "acknowledged; retrying in %(delay).1fs", {"exc": _short(exc), "s": now - self._down_since,
+                "acknowledged; retrying in %(delay).1fs", {"exc": short_error(exc), "s": now - self._down_since,
                                                           "n": self.waiting, "delay": delay})
 
     def _gave_up(self) -> bool:
@@ -299,7 +292,7 @@ class StorePipeline:
             time.sleep(min(left, 0.1))
 
     def _give_up(self, batch: list[dict[str, Any]], spill: bool, exc: Exception | None) -> StoreUnavailable:
-        reason = StoreUnavailable(f"store unavailable ({_short(exc) if exc else 'still down'}) when the crawl stopped")
+        reason = StoreUnavailable(f"store unavailable ({short_error(exc) if exc else 'still down'}) when the crawl stopped")
         if spill:
             self._spill(batch, exc)
         return reason
@@ -323,7 +316,7 @@ class StorePipeline:
         logger.error("The store is still unavailable (%(exc)s) as the crawl stops: %(n)d pages saved to "
                      "%(path)s (written to the store when this crawl next starts); their URLs go back "
                      "to the frontier. %(urls)s",
-                     {"exc": _short(exc) if exc else "down", "n": len(batch), "path": self.spill_path,
+                     {"exc": short_error(exc) if exc else "down", "n": len(batch), "path": self.spill_path,
                       "urls": " ".join(p["url"] for p in batch[:20]) + (" ..." if len(batch) > 20 else "")})
 
     # -- spill file ------------------------------------------------------------------

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable
+from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
 from crawler.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreUnavailable", "open_store"]
+__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreUnavailable", "open_store", "short_error"]
 
 
 def open_store(settings: BaseSettings, crawl_name: str) -> Store:

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["PAGE_FIELDS", "Store", "StoreUnavailable"]
+__all__ = ["PAGE_FIELDS", "Store", "StoreUnavailable", "short_error"]
 
 # Stored fields of a page, in column order. ``links`` (out-links) is written
 # to the links table; ``inlinks`` is derived on read.
@@ -30,6 +30,14 @@ PAGE_FIELDS = (
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer",
 )
+
+
+def short_error(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an error, cut: pymongo appends its timeouts and
+    whole topology to every connection error."""
+    text = str(exc).split(", Timeout:", 1)[0].split(" (configured timeouts", 1)[0]
+    text = text.splitlines()[0] if text else type(exc).__name__
+    return text[:limit]
 
 
 class StoreUnavailable(Exception):

@@ -26,7 +26,7 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
-from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable
+from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
 from crawler.urls import url_site
 
 __all__ = ["MongoStore"]
@@ -63,9 +63,8 @@ class MongoStore(Store):
         except PyMongoError as exc:
             self.client.close()
             where = re.sub(r"//[^@/]*@", "//***@", uri)  # no password in logs
-            reason = str(exc).split(" (configured timeouts", 1)[0].split(", Timeout:", 1)[0]
             raise StoreUnavailable(f"cannot reach MongoDB at {where} within {timeout_ms / 1000:g} s: "
-                                   f"{reason[:300]}") from exc
+                                   f"{short_error(exc, 300)}") from exc
         self.db = self.client[database]
         self.pages = self.db["pages"]
         self.links = self.db["links"]

@@ -99,27 +99,24 @@ class SQLiteStore(Store):
                 link_rows.append((p["url"], link["url"], link.get("anchor") or ""))
                 new_sites.setdefault(url_site(link["url"]), (p.get("fetched_at") or now, p["url"]))
         touched = sorted({p["site"] for p in pages})
-        # sites.links moves by each page's new out-link count minus its old.
-        new_links: dict[str, int] = {}
-        site_of_page: dict[str, str] = {}
-        for p in pages:
-            new_links[p["url"]] = len({link["url"] for link in p.get("links") or ()})
-            site_of_page[p["url"]] = p["site"]
+        # sites.links moves by each page's new out-link count minus its old
+        # (read in the transaction). A page twice in a batch counts once.
+        latest = {p["url"]: p for p in pages}
+        links_delta = dict.fromkeys(touched, 0)
+        for p in latest.values():
+            links_delta[p["site"]] += len({link["url"] for link in p.get("links") or ()})
+        urls = list(latest)
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                links_delta: dict[str, int] = dict.fromkeys(touched, 0)
-                for url, n in new_links.items():
-                    links_delta[site_of_page[url]] += n
-                urls = list(new_links)
                 for start in range(0, len(urls), 500):
                     chunk = urls[start:start + 500]
                     for src, n in conn.execute(
                         f"SELECT src, COUNT(*) FROM links WHERE src IN ({', '.join('?' * len(chunk))}) GROUP BY src",
                         chunk,
                     ):
-                        links_delta[site_of_page[src]] -= n
+                        links_delta[latest[src]["site"]] -= n
                 conn.executemany(_UPSERT_PAGE, page_rows)
                 conn.executemany("DELETE FROM links WHERE src = ?", [(p["url"],) for p in pages])
                 conn.executemany(

@@ -196,6 +196,7 @@ def test_keys_share_one_hash_tag(client, crawl_name):
 
 class _Spider(Spider):
     name = "s"
+    frontier_callbacks = frozenset({"parse", "other"})
 
     def parse(self, response):
         pass
@@ -207,13 +208,31 @@ class _Spider(Spider):
 def test_requests_travel_as_json_with_callbacks_by_name():
     spider = _Spider()
     req = Request("http://a/x", callback=spider.other, errback=spider.parse, priority=3,
-                  meta={"depth": 2, "obj": object()}, headers={"X-A": "1"}, cb_kwargs={"k": 1})
+                  meta={"depth": 2, "obj": object(), "download_slot": "a", "proxy": "http://p/"},
+                  headers={"X-A": "1", "Referer": "http://a/"})
     data = request_to_json(req, spider)
+    # Only the crawler's own meta keys and headers travel.
     assert json.loads(data) == {"u": "http://a/x", "c": "other", "e": "parse", "p": 3,
-                                "h": {"X-A": ["1"]}, "k": {"k": 1}, "m": {"depth": 2}}
+                                "h": {"Referer": ["http://a/"]}, "m": {"depth": 2}}
     back = request_from_json(data, spider)
     assert back.callback == spider.other and back.errback == spider.parse
     assert back.meta == {"depth": 2} and back.priority == 3
+
+
+@pytest.mark.parametrize("request_", [
+    Request("http://a/", method="POST"), Request("http://a/", body=b"x"),
+    Request("http://a/", cb_kwargs={"k": 1}),
+])
+def test_requests_the_frontier_would_refuse_are_not_written(request_):
+    with pytest.raises(SerializationError):
+        request_to_json(request_, _Spider())
+
+
+def test_undeclared_callbacks_are_not_written():
+    spider = _Spider()
+    spider.undeclared = lambda response: None  # type: ignore[attr-defined]
+    with pytest.raises(SerializationError):
+        request_to_json(Request("http://a/", callback=spider.undeclared), spider)
 
 
 @pytest.mark.parametrize("entry", [

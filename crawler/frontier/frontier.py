@@ -128,8 +128,11 @@ class Frontier:
         out = self._run("LEASE", self.node, max(1, n), self.default_delay_ms, self.conc,
                         self.margin_ms, *downloaded)
         wait = int(out[0])
+        # Entries are decoded leniently: one that is not UTF-8 (written into
+        # Redis by someone else) must reach the scheduler to be refused and
+        # settled, not fail the whole batch here.
         leases = [
-            Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2])) for i in range(1, len(out), 3)
+            Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape")) for i in range(1, len(out), 3)
         ]
         return leases, (None if wait < 0 else wait / 1000.0)
 
@@ -229,5 +232,5 @@ class Frontier:
         return len(keys)
 
 
-def _s(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+def _s(value: Any, errors: str = "replace") -> str:
+    return value.decode("utf-8", errors) if isinstance(value, bytes) else str(value)

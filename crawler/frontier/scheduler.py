@@ -293,9 +293,13 @@ class FrontierScheduler(BaseScheduler):
             try:
                 request = request_from_json(lease.entry, self.spider)
             except SerializationError as exc:
-                logger.error("Dropping a malformed frontier entry of %(site)s: %(exc)s",
+                # Settled once, as an error with the reason: leaving it leased
+                # (or giving it back) would serve it again and again, and hold
+                # up the entries behind it in its site queue.
+                logger.error("Refused a frontier entry of site %(site)s: %(exc)s",
                              {"site": lease.site, "exc": exc}, extra={"spider": self.spider})
-                self._acks.append((lease.id, "E", f"malformed entry: {exc}"[:200]))
+                self._acks.append((lease.id, "E", f"refused frontier entry: {exc}"[:300]))
+                self.stats.inc_value("frontier/refused_entry")
                 continue
             request.meta[LEASE_META] = lease.id
             self._leased[lease.id] = lease
@@ -593,7 +597,7 @@ def _failure_reason(failure: Any) -> str:
 def _lease_url(lease: Lease) -> str | None:
     try:
         url = json.loads(lease.entry).get("u")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return url if isinstance(url, str) else None
 

@@ -209,7 +209,7 @@ for k = 0, na - 1 do
     if state == 'E' then
       redis.call('HINCRBY', P .. 'stats', 'errors', 1)
       redis.call('HINCRBY', P .. 'node:' .. node, 'errors', 1)
-      redis.call('LPUSH', P .. 'errors', cjson.encode({site = site, reason = reason, at = now, entry = entry}))
+      redis.call('LPUSH', P .. 'errors', cjson.encode({site = site, reason = reason, at = now, entry = string.sub(entry, 1, 2048)}))
       redis.call('LTRIM', P .. 'errors', 0, 999)
     else
       redis.call('HINCRBY', P .. 'stats', 'done', 1)

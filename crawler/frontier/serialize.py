@@ -1,15 +1,28 @@
-"""Requests as JSON, never pickle: whoever can write to Redis must not be
-able to run code on the workers. Callbacks travel by name and are looked up
-as methods of the spider, nothing else.
+"""Requests as JSON, never pickle, and never trusted.
+
+Whoever can write to Redis must not be able to run code on the workers, nor
+steer what they fetch beyond naming a URL. An entry read back from the
+frontier is therefore checked field by field, and refused whole
+(``SerializationError``, with the reason) when any field is not what the
+crawler itself writes:
+
+- ``u``: an absolute ``http``/``https`` URL, no whitespace or control
+  characters, at most ``MAX_URL_CHARS``;
+- ``c``/``e``: callback and errback by name, only names the spider declares
+  in ``frontier_callbacks`` (default: ``parse``), never any other attribute;
+- ``x``: ``GET`` or ``HEAD``; no body;
+- ``h``: only the headers in ``ALLOWED_HEADERS`` (validators and Referer);
+- ``m``: only the meta keys in ``META_KEYS``, each of its type and size.
+  Keys that would lift a limit or skip a guard (``download_maxsize``,
+  ``proxy``, ``dont_obey_robotstxt``, ``dont_trap_guard``, ...) are refused;
+- ``p``: a bounded integer priority; ``f``: dont_filter flag.
 
 The encoding is compact (a queued request costs Redis memory): only fields
-that differ from a plain GET are written.
+that differ from a plain GET are written, and only the meta keys above.
 """
 
 from __future__ import annotations
 
-import base64
-import inspect
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -21,29 +34,66 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SerializationError", "request_from_json", "request_to_json"]
+__all__ = ["META_KEYS", "SerializationError", "request_from_json", "request_to_json"]
 
-# meta keys that describe one download attempt, not the request.
-_TRANSIENT_META = frozenset({
-    "download_slot", "download_latency", "download_timeout", "_scheduler_slot",
-    "frontier_lease", "frontier_site", "frontier_entry", "handle_httpstatus_list",
-})
+MAX_ENTRY_BYTES = 64 * 1024
+MAX_URL_CHARS = 8192
+MAX_STR_CHARS = 8192
+MAX_LIST_ITEMS = 64
+MAX_INT = 10**9
+ALLOWED_METHODS = frozenset({"GET", "HEAD"})
+# Headers the crawler itself sets on a queued request (the referring page,
+# and validators for a conditional GET). Everything else is added at download
+# time by the worker's own settings.
+ALLOWED_HEADERS = frozenset({"referer", "if-none-match", "if-modified-since"})
+DEFAULT_CALLBACKS = frozenset({"parse"})
+
+# meta keys the crawler itself sets and keeps across workers, by type:
+# "int" (0..MAX_INT), "str" (bounded), "strs" (a bounded list of strings).
+META_KEYS: dict[str, str] = {
+    "depth": "int",
+    "referer_url": "str",
+    "retry_times": "int",
+    "shape_run": "int",
+    "redirect_times": "int",
+    "redirect_urls": "strs",
+}
 
 
 class SerializationError(ValueError):
-    pass
+    """A request that cannot be written to, or was refused from, the frontier."""
+
+
+def _valid(kind: str, value: Any) -> bool:
+    if kind == "int":
+        return type(value) is int and 0 <= value <= MAX_INT
+    if kind == "str":
+        return isinstance(value, str) and len(value) <= MAX_STR_CHARS
+    return (isinstance(value, list) and len(value) <= MAX_LIST_ITEMS
+            and all(isinstance(v, str) and len(v) <= MAX_URL_CHARS for v in value))
+
+
+def callbacks_of(spider: Spider) -> frozenset[str]:
+    """The callback names a frontier entry may name for this spider."""
+    names = getattr(spider, "frontier_callbacks", DEFAULT_CALLBACKS)
+    return frozenset(names)
 
 
 def _callback_name(spider: Spider, fn: Any) -> str | None:
     if fn is None:
         return None
     name = getattr(fn, "frontier_name", None) or getattr(fn, "__name__", None)
-    if not name or getattr(spider, name, None) is None:
-        raise SerializationError(f"callback {fn!r} is not a method of spider {spider.name!r}")
+    if not name or name not in callbacks_of(spider) or getattr(spider, name, None) is None:
+        raise SerializationError(
+            f"callback {fn!r} is not one of spider {spider.name!r}'s frontier_callbacks")
     return str(name)
 
 
 def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
+    if request.method not in ALLOWED_METHODS:
+        raise SerializationError(f"method {request.method} cannot be queued (only GET and HEAD)")
+    if request.body or request.cb_kwargs:
+        raise SerializationError("a request with a body or callback arguments cannot be queued")
     d: dict[str, Any] = {"u": request.url}
     cb = _callback_name(spider, request.callback)
     if cb is not None and cb != "parse":
@@ -53,27 +103,15 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
         d["e"] = eb
     if request.method != "GET":
         d["x"] = request.method
-    if request.body:
-        d["b"] = base64.b64encode(request.body).decode("ascii")
     headers = {k.decode("latin-1"): [v.decode("latin-1") for v in vs]
-               for k, vs in request.headers.items()}
+               for k, vs in request.headers.items() if k.decode("latin-1").lower() in ALLOWED_HEADERS}
     if headers:
         d["h"] = headers
     if request.priority:
         d["p"] = request.priority
-    if request.cb_kwargs:
-        d["k"] = request.cb_kwargs
-    meta = {}
-    for key, value in request.meta.items():
-        if key in _TRANSIENT_META:
-            continue
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            logger.debug("Not storing meta key %(key)r of %(request)s: not JSON-serializable",
-                         {"key": key, "request": request})
-            continue
-        meta[key] = value
+    # Only the crawler's own keys travel; per-attempt keys (download_slot,
+    # download_latency, the lease) and other components' keys stay behind.
+    meta = {k: v for k, v in request.meta.items() if k in META_KEYS and _valid(META_KEYS[k], v)}
     if meta:
         d["m"] = meta
     if request.dont_filter:
@@ -85,36 +123,107 @@ def request_to_json(request: Request, spider: Spider) -> str:
     return json.dumps(request_to_dict(request, spider), separators=(",", ":"), ensure_ascii=False)
 
 
-def _method(spider: Spider, name: str | None) -> Any:
-    """The spider's bound method ``name``: nothing else can be named."""
+def _method(spider: Spider, name: Any) -> Any:
+    """The spider's bound method ``name``, if the spider declared it."""
     if name is None:
         return None
-    fn = getattr(spider, name, None) if isinstance(name, str) and not name.startswith("__") else None
-    if not inspect.ismethod(fn) or fn.__self__ is not spider:
+    if not isinstance(name, str) or name not in callbacks_of(spider):
+        raise SerializationError(f"callback {str(name)[:80]!r} is not one of spider "
+                                 f"{spider.name!r}'s frontier_callbacks")
+    fn = getattr(spider, name, None)
+    if fn is None or getattr(fn, "__self__", None) is not spider:
         raise SerializationError(f"spider {spider.name!r} has no method {name!r}")
     return fn
 
 
-def request_from_dict(d: dict[str, Any], spider: Spider) -> Request:
-    if not isinstance(d, dict) or not isinstance(d.get("u"), str):
-        raise SerializationError(f"not a request: {d!r}"[:200])
-    return Request(
-        d["u"],
-        callback=_method(spider, d.get("c")),
-        errback=_method(spider, d.get("e")),
-        method=d.get("x", "GET"),
-        body=base64.b64decode(d["b"]) if "b" in d else None,
-        headers=d.get("h"),
-        priority=int(d.get("p", 0)),
-        cb_kwargs=d.get("k"),
-        meta=d.get("m"),
-        dont_filter=bool(d.get("f")),
-    )
+def _url(value: Any) -> str:
+    if not isinstance(value, str):
+        raise SerializationError("no URL ('u' must be a string)")
+    if len(value) > MAX_URL_CHARS:
+        raise SerializationError(f"URL longer than {MAX_URL_CHARS} characters")
+    scheme, sep, _ = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise SerializationError(f"URL {value[:200]!r} is not an absolute http(s) URL")
+    if any(c <= " " or c == "\x7f" for c in value):
+        raise SerializationError(f"URL {value[:200]!r} holds whitespace or control characters")
+    return value
+
+
+def _headers(value: Any) -> dict[str, list[str]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise SerializationError("'h' must be an object of header lists")
+    out: dict[str, list[str]] = {}
+    for name, values in value.items():
+        if name.lower() not in ALLOWED_HEADERS:
+            raise SerializationError(f"header {name[:80]!r} may not come from the frontier")
+        if not _valid("strs", values) or any("\r" in v or "\n" in v for v in values):
+            raise SerializationError(f"bad values for header {name!r}")
+        out[name] = values
+    return out
+
+
+def _meta(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise SerializationError("'m' must be an object")
+    for key, v in value.items():
+        kind = META_KEYS.get(key)
+        if kind is None:
+            raise SerializationError(f"meta key {key[:80]!r} may not come from the frontier")
+        if not _valid(kind, v):
+            raise SerializationError(f"bad value for meta key {key!r}: {str(v)[:80]!r}")
+    return dict(value)
+
+
+_FIELDS = frozenset("ucexmkpfhb")
+
+
+def request_from_dict(d: Any, spider: Spider) -> Request:
+    if not isinstance(d, dict):
+        raise SerializationError(f"not a request object: {str(d)[:100]!r}")
+    unknown = set(d) - _FIELDS
+    if unknown:
+        raise SerializationError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))[:100]}")
+    url = _url(d.get("u"))
+    method = d.get("x", "GET")
+    if method not in ALLOWED_METHODS:
+        raise SerializationError(f"method {str(method)[:20]!r} is not allowed (GET or HEAD)")
+    if d.get("b") or d.get("k"):
+        raise SerializationError("a request body or callback arguments may not come from the frontier")
+    priority = d.get("p", 0)
+    if type(priority) is not int or abs(priority) > MAX_INT:
+        raise SerializationError(f"bad priority {str(priority)[:20]!r}")
+    try:
+        return Request(
+            url,
+            callback=_method(spider, d.get("c")),
+            errback=_method(spider, d.get("e")),
+            method=method,
+            headers=_headers(d.get("h")),
+            priority=priority,
+            meta=_meta(d.get("m")),
+            dont_filter=bool(d.get("f")),
+        )
+    except SerializationError:
+        raise
+    except Exception as exc:  # Request's own checks: the entry is refused, not the worker
+        raise SerializationError(f"bad request: {type(exc).__name__}: {exc}"[:300]) from None
 
 
 def request_from_json(data: str | bytes, spider: Spider) -> Request:
+    """The request an entry describes, or ``SerializationError`` saying why
+    the entry is refused. Never raises anything else."""
+    if len(data) > MAX_ENTRY_BYTES:
+        raise SerializationError(f"entry of {len(data)} bytes (at most {MAX_ENTRY_BYTES})")
     try:
+        if isinstance(data, str):
+            data = data.encode("utf-8")  # lone surrogates: undecodable bytes in Redis
         d = json.loads(data)
-    except ValueError as exc:
-        raise SerializationError(f"bad JSON in frontier entry: {exc}") from exc
+    except UnicodeError:
+        raise SerializationError("entry is not UTF-8") from None
+    except (ValueError, RecursionError) as exc:
+        raise SerializationError(f"bad JSON in frontier entry: {str(exc)[:100]}") from None
     return request_from_dict(d, spider)

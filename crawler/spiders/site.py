@@ -95,6 +95,8 @@ def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
 
 class SiteSpider(Spider):
     name = "site"
+    # The only callbacks a frontier entry may name (crawler.frontier.serialize).
+    frontier_callbacks = frozenset({"parse", "errback"})
 
     def __init__(
         self,

@@ -1,11 +1,15 @@
 """``scrapy graph [--site SITE] [--sites] -o FILE``: export the link graph.
 
 ``FILE`` ends in ``.graphml``, ``.gexf`` or ``.csv``. Reads the crawl's store
-(``CRAWL_DIR``, ``CRAWL_NAME``, default crawl name ``site``).
+(``CRAWL_DIR``, ``CRAWL_NAME``, default crawl name ``site``; ``STORE_PATH``;
+``MONGO_URI``, ``MONGO_DATABASE``). A crawl without a store, or a store that
+cannot be reached, is one line on stderr and exit status 1, and no file is
+written.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -14,7 +18,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.crawldir import crawl_name
 from crawler.graph import FORMATS, export_graph
-from crawler.store import open_store
+from crawler.store import StoreNotFound, StoreUnavailable, open_store
 
 if TYPE_CHECKING:
     import argparse
@@ -42,6 +46,12 @@ class Command(ScrapyCommand):
         path = Path(opts.output)
         if path.suffix.lower() not in FORMATS:
             raise UsageError(f"-o {opts.output}: the file must end in {', '.join(FORMATS)}")
-        with open_store(self.settings, crawl_name(self.settings, "site")) as store:
+        try:
+            store = open_store(self.settings, crawl_name(self.settings, "site"), create=False)
+        except (StoreNotFound, StoreUnavailable) as exc:
+            print(f"scrapy graph: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        with store:
             nodes, edges = export_graph(store, path, site=opts.site, sites=opts.sites)
         print(f"wrote {path}: {nodes} nodes, {edges} edges")

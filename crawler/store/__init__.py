@@ -6,10 +6,16 @@
   the crawl's name);
 - else ``STORE_PATH``: the SQLite file; default
   ``<CRAWL_DIR>/<crawl name>.sqlite3``.
+
+A crawl creates its store; a command that reads one passes ``create=False``
+and gets ``StoreNotFound`` (naming the crawl and where it looked) when there
+is none, instead of an empty store made by the typo in its name.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
@@ -18,17 +24,63 @@ from crawler.store.sqlite import SQLiteStore
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreUnavailable", "open_store", "short_error"]
+__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreNotFound", "StoreUnavailable", "open_store",
+           "short_error"]
 
 
-def open_store(settings: BaseSettings, crawl_name: str) -> Store:
-    from crawler.crawldir import crawl_dir
+class StoreNotFound(Exception):
+    """The crawl has no store where the settings point: nothing was created."""
 
+
+def open_store(settings: BaseSettings, crawl_name: str, create: bool = True) -> Store:
+    """The crawl's store; with ``create=False``, only if it exists already
+    (else ``StoreNotFound``, and no file, directory or database is made)."""
     uri = settings.get("MONGO_URI")
     if uri:
         from crawler.store.mongo import MongoStore
 
         timeout_ms = int(settings.getfloat("MONGO_TIMEOUT", 10.0) * 1000)
-        return MongoStore(uri, settings.get("MONGO_DATABASE") or crawl_name, timeout_ms=timeout_ms)
-    path = settings.get("STORE_PATH") or str(crawl_dir(settings) / f"{crawl_name}.sqlite3")
+        database = settings.get("MONGO_DATABASE") or crawl_name
+        if not create and not _mongo_has_pages(uri, database, timeout_ms):
+            raise StoreNotFound(f"no crawl {crawl_name!r}: MongoDB at {_where(uri)} has no 'pages' collection "
+                                f"in database {database!r}")
+        return MongoStore(uri, database, timeout_ms=timeout_ms)
+    path = _sqlite_path(settings, crawl_name, create)
+    if not create and not path.is_file():
+        raise StoreNotFound(f"no crawl {crawl_name!r}: no store file {path}")
     return SQLiteStore(path)
+
+
+def _sqlite_path(settings: BaseSettings, crawl_name: str, create: bool) -> Path:
+    from crawler.crawldir import crawl_dir
+
+    configured = settings.get("STORE_PATH")
+    if configured:
+        return Path(configured)
+    if create:
+        return crawl_dir(settings) / f"{crawl_name}.sqlite3"
+    # crawl_dir() makes the directory; a look must not.
+    from scrapy.utils.project import data_path
+
+    return Path(settings.get("CRAWL_DIR") or data_path("crawl")) / f"{crawl_name}.sqlite3"
+
+
+def _where(uri: str) -> str:
+    return re.sub(r"//[^@/]*@", "//***@", uri)  # no password in messages
+
+
+def _mongo_has_pages(uri: str, database: str, timeout_ms: int) -> bool:
+    import pymongo
+    from pymongo.errors import PyMongoError
+
+    # A client of its own: MongoStore creates its collections and indexes
+    # as it opens, which is what must not happen to a crawl that is not there.
+    client: pymongo.MongoClient[dict[str, object]] = pymongo.MongoClient(
+        uri, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms)
+    try:
+        return bool(client[database].list_collection_names(filter={"name": "pages"}))
+    except PyMongoError as exc:
+        raise StoreUnavailable(f"cannot reach MongoDB at {_where(uri)} within {timeout_ms / 1000:g} s: "
+                               f"{short_error(exc, 300)}") from exc
+    finally:
+        client.close()

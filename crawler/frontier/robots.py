@@ -1,39 +1,71 @@
-"""robots.txt once per site for the whole cluster, and its Crawl-delay.
+"""robots.txt once per site for the whole cluster, its Crawl-delay, and the
+groups of it that name this crawler.
 
 ``ClusterRobotsTxtMiddleware`` replaces Scrapy's ``RobotsTxtMiddleware``:
 
-- the robots.txt body is cached in Redis (``{crawl}:robots``) for
-  ``ROBOTSTXT_CACHE_TTL`` seconds; a worker that needs it reads the cache
-  first, and only one worker at a time fetches it (a lock with a timeout);
+- robots.txt groups are matched on a product token, as RFC 9309 asks, never
+  on the whole ``User-Agent`` string (in which groups named ``site``,
+  ``crawler``, ``example`` or ``https`` would find themselves): the group
+  whose user-agent line is the token (case-insensitive), else the ``*``
+  group, else none. That holds for allow/disallow and for Crawl-delay.
+  Scrapy's Protego parser (``ROBOTSTXT_PARSER``'s default) is replaced by
+  ``ProductTokenRobotParser``, the same parser with that matching; another
+  parser is given the token and matches as it does;
+- the robots.txt body is cached in Redis, one key per host
+  (``{crawl}:robots:body:<host>``) that expires after ``ROBOTSTXT_CACHE_TTL``
+  seconds; a worker that needs it reads the cache first, and only one worker
+  at a time fetches it (a lock with a timeout). The entry is the body's own
+  bytes behind a one-line header, and the body kept (and parsed) is cut at
+  the last line end within 500 KiB (the least RFC 9309 lets a parser read).
+  An entry that is not in that form (another
+  format, wrong type, too large) counts as absent: robots.txt is fetched
+  again, the first time for a host is logged at WARNING, and it is counted.
+  Whatever is read from Redis is only ever parsed as robots.txt: it names no
+  code to run;
 - the fetch of robots.txt counts as a request to the site: the next request
   there (from any worker) waits ``DOWNLOAD_DELAY`` after it;
-- a ``Crawl-delay`` for our user agent raises the site's delay in the
+- a ``Crawl-delay`` for our product token raises the site's delay in the
   frontier (never lowers it below ``DOWNLOAD_DELAY``), capped at
   ``FRONTIER_MAX_CRAWL_DELAY``.
 
-Failed robots.txt fetches are not cached: the next worker tries again.
-Stats: ``robotstxt/cache_hit``, ``robotstxt/crawl_delay``.
+Failed robots.txt fetches (network errors, timeouts, 5xx) are not cached:
+the next worker tries again.
+
+Settings: ``ROBOTSTXT_USER_AGENT`` (the product token; default the first
+token of ``USER_AGENT``, up to its ``/``), ``ROBOTSTXT_CACHE_TTL``,
+``ROBOTSTXT_PARSER``, ``FRONTIER_MAX_CRAWL_DELAY``,
+``DOWNLOAD_DELAY``, ``ROBOTSTXT_DOWNLOAD_TIMEOUT`` (the lock lasts three of
+them, at least 5 s), ``FRONTIER_QUEUE_BY``.
+
+Stats: ``robotstxt/cache_hit``, ``robotstxt/cache_malformed`` (hosts whose
+cache entry was ignored), ``robotstxt/crawl_delay``, ``robotstxt/truncated``
+(bodies cut at 500 KiB).
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import math
+import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
+from protego import Protego
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.robotstxt import ProtegoRobotParser, decode_robotstxt
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from crawler.frontier.scheduler import frontier_of
 from crawler.urls import queue_key
 
 if TYPE_CHECKING:
-    from scrapy import Request
+    from protego._ruleset import _RuleSet
+    from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser
@@ -42,7 +74,78 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ClusterRobotsTxtMiddleware"]
+__all__ = ["ROBOTSTXT_MAX_BODY", "ClusterRobotsTxtMiddleware", "MalformedEntry", "ProductTokenRobotParser",
+           "cap_body", "decode_entry", "encode_entry", "product_token"]
+
+# RFC 9309, 2.5: "The parsing limit MUST be at least 500 kibibytes".
+ROBOTSTXT_MAX_BODY = 500 * 1024
+
+# A cache entry: b"rtxt1 <fetched at, Unix seconds>\n" and the body's bytes.
+_MAGIC = b"rtxt1 "
+_HEADER_MAX = len(_MAGIC) + 12 + 1
+_ENTRY_MAX = _HEADER_MAX + ROBOTSTXT_MAX_BODY
+_TOKEN = re.compile(r"[^\s/]+")
+
+
+def product_token(user_agent: str) -> str:
+    """The product token of a User-Agent string: its first word up to ``/``
+    (``site-crawler/0.1 (+https://...)`` -> ``site-crawler``); '' if none."""
+    m = _TOKEN.match(user_agent.strip())
+    return m.group() if m else ""
+
+
+def cap_body(body: bytes, limit: int = ROBOTSTXT_MAX_BODY) -> bytes:
+    """``body`` cut to at most ``limit`` bytes, at the last line end within
+    them: half a rule (``Disallow: /pri``) would forbid more than it says."""
+    if len(body) <= limit:
+        return body
+    end = body.rfind(b"\n", 0, limit)
+    return body[:end + 1] if end >= 0 else body[:limit]
+
+
+def encode_entry(body: bytes, fetched_at: float) -> bytes:
+    return _MAGIC + str(int(fetched_at)).encode() + b"\n" + body
+
+
+class MalformedEntry(ValueError):
+    """A robots.txt cache entry this code did not write."""
+
+
+def decode_entry(raw: object) -> tuple[float, bytes]:
+    """(fetched at, body) of a cache entry; ``MalformedEntry`` saying what is
+    wrong with anything else."""
+    if not isinstance(raw, bytes):
+        raise MalformedEntry(f"not bytes but {type(raw).__name__}")
+    if len(raw) > _ENTRY_MAX:
+        raise MalformedEntry(f"over {_ENTRY_MAX} bytes")
+    if not raw.startswith(_MAGIC):
+        raise MalformedEntry("no header")
+    end = raw.find(b"\n", len(_MAGIC), _HEADER_MAX)
+    stamp = raw[len(_MAGIC):end]
+    if end < 0 or not stamp.isdigit():
+        raise MalformedEntry("bad header")
+    body = raw[end + 1:]
+    if len(body) > ROBOTSTXT_MAX_BODY:
+        raise MalformedEntry(f"body over {ROBOTSTXT_MAX_BODY} bytes")
+    return float(stamp), body
+
+
+class _ProductTokenProtego(Protego):
+    def _get_matching_rule_set(self, user_agent: str) -> _RuleSet | None:
+        # RFC 9309, 2.2.1: the group whose user-agent is the product token,
+        # case-insensitively, else the "*" group, else none. Protego also
+        # takes groups named by a prefix or a later word of what it is given.
+        groups = self._user_agents
+        found = groups.get(user_agent.strip().lower())
+        return found if found is not None else groups.get("*")
+
+
+class ProductTokenRobotParser(ProtegoRobotParser):
+    """Scrapy's Protego parser, matching groups on the product token only."""
+
+    def __init__(self, robotstxt_body: bytes, spider: Spider | None) -> None:
+        self.spider = spider
+        self.rp = _ProductTokenProtego.parse(decode_robotstxt(robotstxt_body, spider))
 
 
 class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
@@ -50,46 +153,151 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         super().__init__(crawler)
         s = crawler.settings
         self.ttl = s.getfloat("ROBOTSTXT_CACHE_TTL")
+        if not self.ttl > 0:
+            raise ValueError(f"ROBOTSTXT_CACHE_TTL ({self.ttl!r}) must be more than 0 seconds.")
         self.max_crawl_delay = s.getfloat("FRONTIER_MAX_CRAWL_DELAY")
         self.base_delay = s.getfloat("DOWNLOAD_DELAY")
         self.lock_timeout = max(5.0, s.getfloat("ROBOTSTXT_DOWNLOAD_TIMEOUT") * 3)
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
+        configured = s.get("ROBOTSTXT_USER_AGENT")
+        if configured:
+            self.token = str(configured).strip()
+            if not self.token or product_token(self.token) != self.token:
+                raise ValueError(f"ROBOTSTXT_USER_AGENT ({configured!r}) must be a product token such as "
+                                 f"{product_token(str(configured)) or 'mybot'!r}: no version, no spaces.")
+        else:
+            self.token = product_token(str(s.get("USER_AGENT") or ""))
+            if not self.token:
+                raise ValueError(f"USER_AGENT ({s.get('USER_AGENT')!r}) has no product token to match "
+                                 f"robots.txt groups with: set USER_AGENT or ROBOTSTXT_USER_AGENT.")
+        # Scrapy's process_request_2 matches on this when it is set, and on the
+        # request's whole User-Agent header otherwise.
+        self._robotstxt_useragent = self.token
+        if load_object(s.get("ROBOTSTXT_PARSER")) is ProtegoRobotParser:
+            if not hasattr(Protego, "_get_matching_rule_set"):
+                raise RuntimeError("this protego has no Protego._get_matching_rule_set, which "
+                                   "ProductTokenRobotParser overrides to match robots.txt groups on the "
+                                   "product token (crawler/frontier/robots.py)")
+            # Scrapy annotates the parser class as an instance of it.
+            self._parserimpl = cast("RobotParser", ProductTokenRobotParser)
+        self._malformed_hosts: set[str] = set()
+        self._legacy_cache_dropped = False
 
     def _frontier(self) -> Frontier | None:
         return frontier_of(self.crawler)
+
+    def parse(self, body: bytes) -> RobotParser:
+        """The parser of a robots.txt body (cut at ``ROBOTSTXT_MAX_BODY``)."""
+        return build_from_crawler(self._parserimpl, self.crawler, cap_body(body))
+
+    def crawl_delay(self, rp: RobotParser) -> float | None:
+        """The Crawl-delay robots.txt asks of our product token, if any."""
+        try:
+            delay = rp.crawl_delay(self.token)
+        except Exception:  # a parser quirk must not stop the crawl
+            return None
+        return None if delay is None else float(delay)
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
         netloc = urlparse_cached(request).netloc
         frontier = self._frontier()
         if netloc not in self._parsers and frontier is not None:
-            body = self._cached(frontier, netloc)
+            body = self.cached_body(frontier, netloc)
             if body is None and not self._lock(frontier, netloc):
                 # Another worker is fetching it: wait for its answer.
                 deadline = time.monotonic() + self.lock_timeout
                 while body is None and time.monotonic() < deadline:
                     await maybe_deferred_to_future(deferLater(_reactor(), 0.25, lambda: None))
-                    body = self._cached(frontier, netloc)
+                    body = self.cached_body(frontier, netloc)
             if body is not None and netloc not in self._parsers:
                 self.crawler.stats.inc_value("robotstxt/cache_hit")
-                rp = build_from_crawler(self._parserimpl, self.crawler, body)
+                rp = self.parse(body)
                 self._parsers[netloc] = rp
                 self._apply_crawl_delay(rp, request)
         return await super().robot_parser(request)
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
         await self._after_robots_fetch(request)
+        body = cap_body(response.body)
+        if len(body) < len(response.body):
+            self.crawler.stats.inc_value("robotstxt/truncated")
+            logger.info("robots.txt of %(netloc)s is %(size)d bytes: reading its first %(kept)d",
+                        {"netloc": netloc, "size": len(response.body), "kept": len(body)})
+            response = response.replace(body=body)
         await super()._parse_robots(response, netloc, request)
         frontier = self._frontier()
         rp = self._parsers.get(netloc)
-        if frontier is not None and rp is not None and not hasattr(rp, "callback"):
-            try:
-                frontier.round_trips += 1
-                frontier.client.hset(frontier.key("robots"), netloc, json.dumps(
-                    {"t": time.time(), "body": response.body.decode("latin-1")}))
-            except redis.RedisError as exc:
-                logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s",
-                               {"netloc": netloc, "exc": exc})
-            self._apply_crawl_delay(rp, request)
+        if frontier is None or rp is None or isinstance(rp, Deferred):
+            return
+        # A 5xx reads as an empty robots.txt (RobotsTxtGuardMiddleware) for
+        # this worker only: the next one tries again.
+        if response.status < 500:
+            self.cache_body(frontier, netloc, body)
+        self._apply_crawl_delay(rp, request)
+
+    def _key(self, frontier: Frontier, netloc: str) -> str:
+        # Without the user:password of a URL that has one: key names are
+        # listed to whoever can SCAN.
+        return frontier.key("robots:body:" + netloc.rpartition("@")[2])
+
+    def cache_body(self, frontier: Frontier, netloc: str, body: bytes) -> None:
+        """Share ``body`` (already cut) with the cluster for ``ROBOTSTXT_CACHE_TTL``."""
+        try:
+            frontier.round_trips += 1
+            frontier.client.set(self._key(frontier, netloc), encode_entry(body, time.time()),
+                                ex=max(1, math.ceil(self.ttl)))
+        except redis.RedisError as exc:
+            logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
+
+    def cached_body(self, frontier: Frontier, netloc: str) -> bytes | None:
+        """The cluster's robots.txt body for ``netloc``; None if there is none
+        fresh and well-formed (or Redis is away): then it is fetched."""
+        key = self._key(frontier, netloc)
+        try:
+            frontier.round_trips += 1
+            pipe = frontier.client.pipeline(transaction=False)
+            if not self._legacy_cache_dropped:
+                # Earlier versions kept every body in one hash that never
+                # expired; nothing reads it any more.
+                pipe.delete(frontier.key("robots"))
+            pipe.exists(key)
+            # One byte past the largest entry we write: enough to tell a huge
+            # value without moving it.
+            pipe.getrange(key, 0, _ENTRY_MAX)
+            *_, exists, raw = pipe.execute()
+            self._legacy_cache_dropped = True
+        except redis.ResponseError as exc:
+            if "WRONGTYPE" in str(exc):
+                self._malformed(netloc, "not a string")
+            return None
+        except redis.RedisError:
+            return None
+        if not exists:
+            return None
+        try:
+            fetched_at, body = decode_entry(raw)
+        except MalformedEntry as exc:
+            self._malformed(netloc, str(exc))
+            return None
+        if time.time() - fetched_at > self.ttl:
+            return None
+        return body
+
+    def _malformed(self, netloc: str, reason: str) -> None:
+        if netloc in self._malformed_hosts:
+            return
+        self._malformed_hosts.add(netloc)
+        self.crawler.stats.inc_value("robotstxt/cache_malformed")
+        logger.warning("Ignoring the robots.txt cache entry of %(netloc)s (%(reason)s): fetching robots.txt again",
+                       {"netloc": netloc, "reason": reason})
+
+    def _lock(self, frontier: Frontier, netloc: str) -> bool:
+        try:
+            frontier.round_trips += 1
+            return bool(frontier.client.set(frontier.key("robots:lock:" + netloc), frontier.node,
+                                             nx=True, ex=int(self.lock_timeout)))
+        except redis.RedisError:
+            return True  # no Redis: fetch it ourselves
 
     async def _after_robots_fetch(self, request: Request) -> None:
         """robots.txt was one request to the site: the page request that waits
@@ -108,42 +316,11 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                 pass
         await maybe_deferred_to_future(deferLater(_reactor(), gap, lambda: None))
 
-    def _cached(self, frontier: Frontier, netloc: str) -> bytes | None:
-        try:
-            frontier.round_trips += 1
-            raw = frontier.client.hget(frontier.key("robots"), netloc)
-        except redis.RedisError:
-            return None
-        if raw is None:
-            return None
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            return None
-        if time.time() - float(entry.get("t", 0)) > self.ttl:
-            return None
-        return str(entry.get("body", "")).encode("latin-1")
-
-    def _lock(self, frontier: Frontier, netloc: str) -> bool:
-        try:
-            frontier.round_trips += 1
-            return bool(frontier.client.set(frontier.key("robots:lock:" + netloc), frontier.node,
-                                             nx=True, ex=int(self.lock_timeout)))
-        except redis.RedisError:
-            return True  # no Redis: fetch it ourselves
-
-    def _apply_crawl_delay(self, rp: Any, request: Request) -> None:
-        protego = getattr(rp, "rp", None)
-        if protego is None or not hasattr(protego, "crawl_delay"):
+    def _apply_crawl_delay(self, rp: RobotParser, request: Request) -> None:
+        delay = self.crawl_delay(rp)
+        if delay is None or delay <= self.base_delay:
             return
-        ua = self._robotstxt_useragent or self._default_useragent
-        try:
-            delay = protego.crawl_delay(ua)
-        except Exception:  # a parser quirk must not stop the crawl
-            return
-        if not delay or float(delay) <= self.base_delay:
-            return
-        delay = min(float(delay), self.max_crawl_delay)
+        delay = min(delay, self.max_crawl_delay)
         frontier = self._frontier()
         if frontier is None:
             return

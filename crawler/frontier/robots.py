@@ -14,12 +14,12 @@ groups of it that name this crawler.
 - the robots.txt body is cached in Redis, one key per host
   (``{crawl}:robots:body:<host>``) that expires after ``ROBOTSTXT_CACHE_TTL``
   seconds; a worker that needs it reads the cache first, and only one worker
-  at a time fetches it (a lock with a timeout). The entry is the body's own
-  bytes behind a one-line header, and the body kept (and parsed) is cut at
-  the last line end within 500 KiB (the least RFC 9309 lets a parser read).
-  An entry that is not in that form (another
-  format, wrong type, too large) counts as absent: robots.txt is fetched
-  again, the first time for a host is logged at WARNING, and it is counted.
+  at a time fetches it (``{crawl}:robots:lock:<host>``, with a timeout). The
+  entry is the body's own bytes behind a one-line header, and the body kept
+  (and parsed) is cut at the last line end within 500 KiB (the least
+  RFC 9309 lets a parser read). An entry not in that form (another format,
+  another type, too large) counts as absent: robots.txt is fetched again,
+  the first time for a host is logged at WARNING, and it is counted.
   Whatever is read from Redis is only ever parsed as robots.txt: it names no
   code to run;
 - the fetch of robots.txt counts as a request to the site: the next request
@@ -235,16 +235,17 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             self.cache_body(frontier, netloc, body)
         self._apply_crawl_delay(rp, request)
 
-    def _key(self, frontier: Frontier, netloc: str) -> str:
+    @staticmethod
+    def _key(frontier: Frontier, kind: str, netloc: str) -> str:
         # Without the user:password of a URL that has one: key names are
         # listed to whoever can SCAN.
-        return frontier.key("robots:body:" + netloc.rpartition("@")[2])
+        return frontier.key(f"robots:{kind}:{netloc.rpartition('@')[2]}")
 
     def cache_body(self, frontier: Frontier, netloc: str, body: bytes) -> None:
         """Share ``body`` (already cut) with the cluster for ``ROBOTSTXT_CACHE_TTL``."""
         try:
             frontier.round_trips += 1
-            frontier.client.set(self._key(frontier, netloc), encode_entry(body, time.time()),
+            frontier.client.set(self._key(frontier, "body", netloc), encode_entry(body, time.time()),
                                 ex=max(1, math.ceil(self.ttl)))
         except redis.RedisError as exc:
             logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
@@ -252,7 +253,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
     def cached_body(self, frontier: Frontier, netloc: str) -> bytes | None:
         """The cluster's robots.txt body for ``netloc``; None if there is none
         fresh and well-formed (or Redis is away): then it is fetched."""
-        key = self._key(frontier, netloc)
+        key = self._key(frontier, "body", netloc)
         try:
             frontier.round_trips += 1
             pipe = frontier.client.pipeline(transaction=False)
@@ -294,7 +295,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _lock(self, frontier: Frontier, netloc: str) -> bool:
         try:
             frontier.round_trips += 1
-            return bool(frontier.client.set(frontier.key("robots:lock:" + netloc), frontier.node,
+            return bool(frontier.client.set(self._key(frontier, "lock", netloc), frontier.node,
                                              nx=True, ex=int(self.lock_timeout)))
         except redis.RedisError:
             return True  # no Redis: fetch it ourselves

@@ -1,13 +1,36 @@
 """URL normalisation, sites and scope: pure logic, no Scrapy imports.
 
-``normalize`` implements the syntax- and scheme-based normalisation of
-RFC 3986 section 6.2.2 and 6.2.3 for http(s) URLs:
+``normalize`` reads a URL as a browser reads it, then writes it in the normal
+form of RFC 3986 section 6.2.2 and 6.2.3, for http(s) URLs only:
 
-- lowercase scheme and host, IDNA-encode non-ASCII hosts;
-- drop the fragment, the default port and an empty port (``http://h:/``);
-- decode percent-escapes of unreserved characters, uppercase the others,
-  percent-encode characters that may not appear raw (UTF-8 first);
-- resolve ``.`` and ``..`` path segments; an empty path becomes ``/``.
+1. Parse, and resolve against the base, with the WHATWG URL Standard
+   (``ada_url``, the parser Node.js uses): leading and trailing spaces and
+   controls are dropped, tabs and newlines anywhere; ``\\`` is ``/``; the
+   scheme and host are lowercased; hosts are percent-decoded, mapped with
+   UTS #46 (nontransitional: ``faß`` stays ``faß``, ``xn--fa-hia``) and
+   punycoded; numeric IPv4 forms (``2130706433``, ``0x7f.1``, ``127.1``)
+   become dotted quads and IPv6 addresses are compressed; the default port
+   is dropped (``:080`` and ``:`` too); ``.`` and ``..`` segments (also as
+   ``%2e``) are resolved; an empty path becomes ``/``; other characters are
+   percent-encoded as UTF-8.
+2. Then, on the WHATWG serialisation:
+
+   - only http and https are accepted (:class:`InvalidURL` says why);
+   - userinfo is dropped: credentials are never stored, and a page reached
+     with and without them is one page;
+   - the fragment is dropped, and an empty query (``page?`` is ``page``);
+   - the trailing dots of a domain name are dropped (``example.com.``),
+     unless the name would then read as an IPv4 address (``1.2..``);
+   - in path and query: escapes of unreserved characters are decoded
+     (``%7E`` is ``~``), the hex digits of the others are uppercased; a
+     ``%`` that starts no escape becomes ``%25``, so that decoding never
+     forms a new escape (``%%36%31`` would become ``%61``, then ``a``: not
+     idempotent); the characters RFC 3986 allows nowhere raw and WHATWG
+     leaves raw (``| [ ] \\ ^ ` { }``) are escaped. The result is an ASCII
+     RFC 3986 URI, and ``normalize(normalize(u)) == normalize(u)``;
+   - for the same reason ``" ` { }``, which WHATWG allows in a domain name
+     and RFC 3986 does not, are escaped there (``a%7Bb``: no DNS name has
+     them, but a browser would try).
 
 The query string is kept in its order: reordering parameters changes the
 meaning of some sites' URLs, and the crawler dedups on what it would fetch.
@@ -23,16 +46,22 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from urllib.parse import SplitResult, quote, urljoin, urlsplit
+from urllib.parse import urlsplit
 
+import ada_url
 import tldextract
 
 __all__ = [
+    "SCOPES",
     "InvalidURL",
     "LinkResolver",
+    "host_of",
     "in_scope",
+    "max_segment_repeats",
     "normalize",
+    "queue_key",
     "site_of",
+    "url_shape",
     "url_site",
 ]
 
@@ -42,18 +71,44 @@ class InvalidURL(ValueError):
 
 
 SCHEMES = frozenset({"http", "https"})
-DEFAULT_PORTS = {"http": 80, "https": 443}
 SCOPES = ("site", "host", "any")
 
 _UNRESERVED = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 )
-_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
-# Characters allowed raw in a path or query (RFC 3986 pchar, plus "/" and "?"),
-# and "%" so that existing escapes survive quote().
-_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
-_QUERY_SAFE = _PATH_SAFE + "?"
-_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9/%:@!$&'()*+,;=\-._~?]")
+_HEX = "0123456789ABCDEFabcdef"
+
+
+def _fix_table() -> dict[str, str]:
+    table = {"%": "%25"}
+    for char in "|[]\\^`{}\"":
+        table[char] = f"%{ord(char):02X}"
+    for a in _HEX:
+        for b in _HEX:
+            char = chr(int(a + b, 16))
+            table["%" + a + b] = char if char in _UNRESERVED else ("%" + a + b).upper()
+    return table
+
+
+# What the RFC 3986 pass rewrites in a WHATWG path and query: every escape,
+# a "%" that starts none, and the characters WHATWG leaves raw but RFC 3986
+# allows nowhere raw. One table lookup each.
+_FIX_TABLE = _fix_table()
+_FIX = re.compile(r"%[0-9A-Fa-f]{2}|[%|\[\]\\^`{}]")
+_NEEDS_FIX = re.compile(r"[%|\[\]\\^`{}]")
+# Domain characters WHATWG allows and RFC 3986 does not (it allows their escapes).
+_HOST_FIX = re.compile(r'["`{}]')
+
+
+def _fix_match(match: re.Match[str]) -> str:
+    return _FIX_TABLE[match.group()]
+
+# WHATWG drops these around a URL, and tabs and newlines anywhere in it.
+_C0_SPACE = "".join(chr(i) for i in range(0x21))
+_TAB_NEWLINE = {0x09: None, 0x0A: None, 0x0D: None}
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+_AUTHORITY_END = re.compile(r"[/\\?#]")
+_IPV4_NUMBER = re.compile(r"(?:[0-9]+|0[xX][0-9A-Fa-f]*)")
 
 _extract = tldextract.TLDExtract(
     # Never fetch the list at run time: the snapshot inside the package is used.
@@ -63,94 +118,140 @@ _extract = tldextract.TLDExtract(
 )
 
 
-def _fix_escape(match: re.Match[str]) -> str:
-    char = chr(int(match.group(1), 16))
-    if char in _UNRESERVED:
-        return char
-    return "%" + match.group(1).upper()
+def _show(value: str) -> str:
+    # Messages end up in logs and stored error records: a megabyte-long
+    # href should not.
+    shown = repr(value)
+    return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
-def _normalize_component(value: str, safe: str) -> str:
-    if _NEEDS_QUOTING.search(value):
-        value = quote(value, safe=safe, encoding="utf-8", errors="strict")
-    if "%" in value:
-        value = _PCT.sub(_fix_escape, value)
+def _usv(value: str) -> str:
+    """``value`` with lone surrogates replaced by U+FFFD, as a browser's
+    DOMString-to-USVString conversion does (they cannot be UTF-8 encoded)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return value
 
 
-def remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4, for absolute paths."""
-    if "." not in path:
-        return path
-    segments = path.split("/")
-    out: list[str] = []
-    for seg in segments[1:]:
-        if seg == "..":
-            if out:
-                out.pop()
-        elif seg != ".":
-            out.append(seg)
-    # A trailing "." or ".." names a directory: keep the trailing slash.
-    if segments[-1] in (".", ".."):
-        out.append("")
-    return "/" + "/".join(out)
+def _whatwg(url: str, base: str | None) -> str:
+    """The WHATWG href of ``url`` against ``base``; ValueError if none."""
+    if base is None:
+        return ada_url.normalize_url(url)
+    return ada_url.join_url(base, url)
 
 
-def _host(parts: SplitResult, url: str) -> str:
-    host = parts.hostname
+def _why(url: str, base: str | None) -> str:
+    """Why the WHATWG parser refused ``url``: it says only that it did."""
+    if base is not None and not ada_url.check_url(base):
+        return f"bad base URL {_show(base)}"
+    text = url.strip(_C0_SPACE).translate(_TAB_NEWLINE)
+    match = _SCHEME.match(text)
+    if match is not None:
+        scheme = match.group(1).lower()
+        rest = text[match.end():]
+        if scheme not in SCHEMES:
+            return _scheme_reason(scheme, rest, url, base)
+    elif base is None:
+        return f"no scheme in URL {_show(url)} (expected http:// or https://)"
+    elif text.startswith(("//", "\\\\", "/\\", "\\/")):
+        rest = text
+    else:
+        return f"cannot resolve URL {_show(url)} against {_show(base)}"
+    # Special schemes: any run of slashes and backslashes, then the authority.
+    authority = _AUTHORITY_END.split(rest.lstrip("/\\"), maxsplit=1)[0]
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        port = hostport[end + 1:] if end >= 0 else ""
+        if port and not (port.startswith(":") and _port_ok(port[1:])):
+            return f"bad port in URL {_show(url)}"
+        return f"unparsable URL {_show(url)}: bad IPv6 address"
+    host, colon, port = hostport.partition(":")
+    if colon and not _port_ok(port):
+        return f"bad port in URL {_show(url)}"
     if not host:
-        raise InvalidURL(f"no host in URL {url!r}")
-    if ":" in host:  # IPv6 literal: hostname drops the brackets
-        try:
-            return "[" + ipaddress.IPv6Address(host).compressed + "]"
-        except ValueError:
-            raise InvalidURL(f"bad IPv6 address in URL {url!r}") from None
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise InvalidURL(f"host is not a valid IDNA name in URL {url!r}") from None
-    host = host.rstrip(".")
-    if not host or any(c in host for c in " <>\"{}|\\^`"):
-        raise InvalidURL(f"bad host in URL {url!r}")
-    return host
+        return f"no host in URL {_show(url)}"
+    return f"bad host in URL {_show(url)}"
+
+
+def _port_ok(port: str) -> bool:
+    # No int() of the whole string: a 5,000-digit port would raise ValueError
+    # (int's digit limit) instead of returning False.
+    if not port:
+        return True
+    if not (port.isascii() and port.isdigit()):
+        return False
+    digits = port.lstrip("0")
+    return len(digits) <= 5 and int(digits or "0") <= 65535
+
+
+def _scheme_reason(scheme: str, rest: str, url: str, base: str | None) -> str:
+    # "example.com:8080/x" and "localhost:8080" parse as scheme and path:
+    # they are host names without a scheme.
+    if base is None and ("." in scheme or rest[:1].isdigit()):
+        return f"no scheme in URL {_show(url)} (expected http:// or https://)"
+    return f"unsupported scheme {scheme!r} in URL {_show(url)}"
+
+
+def _strip_root_dots(netloc: str) -> str:
+    """``netloc`` without the trailing dots of its domain name."""
+    host, colon, port = netloc.rpartition(":") if not netloc.endswith(".") else (netloc, "", "")
+    stripped = host.rstrip(".")
+    if not stripped:
+        raise ValueError("empty host")
+    # "1.2.." is a domain to WHATWG (its last label is empty), "1.2" an IPv4
+    # address: another server. Such a name keeps its dots.
+    if _IPV4_NUMBER.fullmatch(stripped.rpartition(".")[2]):
+        return netloc
+    return stripped + colon + port
 
 
 def normalize(url: str, base: str | None = None) -> str:
     """Return the normal form of ``url`` (joined to ``base`` when given).
 
-    Raises :class:`InvalidURL` for URLs that are not absolute http(s) URLs.
+    Raises :class:`InvalidURL`, and nothing else, for every input that does
+    not make an absolute http(s) URL, whatever ``url`` and ``base`` hold.
     """
-    url = url.strip()
-    if base is not None:
-        url = urljoin(base, url)
     try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise InvalidURL(f"unparsable URL {url!r}: {exc}") from None
-    scheme = parts.scheme.lower()
-    # "example.com:8080/x" parses with scheme "example.com": a missing scheme too.
-    if not scheme or "." in scheme or (scheme not in SCHEMES and parts.path[:1].isdigit()):
-        raise InvalidURL(f"no scheme in URL {url!r} (expected http:// or https://)")
-    if scheme not in SCHEMES:
-        raise InvalidURL(f"unsupported scheme {scheme!r} in URL {url!r}")
-    host = _host(parts, url)
-    try:
-        port = parts.port
+        href = _whatwg(url, base)
     except ValueError:
-        raise InvalidURL(f"bad port in URL {url!r}") from None
-    netloc = host
-    if port is not None and port != DEFAULT_PORTS[scheme]:
-        netloc = f"{host}:{port}"
-    if "@" in parts.netloc:
-        netloc = parts.netloc.rpartition("@")[0] + "@" + netloc
-    try:
-        path = _normalize_component(parts.path, _PATH_SAFE) or "/"
-        query = _normalize_component(parts.query, _QUERY_SAFE)
-    except UnicodeError:
-        raise InvalidURL(f"undecodable characters in URL {url!r}") from None
-    path = remove_dot_segments(path)
-    return f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
+        clean_url = _usv(url)
+        clean_base = None if base is None else _usv(base)
+        try:
+            href = _whatwg(clean_url, clean_base)
+        except ValueError:
+            raise InvalidURL(_why(clean_url, clean_base)) from None
+    if href.startswith("http://"):
+        start = 7
+    elif href.startswith("https://"):
+        start = 8
+    else:
+        scheme = href.partition(":")[0]
+        raise InvalidURL(_scheme_reason(scheme, href[len(scheme) + 1:], url, base))
+    # A special URL's path always starts with "/", and nothing before it may
+    # hold a raw "/": the authority ends at the first one.
+    slash = href.find("/", start)
+    netloc = href[start:slash]
+    if "@" in netloc:
+        netloc = netloc.rpartition("@")[2]
+    if netloc.endswith(".") or ".:" in netloc:
+        try:
+            netloc = _strip_root_dots(netloc)
+        except ValueError:
+            raise InvalidURL(f"no host in URL {_show(url)}") from None
+    if _HOST_FIX.search(netloc):
+        netloc = _HOST_FIX.sub(_fix_match, netloc)
+    rest = href[slash:]
+    hash_at = rest.find("#")
+    if hash_at >= 0:
+        rest = rest[:hash_at]
+    if rest[-1] == "?" and rest.find("?") == len(rest) - 1:
+        rest = rest[:-1]
+    if _NEEDS_FIX.search(rest):
+        rest = _FIX.sub(_fix_match, rest)
+    return href[:start] + netloc + rest
 
 
 def host_of(url: str) -> str:
@@ -198,6 +299,8 @@ class LinkResolver:
     The cache key is the part of the page URL that the href depends on: nothing
     for absolute hrefs, the directory for relative paths, the whole URL for
     query-only hrefs. Bounded: cleared when it reaches ``max_size``.
+    The page URL must be normalised (as the spider's are): then it has a path,
+    no userinfo and no fragment, which the keys rely on.
     """
 
     def __init__(self, max_size: int = 200_000) -> None:
@@ -210,15 +313,24 @@ class LinkResolver:
         # The fragment never changes the result, and documentation pages are
         # full of "page.html#section" links: drop it before the lookup.
         if "#" in href:
-            href = href.partition("#")[0]
+            head = href.partition("#")[0]
+            # Unless it ends with a space or control: "a #" is "a%20", "a" is "a".
+            if not head or head[-1] > " ":
+                href = head
         if href.startswith(("http://", "https://")):
             key_base = ""
         elif href.startswith("//"):  # protocol-relative: depends on the scheme
             key_base = base[: base.find(":")]
-        elif not href or href.startswith(("?", "#")):  # the page itself
-            key_base = base.partition("#")[0]
-        else:
+        elif not href or href[0] == "?" or href[0] <= " ":
+            # The page itself ("", "?q"), or an href that WHATWG strips of
+            # leading spaces and controls: it may be either.
+            key_base = base
+        elif _KEY_ODD.search(href) is None:
+            # A relative path ("a", "../a", "/a", "\\h\a"): at most the
+            # base's directory plays a part.
             key_base = base[: base.rfind("/", 0, _query_start(base)) + 1]
+        else:
+            key_base = _odd_key_base(base, href)
         key = (key_base, href)
         try:
             return self._cache[key]
@@ -232,6 +344,22 @@ class LinkResolver:
             self._cache.clear()
         self._cache[key] = result
         return result
+
+
+# A scheme, or tabs and newlines, which WHATWG removes anywhere: "ht\ttp:" and
+# "http:?q" are the page itself to an http page, not a relative path.
+_KEY_ODD = re.compile(r"[:\t\n\r]")
+
+
+def _odd_key_base(base: str, href: str) -> str:
+    match = _SCHEME.match(href)
+    if (
+        match is not None
+        and not base.startswith(match.group(1).lower() + ":")
+        and _KEY_ODD.search(href, match.end()) is None
+    ):
+        return ""  # an absolute URL of another scheme ("mailto:", "https:g"): no base
+    return base  # rare: the whole page URL, which is always right
 
 
 def _query_start(url: str) -> int:

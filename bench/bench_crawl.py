@@ -63,7 +63,7 @@ def settings_args(settings: dict) -> list[str]:
 def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None) -> tuple[dict, int]:
     crawl_dir = work / "ours"
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    settings = {**COMMON, "CRAWL_DIR": crawl_dir}
+    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
     database = f"bench{time.monotonic_ns()}"
     if mongo_uri:
         settings.update(MONGO_URI=mongo_uri, MONGO_DATABASE=database)

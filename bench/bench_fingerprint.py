@@ -86,7 +86,7 @@ def main() -> None:
         for i in range(args.index):
             fp = rnd.getrandbits(64)
             s = time.perf_counter()
-            f.near_duplicate(f"http://s/{i}", content_hash(str(fp)), fp)
+            f.near_duplicate(f"http://s/{i}", "s", content_hash(str(fp)), fp)
             times.append(time.perf_counter() - s)
         k = args.index // 10
         first, last = sum(times[:k]) / k * 1e6, sum(times[-k:]) / k * 1e6

@@ -117,7 +117,8 @@ def main() -> None:
         crawl_dir = work / "crawl"
         settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
                     "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "SIMHASH_MAX_DISTANCE": args.k,
-                    "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False}
+                    "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False,
+                    "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
                "-a", "follow=all", *settings_args(settings)]
         t0 = time.monotonic()

@@ -37,6 +37,9 @@ class PageItem:
     encoding: str | None = None
     referer: str | None = None
     links: list[dict[str, str]] = field(default_factory=list)
+    # Set when the page's site mirrors another (most of its pages are copies
+    # of that site's): stores record it in the sites table.
+    mirror_of: str | None = None
 
     def __repr__(self) -> str:  # logs: the text would drown the line
         return (f"<PageItem {self.url} state={self.state} status={self.status} type={self.page_type} "

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
@@ -112,13 +112,8 @@ class StorePipeline:
         self.retry_delay = settings.getfloat("STORE_RETRY_DELAY")
         self.retry_max_delay = settings.getfloat("STORE_RETRY_MAX_DELAY")
         self.close_timeout = settings.getfloat("STORE_CLOSE_TIMEOUT")
-        if self.batch_size < 1:
-            raise NotConfigured(f"STORE_BATCH_SIZE ({self.batch_size!r}) must be at least 1.")
-        if self.flush_interval <= 0:
-            raise NotConfigured(f"STORE_FLUSH_INTERVAL ({self.flush_interval!r}) must be higher than 0.")
-        if not 0 < self.retry_delay <= self.retry_max_delay:
-            raise NotConfigured("STORE_RETRY_DELAY must be higher than 0 and at most STORE_RETRY_MAX_DELAY "
-                                f"({self.retry_delay!r}, {self.retry_max_delay!r}).")
+        # Values were checked at start (crawler.config): the store is required,
+        # a bad setting stops the crawl instead of switching the store off.
         self.crawler = crawler
         self.stats = crawler.stats
         self.store: Store | None = None
@@ -148,6 +143,8 @@ class StorePipeline:
         self.spill_path = Path(settings.get("STORE_SPILL_PATH")
                                or crawl_dir(settings) / f"{name}.unstored.jsonl")
         self.store = open_store(settings, name)
+        logger.info("Storing pages in %(store)s", {"store": self.store.describe()},
+                    extra={"spider": self.crawler.spider})
         _PIPELINES[self.crawler] = self
         self._pool.start()
         from twisted.internet import reactor  # not at import: Scrapy installs the reactor

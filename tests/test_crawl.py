@@ -33,8 +33,7 @@ FETCHED = Counter(
      "/robots/from-noindex.html", *ARTICLES, *CN, *CALENDAR]
     + ["/broken.html"] * 4  # RETRY_TIMES = 3
 )
-NOT_STORED = {"/robots.txt", "/redirect/1", "/redirect/2", "/robots/noindex.html",
-              "/robots/header-noindex.html"}
+NOT_STORED = {"/robots.txt", "/robots/noindex.html", "/robots/header-noindex.html"}
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +75,19 @@ def test_stores_every_page_once_with_state_and_errors(default_crawl, server):
     assert pages["/missing.html"]["status"] == 404 and pages["/missing.html"]["error"] == "HTTP 404"
     assert pages["/broken.html"]["error"] == "HTTP 500"
     assert pages["/redirect/final.html"]["status"] == 200
+
+
+def test_redirects_are_stored_and_followed_through_the_frontier(default_crawl, server):
+    pages = stored(default_crawl, server)
+    hops = [(p, pages[p]["state"], pages[p]["status"], pages[p]["depth"])
+            for p in ("/redirect/1", "/redirect/2", "/redirect/final.html")]
+    # A redirect is not one more level: the chain keeps its source's depth.
+    assert hops == [("/redirect/1", "C", 302, 1), ("/redirect/2", "C", 301, 1),
+                    ("/redirect/final.html", "C", 200, 1)]
+    with SQLiteStore(default_crawl.store_path) as store:
+        assert store.outlinks(server.url("/redirect/1")) == [
+            {"url": server.url("/redirect/2"), "anchor": "[redirect 302]"}]
+    assert "'redirect/followed': 2" in default_crawl.log
 
 
 def test_page_types_titles_and_text(default_crawl, server):

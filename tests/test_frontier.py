@@ -249,14 +249,56 @@ def test_near_duplicate_index_is_shared_and_atomic(client, crawl_name):
     f1 = make(client, crawl_name, node="w1")
     f2 = make(client, crawl_name, node="w2")
     base = 0x0123456789ABCDEF
-    assert f1.near_duplicate("http://a/1", "h1", base) == ("new", None, -1)
-    assert f2.near_duplicate("http://a/2", "h2", base ^ 0b111) == ("near", "http://a/1", 3)  # 3 bits
-    assert f2.near_duplicate("http://a/3", "h3", base ^ 0b1111) == ("new", None, -1)  # 4 bits
-    assert f1.near_duplicate("http://a/4", "h1", 0) == ("exact", "http://a/1", 0)
+
+    def verdict(f, url, ch, fp):
+        d = f.near_duplicate(url, "a", ch, fp)
+        return d.kind, d.first, d.distance
+
+    assert verdict(f1, "http://a/1", "h1", base) == ("new", None, -1)
+    assert verdict(f2, "http://a/2", "h2", base ^ 0b111) == ("near", "http://a/1", 3)  # 3 bits
+    assert verdict(f2, "http://a/3", "h3", base ^ 0b1111) == ("new", None, -1)  # 4 bits
+    assert verdict(f1, "http://a/4", "h1", 0) == ("exact", "http://a/1", 0)
     # Bits flipped in all four 16-bit blocks still match (distance 3, blocks 0-2).
     spread = base ^ (1 << 63) ^ (1 << 40) ^ (1 << 20)
-    assert f2.near_duplicate("http://a/5", "h5", spread)[0:2] == ("near", "http://a/1")
+    assert verdict(f2, "http://a/5", "h5", spread)[0:2] == ("near", "http://a/1")
     # A page seen again (re-crawl) is not a copy of itself.
-    assert f1.near_duplicate("http://a/1", "h1", base) == ("new", None, -1)
+    assert verdict(f1, "http://a/1", "h1", base) == ("new", None, -1)
     stats = f1.stats()
     assert (stats["near_duplicates"], stats["exact_duplicates"]) == (2, 1)
+
+
+def test_a_copy_published_elsewhere_first_does_not_poison_the_original(client, crawl_name):
+    f = make(client, crawl_name)
+    fp = 0x0F0F0F0F0F0F0F0F
+    # The copier's site publishes (is crawled) first.
+    assert f.near_duplicate("http://copier/hub", "copier", "c1", fp).kind == "new"
+    original = f.near_duplicate("http://orig/hub", "orig", "c1", fp)
+    assert (original.kind, original.first, original.same_site, original.mirror_of) == (
+        "exact", "http://copier/hub", False, None)
+    # The original's own copies are still found, on its own site, first.
+    again = f.near_duplicate("http://orig/hub-copy", "orig", "c1", fp)
+    assert (again.kind, again.first, again.same_site) == ("exact", "http://orig/hub", True)
+    near = f.near_duplicate("http://orig/hub-near", "orig", "c2", fp ^ 0b11)
+    assert (near.kind, near.first, near.distance, near.same_site) == ("near", "http://orig/hub", 2, True)
+    assert f.stats()["cross_site_copies"] == 1
+
+
+def test_a_site_of_copies_becomes_a_mirror(client, crawl_name):
+    f = make(client, crawl_name)
+
+    def fp(name: str) -> int:  # fingerprints far apart from each other
+        return int(hashlib.md5(name.encode()).hexdigest()[:16], 16)
+
+    for i in range(4):
+        assert f.near_duplicate(f"http://orig/{i}", "orig", f"c{i}", fp(f"c{i}")).kind == "new"
+    # Three pages of its own, then copies: mirror once 4 of 6 (>= half, >= 5 pages) are copies.
+    verdicts = []
+    for i in range(3):
+        assert f.near_duplicate(f"http://mirror/own{i}", "mirror", f"own{i}", fp(f"own{i}")).kind == "new"
+    for i in range(4):
+        d = f.near_duplicate(f"http://mirror/{i}", "mirror", f"c{i}", fp(f"c{i}"),
+                             mirror_min_pages=5, mirror_share=0.5)
+        verdicts.append((d.kind, d.same_site, d.mirror_of))
+    assert verdicts == [("exact", False, None), ("exact", False, None),
+                        ("exact", False, "orig"), ("exact", False, "orig")]
+    assert client.hget("{" + crawl_name + "}:mirrors", "mirror") == b"orig"

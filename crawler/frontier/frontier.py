@@ -34,7 +34,7 @@ from crawler.frontier import scripts
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Frontier", "Lease", "LinkEntry", "fingerprint_slot"]
+__all__ = ["Duplicate", "Frontier", "Lease", "LinkEntry", "fingerprint_slot"]
 
 
 def fingerprint_slot(fp: bytes, buckets: int) -> tuple[str, str]:
@@ -54,6 +54,20 @@ class LinkEntry:
     site: str
     entry: str
     head: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class Duplicate:
+    """The verdict of the duplicate index: ``kind`` "new", "exact" or "near";
+    the first page with that content (on this site when there is one), the
+    Hamming distance to it, whether it is on the same site, and the site this
+    page's site mirrors (None: not a mirror)."""
+
+    kind: str
+    first: str | None = None
+    distance: int = -1
+    same_site: bool = False
+    mirror_of: str | None = None
 
 
 @dataclass(slots=True)
@@ -173,18 +187,20 @@ class Frontier:
         reaped, nodes, mine = self._run("HEARTBEAT", self.node, json.dumps(rec), self.lease_timeout_ms, self.conc)
         return int(reaped), int(nodes), {_s(x) for x in mine}
 
-    def near_duplicate(self, url: str, content_hash: str | None, fingerprint: int | None,
-                       max_distance: int = 3, max_candidates: int = 1000) -> tuple[str, str | None, int]:
-        """Is ``url``'s content a duplicate of a page seen before, anywhere in
-        the crawl? Returns ("exact" | "near", first URL, distance) or ("new",
-        None, -1); a new page is recorded, atomically with the check.
-        ``fingerprint`` is an unsigned 64-bit SimHash."""
+    def near_duplicate(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
+                       max_distance: int = 3, max_candidates: int = 1000, mirror_min_pages: int = 20,
+                       mirror_share: float = 0.5) -> Duplicate:
+        """Is ``url``'s content a copy of a page seen before, anywhere in the
+        crawl? A copy on ``url``'s own site is preferred to one elsewhere. A new
+        page (or a copy of another site's page) is indexed, atomically with
+        the check. ``fingerprint`` is an unsigned 64-bit SimHash."""
         fp = f"{fingerprint:016x}" if fingerprint is not None else ""
-        out = self._run("NEAR_DUPLICATE", url, content_hash or "", fp, max_distance, max_candidates)
+        out = self._run("NEAR_DUPLICATE", url, site, content_key or "", fp, max_distance, max_candidates,
+                        mirror_min_pages, mirror_share)
         kind = _s(out[0])
         if kind == "new":
-            return "new", None, -1
-        return kind, _s(out[1]), int(out[2])
+            return Duplicate("new")
+        return Duplicate(kind, _s(out[1]), int(out[2]), bool(int(out[3])), _s(out[4]) or None)
 
     def touch(self, site: str, delay: float) -> None:
         """A request went to ``site`` outside the frontier (robots.txt): hold

@@ -59,7 +59,7 @@ from weakref import WeakKeyDictionary
 import redis
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.exceptions import DontCloseSpider
 from twisted.internet.task import LoopingCall
 
 from crawler.crawldir import crawl_dir, crawl_name
@@ -124,18 +124,8 @@ class FrontierScheduler(BaseScheduler):
         self.lease_batch = s.getint("FRONTIER_LEASE_BATCH")
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.max_concurrency = s.getint("CONCURRENT_REQUESTS")
-        if self.delay < 0 or self.conc < 1:
-            raise NotConfigured(
-                f"DOWNLOAD_DELAY ({self.delay!r}) must be 0 or more and "
-                f"CONCURRENT_REQUESTS_PER_DOMAIN ({self.conc!r}) at least 1."
-            )
-        if not 0 < self.heartbeat_interval < self.lease_timeout:
-            raise NotConfigured(
-                f"FRONTIER_HEARTBEAT_INTERVAL ({self.heartbeat_interval!r}) must be between 0 "
-                f"and FRONTIER_LEASE_TIMEOUT ({self.lease_timeout!r})."
-            )
-        if self.queue_by not in ("site", "host"):
-            raise NotConfigured(f"FRONTIER_QUEUE_BY ({self.queue_by!r}) must be 'site' or 'host'.")
+        # Values were checked at start (crawler.config): the frontier is
+        # required, a bad setting stops the crawl rather than switching it off.
         self.frontier: Frontier | None = None
         self.spider: Spider | None = None
         self._links: list[LinkEntry] = []
@@ -302,10 +292,13 @@ class FrontierScheduler(BaseScheduler):
                 self.stats.inc_value("frontier/refused_entry")
                 continue
             request.meta[LEASE_META] = lease.id
+            # Redirects go back through the frontier as new URLs (the spider
+            # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
+            request.meta["dont_redirect"] = True
             self._leased[lease.id] = lease
             self._leased_at[lease.id] = now
             self._trackers[lease.id] = _Tracker()
-            request.callback = _Tracked(self, lease.id, request.callback or self.spider._parse, False)
+            request.callback = _Tracked(self, lease.id, request.callback or self.spider.parse, False)
             request.errback = _Tracked(self, lease.id, request.errback, True)
             self._buffer.append(request)
         self.stats.inc_value("frontier/leased", len(leases))

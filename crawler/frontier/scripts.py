@@ -22,6 +22,12 @@ Keys (``P`` = prefix):
 - ``P nodes``          hash node -> JSON record; ``P hb`` zset node -> heartbeat (ms)
 - ``P node:<node>``    hash of a node's counters (pages, errors)
 - ``P errors``         list of the latest final errors (JSON), capped
+- ``P content``        hash content key -> "<site>\t<url>" of the first page with that text;
+                        "<key>\t<site>" -> the first on that site, when another site was first
+- ``P sh:<i>:<block>`` sets of SimHashes by 16-bit block; ``P shurl`` hash SimHash ->
+                        "<site>\t<url>" (and "<simhash>\t<site>" -> url, as for content)
+- ``P mirror:<site>``  hash: "pages" fingerprinted, "copies\t<other site>" copies of it
+- ``P mirrors``        hash site -> the site it mirrors
 """
 
 from __future__ import annotations
@@ -348,48 +354,106 @@ return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) + (tonumber(v[3]) or 0)
 # '' = skip), max distance, max candidates per block.
 # Returns {'new'} or {'exact'|'near', first url, distance}.
 NEAR_DUPLICATE = _PRELUDE + r"""
-local url, ch, fp, k, maxc = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local url, site, ch, fp = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local k, maxc = tonumber(ARGV[6]), tonumber(ARGV[7])
+local mirror_min, mirror_share = tonumber(ARGV[8]), tonumber(ARGV[9])
+local mkey = P .. 'mirror:' .. site
+redis.call('HINCRBY', mkey, 'pages', 1)
+
+-- Index values are "<site>\t<url>": the first page with that content
+-- anywhere. A value without a tab (an index written before sites were kept)
+-- counts as this site's.
+local function split(v)
+  local i = string.find(v, '\t', 1, true)
+  if not i then return site, v end
+  return string.sub(v, 1, i - 1), string.sub(v, i + 1)
+end
+
+-- A copy of a page of another site: count it towards the site being a
+-- mirror of that site, and say whether it is one.
+local function verdict(kind, first, fsite, d)
+  redis.call('HINCRBY', P .. 'stats', kind .. '_duplicates', 1)
+  if fsite == site then return {kind, first, d, 1, ''} end
+  redis.call('HINCRBY', P .. 'stats', 'cross_site_copies', 1)
+  local copies = redis.call('HINCRBY', mkey, 'copies\t' .. fsite, 1)
+  local mirror = redis.call('HGET', P .. 'mirrors', site)
+  if not mirror then
+    local pages = tonumber(redis.call('HGET', mkey, 'pages'))
+    if pages >= mirror_min and copies >= mirror_share * pages then
+      redis.call('HSET', P .. 'mirrors', site, fsite)
+      mirror = fsite
+    end
+  end
+  return {kind, first, d, 0, mirror or ''}
+end
+
+-- A copy on this site wins over a copy on another: a site's own links must
+-- not depend on what other sites published first.
+local exact_other = nil
 if ch ~= '' then
-  local first = redis.call('HGET', P .. 'content', ch)
-  if first and first ~= url then
-    redis.call('HINCRBY', P .. 'stats', 'exact_duplicates', 1)
-    return {'exact', first, 0}
-  end
-  if not first then redis.call('HSET', P .. 'content', ch, url) end
-end
-if fp == '' then return {'new'} end
-local function popcount(x)
-  local c = 0
-  while x ~= 0 do
-    x = bit.band(x, x - 1)
-    c = c + 1
-  end
-  return c
-end
-local hi, lo = tonumber(string.sub(fp, 1, 8), 16), tonumber(string.sub(fp, 9, 16), 16)
-for i = 0, 3 do
-  local key = P .. 'sh:' .. i .. ':' .. string.sub(fp, i * 4 + 1, i * 4 + 4)
-  local members
-  if redis.call('SCARD', key) > maxc then
-    members = redis.call('SRANDMEMBER', key, maxc)
+  local v = redis.call('HGET', P .. 'content', ch)
+  if not v then
+    redis.call('HSET', P .. 'content', ch, site .. '\t' .. url)
   else
-    members = redis.call('SMEMBERS', key)
-  end
-  for _, m in ipairs(members) do
-    local d = popcount(bit.bxor(hi, tonumber(string.sub(m, 1, 8), 16)))
-            + popcount(bit.bxor(lo, tonumber(string.sub(m, 9, 16), 16)))
-    if d <= k then
-      local first = redis.call('HGET', P .. 'shurl', m)
-      if first and first ~= url then
-        redis.call('HINCRBY', P .. 'stats', 'near_duplicates', 1)
-        return {'near', first, d}
-      end
+    local fsite, first = split(v)
+    if first ~= url then
+      if fsite == site then return verdict('exact', first, site, 0) end
+      local own = redis.call('HGET', P .. 'content', ch .. '\t' .. site)
+      if own and own ~= url then return verdict('exact', own, site, 0) end
+      if not own then redis.call('HSET', P .. 'content', ch .. '\t' .. site, url) end
+      exact_other = {first, fsite}
     end
   end
 end
-for i = 0, 3 do
-  redis.call('SADD', P .. 'sh:' .. i .. ':' .. string.sub(fp, i * 4 + 1, i * 4 + 4), fp)
+if fp ~= '' then
+  local function popcount(x)
+    local c = 0
+    while x ~= 0 do
+      x = bit.band(x, x - 1)
+      c = c + 1
+    end
+    return c
+  end
+  local near_other = nil
+  local hi, lo = tonumber(string.sub(fp, 1, 8), 16), tonumber(string.sub(fp, 9, 16), 16)
+  for i = 0, 3 do
+    local key = P .. 'sh:' .. i .. ':' .. string.sub(fp, i * 4 + 1, i * 4 + 4)
+    local members
+    if redis.call('SCARD', key) > maxc then
+      members = redis.call('SRANDMEMBER', key, maxc)
+    else
+      members = redis.call('SMEMBERS', key)
+    end
+    for _, m in ipairs(members) do
+      local d = popcount(bit.bxor(hi, tonumber(string.sub(m, 1, 8), 16)))
+              + popcount(bit.bxor(lo, tonumber(string.sub(m, 9, 16), 16)))
+      if d <= k then
+        local v = redis.call('HGET', P .. 'shurl', m)
+        if v then
+          local fsite, first = split(v)
+          if first ~= url then
+            if fsite == site then return verdict('near', first, site, d) end
+            local own = redis.call('HGET', P .. 'shurl', m .. '\t' .. site)
+            if own and own ~= url then return verdict('near', own, site, d) end
+            if not near_other then near_other = {first, fsite, d} end
+          end
+        end
+      end
+    end
+  end
+  -- Not a copy of a page of this site: index it, so that its own copies on
+  -- this site are found (globally too when its fingerprint is new).
+  for i = 0, 3 do
+    redis.call('SADD', P .. 'sh:' .. i .. ':' .. string.sub(fp, i * 4 + 1, i * 4 + 4), fp)
+  end
+  if redis.call('HSETNX', P .. 'shurl', fp, site .. '\t' .. url) == 0 then
+    local fsite = split(redis.call('HGET', P .. 'shurl', fp))
+    if fsite ~= site then redis.call('HSETNX', P .. 'shurl', fp .. '\t' .. site, url) end
+  end
+  if exact_other == nil and near_other ~= nil then
+    return verdict('near', near_other[1], near_other[2], near_other[3])
+  end
 end
-redis.call('HSETNX', P .. 'shurl', fp, url)
+if exact_other ~= nil then return verdict('exact', exact_other[1], exact_other[2], 0) end
 return {'new'}
 """

@@ -61,6 +61,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 import redis
 
 from crawler.classify import INDEX, INFO, classify
+from crawler.config import ConfigError
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.fingerprint import content_hash, signed, simhash
 from crawler.frontier.connection import get_redis
@@ -81,12 +82,47 @@ FOLLOW_MODES = ("index", "all")
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
 
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+ROBOTS_FORBIDDEN = "Forbidden by robots.txt"  # Scrapy's RobotsTxtMiddleware's IgnoreRequest
+
+
+class UrlCache:
+    """The normalised URLs this worker has sent to the frontier (T-spider's
+    URL cache), bounded: two generations of at most ``size`` URLs each; when
+    the newer one fills, the older is dropped. A URL forgotten this way is
+    sent again and the frontier's shared dedup drops it: work, not a loss."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._new: set[str] = set()
+        self._old: set[str] = set()
+
+    def __contains__(self, url: object) -> bool:
+        return url in self._new or url in self._old
+
+    def add(self, url: str) -> None:
+        if len(self._new) >= self.size:
+            self._old, self._new = self._new, set()
+        self._new.add(url)
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+
+# scrapyd passes its job id to every spider as an argument.
+_RUNNER_ARGUMENTS = frozenset({"_job"})
+
+
 def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
     raw: list[str] = []
     if seeds:
         raw += [s for s in seeds.split(",") if s.strip()]
     if seeds_file:
-        for line in Path(seeds_file).read_text(encoding="utf-8").splitlines():
+        try:
+            text = Path(seeds_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            raise ConfigError(f"-a seeds_file={seeds_file}: cannot read it ({exc})") from None
+        for line in text.splitlines():
             line = line.split("#", 1)[0].strip()
             if line:
                 raw.append(line)
@@ -97,6 +133,39 @@ class SiteSpider(Spider):
     name = "site"
     # The only callbacks a frontier entry may name (crawler.frontier.serialize).
     frontier_callbacks = frozenset({"parse", "errback"})
+    arguments = ("seeds", "seeds_file", "scope", "follow")
+
+    @classmethod
+    def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
+                        scope: str = "site", follow: str = "index",
+                        **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
+        """The seeds (normal form) and the bad seeds with their reasons;
+        ``ConfigError`` for an argument the spider cannot run with."""
+        unknown = sorted(set(kwargs) - _RUNNER_ARGUMENTS)
+        if unknown:
+            raise ConfigError(
+                f"unknown spider argument{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join('-a ' + k for k in unknown)}; spider {cls.name!r} takes "
+                f"{', '.join('-a ' + a for a in cls.arguments)}")
+        if scope not in SCOPES:
+            raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
+        if follow not in FOLLOW_MODES:
+            raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
+        raw_seeds = read_seeds(seeds, seeds_file)
+        good: list[str] = []
+        bad: list[tuple[str, str]] = []
+        for raw in raw_seeds:
+            try:
+                good.append(normalize(raw))
+            except InvalidURL as exc:
+                bad.append((raw.strip(), str(exc)))
+        if raw_seeds and not good:
+            raise ConfigError(
+                f"no valid seed ({bad[0][1]}{' ...' if len(bad) > 1 else ''}): give -a seeds=URL[,URL...] "
+                "or -a seeds_file=PATH with absolute http:// or https:// URLs (or no seed at all, "
+                "to join a running crawl)"
+            )
+        return list(dict.fromkeys(good)), bad
 
     def __init__(
         self,
@@ -106,26 +175,12 @@ class SiteSpider(Spider):
         follow: str = "index",
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if scope not in SCOPES:
-            raise ValueError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
-        if follow not in FOLLOW_MODES:
-            raise ValueError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
+        self.seed_urls, bad = self.check_arguments(seeds, seeds_file, scope, follow, **kwargs)
+        super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
+        for seed, reason in bad:
+            logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": seed, "reason": reason})
         self.scope = scope
         self.follow_all = follow == "all"
-        self.seed_urls: list[str] = []
-        raw_seeds = read_seeds(seeds, seeds_file)
-        for raw in raw_seeds:
-            try:
-                self.seed_urls.append(normalize(raw))
-            except InvalidURL as exc:
-                logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": raw.strip(), "reason": exc})
-        if raw_seeds and not self.seed_urls:
-            raise ValueError(
-                "no valid seed: give -a seeds=URL[,URL...] or -a seeds_file=PATH "
-                "with absolute http:// or https:// URLs (or no seed at all, to join a running crawl)"
-            )
-        self.seed_urls = list(dict.fromkeys(self.seed_urls))
         self.seed_hosts = frozenset(host_of(u) for u in self.seed_urls)
         self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
         self._resolver = LinkResolver()
@@ -133,7 +188,11 @@ class SiteSpider(Spider):
         self.max_text_chars = 1_000_000
         self.simhash_max_distance = 3
         self.simhash_min_chars = 200
-        self._seen: set[str] = set()
+        self.mirror_min_pages = 20
+        self.mirror_share = 0.5
+        self.max_redirects = 10
+        self.depth_limit = 0
+        self._seen = UrlCache(100_000)
         self._scope_client: redis.Redis | None = None
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
@@ -147,6 +206,11 @@ class SiteSpider(Spider):
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
         spider.simhash_max_distance = settings.getint("SIMHASH_MAX_DISTANCE")
         spider.simhash_min_chars = settings.getint("SIMHASH_MIN_CHARS")
+        spider.mirror_min_pages = settings.getint("SIMHASH_MIRROR_MIN_PAGES")
+        spider.mirror_share = settings.getfloat("SIMHASH_MIRROR_SHARE")
+        spider.max_redirects = settings.getint("REDIRECT_MAX_TIMES")
+        spider.depth_limit = settings.getint("DEPTH_LIMIT")
+        spider._seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
         return spider
 
     def _in_scope(self, url: str) -> bool:
@@ -219,15 +283,16 @@ class SiteSpider(Spider):
     # -- responses
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         url = normalize(response.url)
-        self._seen.add(url)
         self._learn_scope_from(url)
-        depth = int(response.meta.get("depth", 0))
         item = PageItem(
-            url=url, site=url_site(url), depth=depth, status=response.status,
+            url=url, site=url_site(url), depth=int(response.meta.get("depth", 0)), status=response.status,
             fetched_at=time.time(),
             etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"),
         )
+        if response.status in REDIRECT_STATUSES:
+            yield from self._redirect(response, item)
+            return
         robots = parse_robots_directives(
             ",".join(v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag"))
         )
@@ -269,6 +334,9 @@ class SiteSpider(Spider):
             link = resolve(base, href)
             if link is not None and link not in out and link != url:
                 out[link] = anchor
+        refresh = self._meta_refresh(response, text, url)
+        if refresh is not None:
+            out.setdefault(refresh, "[meta refresh]")
         item.links = [{"url": u, "anchor": a} for u, a in out.items()]
         stats.inc_value("frontier/hrefs_found", len(page.links))
         stats.inc_value("frontier/links_found", len(out))
@@ -278,62 +346,152 @@ class SiteSpider(Spider):
             stats.inc_value("robots/noindex")
         else:
             yield item
-        if duplicate:
-            return  # a copy's links only repeat work (the textbook's reason)
         if "nofollow" in robots:
             stats.inc_value("robots/nofollow")
             return
+        if refresh is not None and not duplicate:
+            # A meta refresh is a redirect: followed whatever the page's type.
+            yield from self._follow([refresh], url, item.depth, priority=1)
+        if duplicate:
+            return  # a copy's links only repeat work (the textbook's reason)
         if item.page_type != INDEX and not self.follow_all:
             return
-        yield from self._follow(out, url)
+        yield from self._follow(out, url, item.depth + 1)
+
+    def _meta_refresh(self, response: TextResponse, text: str, url: str) -> str | None:
+        """The target of a ``<meta http-equiv="refresh">`` in the page's head."""
+        head = text[:8192]
+        if "refresh" not in head.lower():
+            return None
+        from w3lib.html import get_meta_refresh
+
+        try:
+            _, target = get_meta_refresh(head, url)
+            return normalize(target, url) if target else None
+        except (InvalidURL, ValueError):
+            return None
+
+    def _redirect(self, response: Response, item: PageItem) -> Iterator[Any]:
+        """A 3xx answer: the source is stored (status, and its target as its
+        one link); the target is a new URL of the crawl, queued through the
+        frontier like any link (deduplicated, in scope, politeness, robots,
+        the address guard), first in its site queue. Loops, the hop limit and
+        a missing Location become error records; an off-scope target is
+        recorded as an edge and not fetched."""
+        stats = self.crawler.stats
+        chain = [u for u in response.meta.get("redirect_urls", ()) if isinstance(u, str)]
+        hops = int(response.meta.get("redirect_times", 0))
+        location = _header(response, b"Location")
+        try:
+            target = normalize(location, item.url) if location else None
+        except InvalidURL:
+            target = None
+        if target is None:
+            item.state = "E"
+            item.error = f"HTTP {response.status} redirect without a valid Location ({location!r:.200})"
+            stats.inc_value("redirect/bad_location")
+            yield item
+            return
+        item.links = [{"url": target, "anchor": f"[redirect {response.status}]"}]
+        if target == item.url or target in chain:
+            item.state = "E"
+            item.error = "redirect loop: " + " -> ".join([*chain, item.url, target])[:500]
+            stats.inc_value("redirect/loop")
+        elif hops >= self.max_redirects:
+            item.state = "E"
+            item.error = f"too many redirects: {hops + 1} hops (REDIRECT_MAX_TIMES = {self.max_redirects})"
+            stats.inc_value("redirect/limit")
+        elif not self._in_scope(target):
+            stats.inc_value("redirect/off_scope")
+        else:
+            stats.inc_value("redirect/followed")
+            yield item
+            yield from self._follow([target], item.url, item.depth, priority=1, meta={
+                "redirect_times": hops + 1, "redirect_urls": [*chain, item.url][-self.max_redirects:]})
+            return
+        yield item
 
     def _check_duplicate(self, item: PageItem) -> bool:
         """Fingerprint the page and ask the cluster's index whether it is a
-        copy, before any of its links reach the frontier."""
-        if len(item.text) < self.simhash_min_chars:
-            self.crawler.stats.inc_value("simhash/skipped_short")
+        copy, before any of its links reach the frontier. True: its links are
+        not to be followed (a copy of a page of its own site, or its site
+        mirrors another)."""
+        if not item.text and not item.links:
             return False
-        fp = simhash(item.text)
-        item.simhash = signed(fp)
         item.content_hash = content_hash(item.text)
+        # Exact copies of short pages are found too, but only with the same
+        # links: short texts ("Archive", a title) are shared by pages that
+        # differ by their links alone.
+        key = item.content_hash
+        fp: int | None = None
+        if len(item.text) >= self.simhash_min_chars:
+            fp = simhash(item.text)
+            item.simhash = signed(fp)
+        else:
+            self.crawler.stats.inc_value("simhash/skipped_short")
+            key = content_hash(item.content_hash + "\n" + "\n".join(sorted(x["url"] for x in item.links)))
         frontier = frontier_of(self.crawler)
         if frontier is None:
             return False
         try:
-            kind, first, distance = frontier.near_duplicate(
-                item.url, item.content_hash, fp, self.simhash_max_distance)
+            verdict = frontier.near_duplicate(
+                item.url, item.site, key, fp, self.simhash_max_distance,
+                mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share)
         except redis.RedisError as exc:
             logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
                            extra={"spider": self})
             return False
-        if kind == "new":
+        if verdict.kind == "new":
             return False
-        item.dup_of = first
-        self.crawler.stats.inc_value(f"simhash/{kind}_duplicate")
+        item.dup_of = verdict.first
+        item.mirror_of = verdict.mirror_of
+        stats = self.crawler.stats
+        stats.inc_value(f"simhash/{verdict.kind}_duplicate")
+        if not verdict.same_site:
+            stats.inc_value("simhash/cross_site_copy")
         logger.debug("%(url)s is a%(n)s %(kind)s duplicate of %(first)s (distance %(d)d)",
-                     {"url": item.url, "n": "n" if kind == "exact" else "", "kind": kind,
-                      "first": first, "d": distance}, extra={"spider": self})
-        return True
+                     {"url": item.url, "n": "n" if verdict.kind == "exact" else "", "kind": verdict.kind,
+                      "first": verdict.first, "d": verdict.distance}, extra={"spider": self})
+        return verdict.same_site or verdict.mirror_of is not None
 
-    def _follow(self, links: Iterable[str], referer: str) -> Iterator[Request]:
+    def _follow(self, links: Iterable[str], referer: str, depth: int, priority: int = 0,
+                meta: dict[str, Any] | None = None) -> Iterator[Request]:
+        """Requests for the links not sent before, at ``depth`` (the number of
+        links from a seed: a redirect keeps its source's depth). Depth is kept
+        here rather than by Scrapy's DepthMiddleware, which counts a redirect
+        the spider follows as one more level."""
+        stats = self.crawler.stats
+        if self.depth_limit and depth > self.depth_limit:
+            stats.inc_value("depth/request_ignored_count")
+            return
+        stats.max_value("request_depth_max", depth)
         seen = self._seen
         new = 0
         for link in links:
             if link in seen:
                 continue
-            seen.add(link)
+            # Judged before it is remembered: a link out of scope now may be in
+            # scope once another worker's seeds widen it.
             if not self._in_scope(link) or link.lower().split("?", 1)[0].endswith(_IGNORED_SUFFIXES):
                 continue
+            seen.add(link)
             new += 1
-            yield self._request(link, referer)
-        self.crawler.stats.inc_value("frontier/links_new", new)
+            request = self._request(link, referer)
+            request.meta["depth"] = depth
+            if priority:
+                request.priority = priority
+            if meta:
+                request.meta.update(meta)
+            yield request
+        stats.inc_value("frontier/links_new", new)
 
     def errback(self, failure: Failure) -> Iterator[PageItem]:
         request: Request = failure.request  # type: ignore[attr-defined]
         exc = failure.value
-        if isinstance(exc, IgnoreRequest) and not isinstance(exc, HttpError):
-            # Not fetched at all (robots.txt, offsite, ...): not a page, not an
-            # error of the site; the middleware that dropped it counted it.
+        if isinstance(exc, IgnoreRequest) and not isinstance(exc, HttpError) and str(exc) == ROBOTS_FORBIDDEN:
+            # Not fetched at all, by the site's wish: not a page, not an error
+            # of the site (robotstxt/forbidden counts it). Every other refusal
+            # (the address guard, a decompression bomb, ...) is an error record.
             return
         url = normalize(request.url)
         response = getattr(failure.value, "response", None)

@@ -91,6 +91,10 @@ class Store(ABC):
     def close(self) -> None:
         """Release connections. Idempotent."""
 
+    def describe(self) -> str:
+        """Where the pages go, for the log (no password)."""
+        return type(self).__name__
+
     def __enter__(self) -> Store:
         return self
 

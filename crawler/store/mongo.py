@@ -65,6 +65,7 @@ class MongoStore(Store):
             where = re.sub(r"//[^@/]*@", "//***@", uri)  # no password in logs
             raise StoreUnavailable(f"cannot reach MongoDB at {where} within {timeout_ms / 1000:g} s: "
                                    f"{short_error(exc, 300)}") from exc
+        self.where = re.sub(r"//[^@/]*@", "//***@", uri)
         self.db = self.client[database]
         self.pages = self.db["pages"]
         self.links = self.db["links"]
@@ -179,6 +180,9 @@ class MongoStore(Store):
         if state is not None:
             query["state"] = state
         return int(self.pages.count_documents(query))
+
+    def describe(self) -> str:
+        return f"MongoDB at {self.where}, database {self.db.name}"
 
     def close(self) -> None:
         self.client.close()

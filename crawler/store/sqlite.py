@@ -193,6 +193,9 @@ class SQLiteStore(Store):
             args.append(state)
         return int(self._query(sql, args)[0][0])
 
+    def describe(self) -> str:
+        return f"SQLite file {self.path}"
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:

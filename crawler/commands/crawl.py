@@ -1,0 +1,96 @@
+"""``scrapy crawl``: Scrapy's command, with start-up errors as one line.
+
+Before anything starts, the settings (``crawler.config``) and the spider's
+arguments (its ``check_arguments``, when it has one) are checked; a bad
+value prints one line naming it and exits with status 1. An error while the
+crawl starts (Redis or MongoDB unreachable, say) is reported the same way
+instead of as an asyncio traceback; an unexpected one keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+
+from crawler.config import ConfigError, check_settings
+from crawler.frontier.connection import RedisUnavailable
+from crawler.store import StoreUnavailable
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+# Errors whose message says everything an operator needs.
+START_ERRORS = (ConfigError, RedisUnavailable, StoreUnavailable, OSError)
+
+
+def preflight(settings: BaseSettings, spider_name: str) -> None:
+    """Reach Redis and the store before the engine starts: an unreachable
+    one is then one line, not a failed start that Scrapy unwinds with
+    tracebacks. (The embedded Redis started here is the one the crawl uses.)"""
+    from crawler.crawldir import crawl_dir, crawl_name
+    from crawler.frontier.connection import get_redis
+    from crawler.store import open_store
+
+    name = crawl_name(settings, spider_name)
+    get_redis(settings, crawl_dir(settings)).close()
+    if settings.get("MONGO_URI"):
+        open_store(settings, name).close()
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            super().run(args, opts)  # Scrapy's usage errors
+            return
+        assert self.settings is not None and self.crawler_process is not None
+        try:
+            check_settings(self.settings)
+            spidercls = self.crawler_process.spider_loader.load(args[0])
+        except ConfigError as exc:
+            self._fail(exc)
+            return
+        except KeyError:
+            raise UsageError(f"no spider named {args[0]!r}", print_help=False) from None
+        check = getattr(spidercls, "check_arguments", None)
+        try:
+            if check is not None:
+                check(**opts.spargs)
+            preflight(self.settings, spidercls.name)
+        except START_ERRORS as exc:
+            self._fail(exc)
+            return
+        crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
+        if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
+            crawl.add_done_callback(self._task_done)
+        else:  # a Deferred (CrawlerProcess)
+            crawl.addErrback(self._start_failed)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+
+    def _fail(self, exc: BaseException) -> None:
+        print(f"Error: {exc}", file=sys.stderr, flush=True)
+        self.exitcode = 1
+
+    def _task_done(self, task: Any) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()  # retrieved: asyncio no longer prints it
+        if exc is not None:
+            self._report(exc)
+
+    def _start_failed(self, failure: Any) -> None:
+        self._report(failure.value)
+
+    def _report(self, exc: BaseException) -> None:
+        if not isinstance(exc, START_ERRORS):
+            logger.error("The crawl failed to start", exc_info=exc)
+        self._fail(exc)

@@ -1,0 +1,254 @@
+"""Every setting the crawler reads, checked once, at start, in one place.
+
+A bad value (a typo, a wrong type, a number out of range) stops the start
+with one line naming the setting and the value: a crawl must never run with
+a required part (the store, the frontier, robots.txt, the trap guard)
+switched off because one of its settings was wrong. ``NotConfigured`` is
+left to optional features that a setting turns off on purpose.
+
+``check_settings(settings)`` raises :class:`ConfigError`; the
+``SettingsCheck`` extension (enabled first in ``EXTENSIONS``) runs it for
+every crawler, whatever starts it (``scrapy crawl``, scrapyd, a script), and
+the ``crawl`` command runs it before anything starts.
+
+The defaults themselves live in ``crawler/settings.py``; ``REDIS_URL``,
+``MONGO_URI`` and ``MONGO_DATABASE`` default to the environment variables of
+the same names there.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
+__all__ = ["ConfigError", "SettingsCheck", "check_settings"]
+
+
+class ConfigError(ValueError):
+    """A setting or argument with a bad value; the message names it."""
+
+
+Check = Callable[[Any], str | None]  # the complaint, or None when the value is fine
+
+
+def _number(kind: type, lo: float | None = None, hi: float | None = None,
+            lo_open: bool = False, optional: bool = False) -> Check:
+    def check(value: Any) -> str | None:
+        if value is None or value == "":
+            return None if optional else "must be set"
+        if isinstance(value, bool):
+            return f"must be {'an integer' if kind is int else 'a number'}"
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            return f"must be {'an integer' if kind is int else 'a number'}"
+        if kind is float and not math.isfinite(number):
+            return "must be a finite number"
+        if kind is int and isinstance(value, float) and value != number:
+            return "must be an integer"
+        if lo is not None and (number < lo or (lo_open and number == lo)):
+            return f"must be {'above' if lo_open else 'at least'} {lo:g}"
+        if hi is not None and number > hi:
+            return f"must be at most {hi:g}"
+        return None
+    return check
+
+
+def _bool(value: Any) -> str | None:
+    if isinstance(value, bool) or value in (0, 1, "0", "1", "True", "False", "true", "false"):
+        return None
+    return "must be True or False (1 or 0)"
+
+
+def _choice(*choices: str) -> Check:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def _url(*schemes: str, optional: bool = True) -> Check:
+    def check(value: Any) -> str | None:
+        if value in (None, ""):
+            return None if optional else "must be set"
+        if not isinstance(value, str) or not value.lower().startswith(tuple(s + "://" for s in schemes)):
+            return f"must be a URL starting with {' or '.join(s + '://' for s in schemes)}"
+        return None
+    return check
+
+
+def _name(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", value) or value in (".", ".."):
+        return "must be a plain name of letters, digits, '_', '.' or '-' (at most 64)"
+    return None
+
+
+def _path(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    return None if isinstance(value, str) and "\0" not in value else "must be a path"
+
+
+def _dict(value: Any) -> str | None:
+    if value in (None, "") or isinstance(value, dict):
+        return None
+    if isinstance(value, str):
+        import json
+
+        try:
+            return None if isinstance(json.loads(value), dict) else "must be a JSON object"
+        except ValueError:
+            return "must be a JSON object"
+    return "must be a dict"
+
+
+def _networks(value: Any) -> str | None:
+    if value in (None, "", []):
+        return None
+    from crawler.netguard import parse_networks
+
+    try:
+        parse_networks(value)
+    except ValueError as exc:
+        return str(exc).removeprefix("NETWORK_ALLOWLIST: ")
+    return None
+
+
+def _token(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_-]+", value):
+        return "must be a product token (letters, '_' and '-', RFC 9309)"
+    return None
+
+
+SECONDS = _number(float, 0)
+POSITIVE_SECONDS = _number(float, 0, lo_open=True)
+COUNT = _number(int, 0)
+POSITIVE_COUNT = _number(int, 1)
+
+# name -> check. Scrapy's own settings that the crawler relies on are here
+# too: a bad DOWNLOAD_DELAY otherwise fails deep inside the engine.
+SPECS: dict[str, Check] = {
+    # Scrapy's
+    "DOWNLOAD_DELAY": SECONDS,
+    "CONCURRENT_REQUESTS": POSITIVE_COUNT,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": POSITIVE_COUNT,
+    "DOWNLOAD_TIMEOUT": POSITIVE_SECONDS,
+    "DOWNLOAD_MAXSIZE": POSITIVE_COUNT,  # 0 would lift the cap on hostile responses
+    "DOWNLOAD_WARNSIZE": COUNT,
+    "REDIRECT_MAX_TIMES": _number(int, 0, 50),
+    "RETRY_TIMES": COUNT,
+    "DEPTH_LIMIT": COUNT,
+    "CLOSESPIDER_PAGECOUNT": COUNT,
+    "URLLENGTH_LIMIT": COUNT,
+    "ROBOTSTXT_OBEY": _bool,
+    "ROBOTSTXT_USER_AGENT": _token,
+    "COOKIES_ENABLED": _bool,
+    # Identity and files
+    "CRAWL_NAME": _name,
+    "CRAWL_DIR": _path,
+    "STORE_PATH": _path,
+    "STORE_SPILL_PATH": _path,
+    # robots.txt
+    "ROBOTSTXT_DOWNLOAD_TIMEOUT": POSITIVE_SECONDS,
+    "ROBOTSTXT_MAX_RETRY_TIMES": COUNT,
+    "ROBOTSTXT_CACHE_TTL": POSITIVE_SECONDS,
+    # The frontier
+    "REDIS_URL": _url("redis", "rediss", "unix"),
+    "REDIS_PARAMS": _dict,
+    "FRONTIER_QUEUE_BY": _choice("site", "host"),
+    "FRONTIER_DELAY_MARGIN": SECONDS,
+    "FRONTIER_MAX_PAGES_PER_SITE": COUNT,
+    "FRONTIER_MAX_CRAWL_DELAY": SECONDS,
+    "FRONTIER_BACKOFF_MIN": POSITIVE_SECONDS,
+    "FRONTIER_BACKOFF_MAX": POSITIVE_SECONDS,
+    "FRONTIER_RETRY_BACKOFF": SECONDS,
+    "FRONTIER_RETRY_BACKOFF_MAX": SECONDS,
+    "FRONTIER_LEASE_TIMEOUT": POSITIVE_SECONDS,
+    "FRONTIER_HEARTBEAT_INTERVAL": POSITIVE_SECONDS,
+    "FRONTIER_LEASE_BATCH": _number(int, 1, 1000),
+    "FRONTIER_WAIT_FOR_SEEDS": _bool,
+    "DUPEFILTER_BUCKETS": _number(int, 1, 1 << 24),
+    "FRONTIER_URL_CACHE": POSITIVE_COUNT,
+    "NETWORK_ALLOWLIST": _networks,
+    # Traps
+    "TRAP_MAX_SHAPE_RUN": COUNT,
+    "TRAP_MAX_REPEATED_SEGMENT": COUNT,
+    # Classifier and duplicates
+    "CLASSIFIER_THRESHOLD": _number(float, 0, 1, optional=True),
+    # The shared index finds near copies by four 16-bit blocks: exact
+    # for distances up to 3 (pigeonhole), so no more can be asked of it.
+    "SIMHASH_MAX_DISTANCE": _number(int, 0, 3),
+    "SIMHASH_MIN_CHARS": COUNT,
+    "SIMHASH_MIRROR_SHARE": _number(float, 0, 1, lo_open=True),
+    "SIMHASH_MIRROR_MIN_PAGES": POSITIVE_COUNT,
+    # Store
+    "MONGO_URI": _url("mongodb", "mongodb+srv"),
+    "MONGO_DATABASE": _name,
+    "MONGO_TIMEOUT": POSITIVE_SECONDS,
+    "STORE_BATCH_SIZE": _number(int, 1, 100_000),
+    "STORE_FLUSH_INTERVAL": POSITIVE_SECONDS,
+    "STORE_RETRY_DELAY": POSITIVE_SECONDS,
+    "STORE_RETRY_MAX_DELAY": POSITIVE_SECONDS,
+    "STORE_CLOSE_TIMEOUT": SECONDS,
+    "STORE_MAX_TEXT_CHARS": POSITIVE_COUNT,
+}
+
+# (smaller, larger): the first may not exceed the second.
+ORDERED = (
+    ("FRONTIER_BACKOFF_MIN", "FRONTIER_BACKOFF_MAX"),
+    ("FRONTIER_RETRY_BACKOFF", "FRONTIER_RETRY_BACKOFF_MAX"),
+    ("STORE_RETRY_DELAY", "STORE_RETRY_MAX_DELAY"),
+    ("DOWNLOAD_WARNSIZE", "DOWNLOAD_MAXSIZE"),
+)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def problems(settings: BaseSettings) -> list[str]:
+    """One complaint per bad setting, each naming the setting and its value."""
+    out: list[str] = []
+    for name, check in SPECS.items():
+        value = settings.get(name)
+        complaint = check(value)
+        if complaint:
+            out.append(f"{name}={_show(value)} {complaint}")
+    if out:
+        return out  # relations only between values that are each valid
+    for small, large in ORDERED:
+        if float(settings.get(small)) > float(settings.get(large)):
+            out.append(f"{small}={_show(settings.get(small))} must be at most "
+                       f"{large}={_show(settings.get(large))}")
+    if settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL") >= settings.getfloat("FRONTIER_LEASE_TIMEOUT"):
+        out.append(f"FRONTIER_HEARTBEAT_INTERVAL={_show(settings.get('FRONTIER_HEARTBEAT_INTERVAL'))} "
+                   f"must be below FRONTIER_LEASE_TIMEOUT={_show(settings.get('FRONTIER_LEASE_TIMEOUT'))}")
+    return out
+
+
+def check_settings(settings: BaseSettings) -> None:
+    found = problems(settings)
+    if found:
+        raise ConfigError("bad setting" + ("s" if len(found) > 1 else "") + ": " + "; ".join(found))
+
+
+class SettingsCheck:
+    """Extension: refuse to start a crawler whose settings are bad."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        check_settings(crawler.settings)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)

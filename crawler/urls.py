@@ -7,8 +7,8 @@ form of RFC 3986 section 6.2.2 and 6.2.3, for http(s) URLs only:
    (``ada_url``, the parser Node.js uses): leading and trailing spaces and
    controls are dropped, tabs and newlines anywhere; ``\\`` is ``/``; the
    scheme and host are lowercased; hosts are percent-decoded, mapped with
-   UTS #46 (nontransitional: ``faß`` stays ``faß``, ``xn--fa-hia``) and
-   punycoded; numeric IPv4 forms (``2130706433``, ``0x7f.1``, ``127.1``)
+   UTS #46 (nontransitional: ``faß.example`` is ``xn--fa-hia.example``, not
+   IDNA2003's ``fass.example``, another domain) and punycoded; numeric IPv4 forms (``2130706433``, ``0x7f.1``, ``127.1``)
    become dotted quads and IPv6 addresses are compressed; the default port
    is dropped (``:080`` and ``:`` too); ``.`` and ``..`` segments (also as
    ``%2e``) are resolved; an empty path becomes ``/``; other characters are

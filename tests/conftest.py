@@ -47,9 +47,9 @@ ALL_HOSTS = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0
 
 
 def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
-                 latency: float = 0.0, grid_pages: int | None = None) -> Server:
+                 latency: float = 0.0, grid_pages: int | None = None, script: str = "mockserver.py") -> Server:
     log = tmp / "requests.jsonl"
-    cmd = [sys.executable, str(ROOT / "tests" / "mockserver.py"), "--hosts", hosts, "--log", str(log)]
+    cmd = [sys.executable, str(ROOT / "tests" / script), "--hosts", hosts, "--log", str(log)]
     if root is not None:
         cmd += ["--root", str(root)]
     if latency:

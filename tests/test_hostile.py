@@ -8,6 +8,7 @@ the reason, then fetch the good one."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 import redis
@@ -86,3 +87,103 @@ def test_more_refused_entries(entry):
 
     with pytest.raises(SerializationError):
         request_from_json(json.dumps(entry), SiteSpider())
+
+
+# -- a hostile site ----------------------------------------------------------------
+from tests.hostile_server import HUB_ARTICLES  # noqa: E402
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    from tests.conftest import start_server
+
+    srv = start_server(tmp_path_factory.mktemp("hostile"), hosts="127.0.0.1,127.0.0.2,127.0.0.3",
+                       script="hostile_server.py")
+    yield srv
+    srv.stop()
+
+
+def pages_of(result) -> dict[str, dict]:
+    from crawler.store import SQLiteStore
+
+    with SQLiteStore(result.store_path) as store:
+        return {p["url"]: p for p in store.iter_pages()}
+
+
+@pytest.fixture(scope="module")
+def hostile_crawl(hostile, tmp_path_factory):
+    crawl_dir = tmp_path_factory.mktemp("crawl")
+    result = run_crawl(hostile, crawl_dir, [f"seeds={hostile.url('/')}"],
+                       {"DOWNLOAD_MAXSIZE": 1024 * 1024, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "DEBUG"})
+    assert result.returncode == 0, result.log[-3000:]
+    return result
+
+
+def test_redirects_loops_and_bombs_are_error_records(hostile_crawl, hostile):
+    u = hostile.url
+    pages = pages_of(hostile_crawl)
+    chain = [f"/chain/{n}" for n in range(11)]
+    # Exactly these, once each: nothing off-site, no hop past the limit.
+    assert sorted(hostile_crawl.fetched) == sorted([
+        "/robots.txt", "/", "/loop/a", "/loop/b", *chain, "/nolocation", "/off-site",
+        "/meta-off-site.html", "/metadata", "/private-net", "/bomb.html", "/short/", "/short/index.html",
+        "/short/a.html", "/hub/", *HUB_ARTICLES])
+    assert set(hostile_crawl.hosts) == {"127.0.0.1"}
+    summary = {url.replace(u(""), ""): (p["state"], p["status"], p["error"]) for url, p in pages.items()}
+    assert summary["/loop/a"] == ("C", 302, None)
+    assert summary["/loop/b"] == ("E", 301, f"redirect loop: {u('/loop/a')} -> {u('/loop/b')} -> {u('/loop/a')}")
+    assert all(summary[p] == ("C", 302, None) for p in chain[:-1])
+    assert summary["/chain/10"] == ("E", 302, "too many redirects: 11 hops (REDIRECT_MAX_TIMES = 10)")
+    assert summary["/nolocation"] == ("E", 302, "HTTP 302 redirect without a valid Location (None)")
+    assert summary["/off-site"] == ("C", 302, None)
+    state, status, error = summary["/bomb.html"]
+    assert (state, status) == ("E", None) and "exceeded DOWNLOAD_MAXSIZE (1048576 B) during decompression" in error
+    # Off-scope targets are edges, never fetched.
+    with __import__("crawler.store", fromlist=["SQLiteStore"]).SQLiteStore(hostile_crawl.store_path) as store:
+        assert store.outlinks(u("/off-site")) == [
+            {"url": u("/landing.html", host="127.0.0.2"), "anchor": "[redirect 302]"}]
+        assert {"url": u("/refreshed.html", host="127.0.0.2"), "anchor": "[meta refresh]"} in store.outlinks(
+            u("/meta-off-site.html"))
+        assert store.outlinks(u("/metadata")) == [
+            {"url": "http://169.254.169.254/latest/meta-data/", "anchor": "[redirect 302]"}]
+    assert "'redirect/loop': 1" in hostile_crawl.log and "'redirect/limit': 1" in hostile_crawl.log
+    assert "'redirect/off_scope': 3" in hostile_crawl.log
+
+
+def test_exact_copies_of_short_pages_are_found(hostile_crawl, hostile):
+    pages = pages_of(hostile_crawl)
+    first, copy = pages[hostile.url("/short/")], pages[hostile.url("/short/index.html")]
+    assert first["content_hash"] == copy["content_hash"] is not None
+    assert (first["dup_of"], copy["dup_of"]) == (None, hostile.url("/short/"))
+    assert first["simhash"] is None  # too short for a near-duplicate decision
+
+
+def test_scope_any_still_refuses_private_and_metadata_addresses(hostile, tmp_path):
+    result = run_crawl(hostile, tmp_path, [f"seeds={hostile.url('/')}", "scope=any"],
+                       {"DOWNLOAD_MAXSIZE": 1024 * 1024, "TRAP_MAX_SHAPE_RUN": 0})
+    assert result.returncode == 0, result.log[-3000:]
+    pages = pages_of(result)
+    # The other site on loopback (allowed by the tests' NETWORK_ALLOWLIST) is crawled ...
+    assert {"/landing.html", "/refreshed.html"} <= {p for p, h in zip(result.fetched, result.hosts)
+                                                    if h == "127.0.0.2"}
+    # ... the metadata service and the private network are error records.
+    meta = pages["http://169.254.169.254/latest/meta-data/"]
+    private = pages["http://10.0.0.1/admin"]
+    assert meta["state"] == private["state"] == "E"
+    assert "169.254.169.254 (cloud metadata" in meta["error"] and "10.0.0.1 (private" in private["error"]
+
+
+def test_a_copy_published_first_elsewhere_does_not_stop_the_original(hostile, tmp_path, frontier_settings):
+    copier = run_crawl(hostile, tmp_path, [f"seeds={hostile.url('/', host='127.0.0.3')}"], frontier_settings)
+    assert copier.returncode == 0, copier.log[-3000:]
+    original = run_crawl(hostile, tmp_path, [f"seeds={hostile.url('/hub/')}"], frontier_settings)
+    assert original.returncode == 0, original.log[-3000:]
+    # The hub is recorded as a copy of what the copier published first ...
+    hub = pages_of(original)[hostile.url("/hub/")]
+    assert hub["dup_of"] == hostile.url("/", host="127.0.0.3")
+    # ... and its own links are still followed (the copier's, fetched first, were 404s).
+    assert set(copier.hosts) == {"127.0.0.3"}
+    assert Counter(p for p, h in zip(original.fetched, original.hosts)
+                   if h == "127.0.0.1" and p.startswith("/hub/")) == Counter(["/hub/", *HUB_ARTICLES])
+    stored = pages_of(original)
+    assert [stored[hostile.url(p)]["state"] for p in HUB_ARTICLES] == ["C"] * len(HUB_ARTICLES)
+    assert "'simhash/cross_site_copy': 1" in original.log

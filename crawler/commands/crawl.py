@@ -40,9 +40,9 @@ def preflight(settings: BaseSettings, spider_name: str) -> None:
     from crawler.store import open_store
 
     name = crawl_name(settings, spider_name)
-    get_redis(settings, crawl_dir(settings)).close()
     if settings.get("MONGO_URI"):
         open_store(settings, name).close()
+    get_redis(settings, crawl_dir(settings)).close()
 
 
 class Command(ScrapyCrawlCommand):

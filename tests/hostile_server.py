@@ -1,0 +1,139 @@
+"""A hostile HTTP server for tests, run as a subprocess like mockserver.py:
+
+    python tests/hostile_server.py --hosts 127.0.0.1,127.0.0.2,127.0.0.3 --log requests.jsonl
+
+Prints one JSON line ``{"port": P}`` and serves until killed, logging every
+request as mockserver.py does. What it serves, by host:
+
+- 127.0.0.1, the site under attack: redirect loops, endless redirect chains,
+  a redirect without Location, redirects and meta refreshes off-site and to
+  cloud-metadata and private addresses, a gzip bomb, a page and its copy
+  under a second URL with short text, a hub whose copy 127.0.0.3 published.
+- 127.0.0.2: an innocent other site (redirect targets that must not be fetched).
+- 127.0.0.3: a copier: the hub of 127.0.0.1, word for word, linking to
+  nothing of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mockserver import article_page, index_page  # noqa: E402
+
+HUB_ARTICLES = [f"/hub/article-{i}.html" for i in range(3)]
+BOMB_BYTES = 64 * 1024 * 1024  # decompressed; a few tens of KiB on the wire
+
+
+def hub_page() -> bytes:
+    links = [(p, f"Article {i}") for i, p in enumerate(HUB_ARTICLES)]
+    extra = "".join(f"<p>This hub lists the site's articles in order, with a long description "
+                    f"of each so that the page carries enough text to be fingerprinted. {i}</p>"
+                    for i in range(4))
+    return index_page("The hub", links, extra=extra).encode()
+
+
+def main_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    other = f"http://127.0.0.2:{port}"
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {}
+
+    def redirect(path: str, to: str | None, status: int = 302) -> None:
+        pages[path] = (status, {"Location": to} if to is not None else {}, b"")
+
+    pages["/robots.txt"] = (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow:\n")
+    pages["/"] = (200, html, index_page("Hostile", [
+        ("/loop/a", "Loop"), ("/chain/0", "Chain"), ("/nolocation", "No location"),
+        ("/off-site", "Off-site redirect"), ("/meta-off-site.html", "Off-site refresh"),
+        ("/metadata", "Metadata"), ("/private-net", "Private"), ("/bomb.html", "Bomb"),
+        ("/short/", "Short"), ("/short/index.html", "Short again"), ("/hub/", "Hub"),
+    ]).encode())
+    redirect("/loop/a", "/loop/b")
+    redirect("/loop/b", "/loop/a", 301)
+    for n in range(30):  # an endless chain, as far as a crawler with 10 hops can tell
+        redirect(f"/chain/{n}", f"/chain/{n + 1}")
+    redirect("/nolocation", None)
+    redirect("/off-site", f"{other}/landing.html")
+    pages["/meta-off-site.html"] = (200, html, index_page(
+        "Moved", [], head=f'<meta http-equiv="refresh" content="0; url={other}/refreshed.html">').encode())
+    redirect("/metadata", "http://169.254.169.254/latest/meta-data/")
+    redirect("/private-net", "http://10.0.0.1/admin")
+    bomb = gzip.compress(b"<html><body>" + b"\0" * BOMB_BYTES, compresslevel=9)
+    pages["/bomb.html"] = (200, {**html, "Content-Encoding": "gzip"}, bomb)
+    short = index_page("Short", [("/short/a.html", "A")]).encode()
+    pages["/short/"] = (200, html, short)
+    pages["/short/index.html"] = (200, html, short)
+    pages["/short/a.html"] = (200, html, article_page("A", "Reached from the short page."))
+    pages["/hub/"] = (200, html, hub_page())
+    for i, path in enumerate(HUB_ARTICLES):
+        pages[path] = (200, html, article_page(f"Hub article {i}", f"Article number {i} of the hub."))
+    return {k: (s, h, b if isinstance(b, bytes) else b.encode()) for k, (s, h, b) in pages.items()}
+
+
+def other_site() -> dict[str, tuple[int, dict[str, str], bytes]]:
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    return {"/robots.txt": (404, html, b""),
+            "/landing.html": (200, html, article_page("Landing", "Never to be fetched.").encode()),
+            "/refreshed.html": (200, html, article_page("Refreshed", "Never to be fetched.").encode())}
+
+
+def copier_site() -> dict[str, tuple[int, dict[str, str], bytes]]:
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    # Links that resolve on the copier itself, all broken: a copy, not a site.
+    return {"/robots.txt": (404, html, b""), "/": (200, html, hub_page())}
+
+
+def make_app(port_holder: dict[str, int], log_path: Path) -> web.Application:
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115
+    sites: dict[str, dict[str, tuple[int, dict[str, str], bytes]]] = {}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        host = (request.host or "").rsplit(":", 1)[0]
+        log.write(json.dumps({"t": time.time(), "host": host, "path": request.path_qs,
+                              "ua": request.headers.get("User-Agent", "")}) + "\n")
+        if host not in sites:
+            sites[host] = {"127.0.0.1": lambda: main_site(port_holder["port"]), "127.0.0.2": other_site,
+                           "127.0.0.3": copier_site}.get(host, dict)()
+        entry = sites[host].get(request.path_qs) or sites[host].get(request.path)
+        if entry is None:
+            return web.Response(status=404, text="not found")
+        status, headers, body = entry
+        return web.Response(status=status, headers=headers, body=body)
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    return app
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", default="127.0.0.1,127.0.0.2,127.0.0.3")
+    ap.add_argument("--log", type=Path, required=True)
+    args = ap.parse_args()
+    hosts = args.hosts.split(",")
+    holder: dict[str, int] = {}
+    runner = web.AppRunner(make_app(holder, args.log), access_log=None)
+    await runner.setup()
+    first = web.TCPSite(runner, hosts[0], 0)
+    await first.start()
+    port = first._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    holder["port"] = port
+    for host in hosts[1:]:
+        await web.TCPSite(runner, host, port).start()
+    print(json.dumps({"port": port, "hosts": hosts}), flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(0)

@@ -57,6 +57,13 @@ def test_sites_table_counts_pages_errors_and_discovered_sites(store):
     assert sites["b.test"]["discovered_from"] == "http://a.test/"
 
 
+def test_sites_record_which_site_a_mirror_copies(store):
+    store.write([page("http://copy.test/a", site="copy.test", dup_of="http://a.test/a")])
+    store.write([page("http://copy.test/b", site="copy.test", dup_of="http://a.test/b", mirror_of="a.test")])
+    store.write([page("http://copy.test/c", site="copy.test")])  # set once, kept
+    assert {s["site"]: s["mirror_of"] for s in store.sites()} == {"copy.test": "a.test"}
+
+
 def test_sites_links_follow_rewrites_in_any_batch(store):
     """``links``: edges out of the site's pages, a link listed twice once."""
     a = [("http://a.test/x", "X"), ("http://b.test/", "B"), ("http://a.test/x", "X again")]

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["PAGE_FIELDS", "Store", "StoreUnavailable", "short_error"]
+__all__ = ["PAGE_FIELDS", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error"]
 
 # Stored fields of a page, in column order. ``links`` (out-links) is written
 # to the links table; ``inlinks`` is derived on read.
@@ -30,6 +30,10 @@ PAGE_FIELDS = (
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer",
 )
+
+# The sites table: ``mirror_of`` names the site whose copy this site is (most
+# of its pages are copies of that site's), null otherwise.
+SITE_FIELDS = ("site", "pages", "links", "errors", "first_seen", "discovered_from", "mirror_of")
 
 
 def short_error(exc: BaseException, limit: int = 200) -> str:

@@ -26,7 +26,7 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
-from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
+from crawler.store.base import PAGE_FIELDS, SITE_FIELDS, Store, StoreUnavailable, short_error
 from crawler.urls import url_site
 
 __all__ = ["MongoStore"]
@@ -124,8 +124,11 @@ class MongoStore(Store):
         self.sites_.bulk_write(site_ops, ordered=False)
         # Counted again rather than incremented: a batch retried after a
         # partial failure still leaves the right numbers.
+        mirrors = {p["site"]: p["mirror_of"] for p in pages if p.get("mirror_of")}
         for site in sorted({p["site"] for p in pages}):
-            counts = {"pages": 0, "errors": 0, "links": 0}
+            counts: dict[str, Any] = {"pages": 0, "errors": 0, "links": 0}
+            if site in mirrors:
+                counts["mirror_of"] = mirrors[site]
             for row in self.pages.aggregate([
                     {"$match": {"site": site, **_STORED}},
                     {"$group": {"_id": "$state", "n": {"$sum": 1}, "links": {"$sum": "$nlinks"}}}]):
@@ -170,7 +173,7 @@ class MongoStore(Store):
             yield {"src": d["src"], "dst": d["dst"], "anchor": d.get("anchor", "")}
 
     def sites(self) -> list[dict[str, Any]]:
-        return [{k: d.get(k) for k in ("site", "pages", "links", "errors", "first_seen", "discovered_from")}
+        return [{k: d.get(k) for k in SITE_FIELDS}
                 for d in self.sites_.find({}, {"_id": 0}).sort("site", 1)]
 
     def count_pages(self, site: str | None = None, state: str | None = None) -> int:

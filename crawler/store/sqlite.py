@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawler.store.base import PAGE_FIELDS, Store
+from crawler.store.base import PAGE_FIELDS, SITE_FIELDS, Store
 from crawler.urls import url_site
 
 __all__ = ["SQLiteStore"]
@@ -37,7 +37,7 @@ CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
 CREATE TABLE IF NOT EXISTS sites (
     site TEXT PRIMARY KEY, pages INTEGER NOT NULL DEFAULT 0,
     errors INTEGER NOT NULL DEFAULT 0, first_seen REAL, discovered_from TEXT,
-    links INTEGER NOT NULL DEFAULT 0
+    links INTEGER NOT NULL DEFAULT 0, mirror_of TEXT
 );
 """
 
@@ -74,6 +74,8 @@ class SQLiteStore(Store):
             columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sites)")}
             if "links" not in columns:
                 self._conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_SITES_LINKS + "COMMIT;")
+            if "mirror_of" not in columns:
+                self._conn.execute("ALTER TABLE sites ADD COLUMN mirror_of TEXT")
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -134,6 +136,8 @@ class SQLiteStore(Store):
                     "WHERE site = ?1",
                     [(s, links_delta[s]) for s in touched],
                 )
+                conn.executemany("UPDATE sites SET mirror_of = ? WHERE site = ?",
+                                 [(p["mirror_of"], p["site"]) for p in pages if p.get("mirror_of")])
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -180,7 +184,7 @@ class SQLiteStore(Store):
 
     def sites(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self._query(
-            "SELECT site, pages, links, errors, first_seen, discovered_from FROM sites ORDER BY site")]
+            f"SELECT {', '.join(SITE_FIELDS)} FROM sites ORDER BY site")]
 
     def count_pages(self, site: str | None = None, state: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM pages WHERE 1"

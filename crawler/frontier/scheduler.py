@@ -165,7 +165,9 @@ class FrontierScheduler(BaseScheduler):
         engine = self.crawler.engine
         if engine is not None and hasattr(engine.downloader, "_delay"):
             engine.downloader._delay = 0.0
-        self.frontier.heartbeat()
+        # The first heartbeat may already reap a dead worker's leases (a worker
+        # restarted after FRONTIER_LEASE_TIMEOUT): counted like any other.
+        self._heartbeat()
         logger.info("Frontier %(crawl)s on %(redis)s, node %(node)s",
                     {"crawl": self.frontier.crawl, "redis": _where(client), "node": self.frontier.node},
                     extra={"spider": spider})

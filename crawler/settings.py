@@ -16,6 +16,9 @@ COMMANDS_MODULE = "crawler.commands"
 # with a page that names the operator before crawling other people's sites.
 USER_AGENT = "site-crawler/0.1 (+https://example.invalid/crawler-contact)"
 ROBOTSTXT_OBEY = True
+# robots.txt groups are matched on this product token (RFC 9309), never on the
+# whole USER_AGENT; None: USER_AGENT's first word up to its "/" ("site-crawler").
+ROBOTSTXT_USER_AGENT = None
 # robots.txt gets a short timeout and one retry: a robots.txt that stalls or
 # fails must not hold the site's requests for DOWNLOAD_TIMEOUT x retries.
 # When it cannot be had (timeout, network error, 5xx) the site is crawled as
@@ -115,7 +118,7 @@ FRONTIER_WAIT_FOR_SEEDS = False
 # Redis's compact integer encoding on a default server (4096 sets: 1.6M URLs;
 # the embedded server allows 4096 a set: 16M). Raise with the crawl's size.
 DUPEFILTER_BUCKETS = 4096
-ROBOTSTXT_CACHE_TTL = 86_400  # seconds a robots.txt is shared before it is fetched again
+ROBOTSTXT_CACHE_TTL = 86_400  # seconds a robots.txt is shared (its Redis key expires then) before it is fetched again
 
 # --- Scope and caps ---------------------------------------------------------------
 # Spider-trap guard (crawler.middlewares.TrapGuardMiddleware): a chain of links

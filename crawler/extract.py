@@ -8,17 +8,27 @@ sits in navigation (``nav``, ``header``, ``footer``, ``aside``, or a class/id
 such as ``menu`` or ``sidebar``) decide whether it belongs to the main text.
 That main text is what the SimHash of a later stage fingerprints, so the
 same article framed by different navigation reads the same.
+
+Any string or bytes is a page: control characters, noncharacters and lone
+surrogates, as raw characters or as character references, never make
+``analyze`` raise. Text, titles and anchors come out without them (form feed
+and vertical tab read as spaces, C1 controls as the windows-1252 characters
+they almost always stand for); hrefs are kept as written, for the URL parser
+to read as a browser does.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 
 import lxml.etree
+from w3lib.encoding import to_unicode
 
-__all__ = ["Page", "analyze", "parse_html"]
+__all__ = ["Page", "analyze", "decode_html", "encoding_name", "parse_html"]
 
 SKIP_TAGS = frozenset(
     {"script", "style", "noscript", "template", "svg", "math", "iframe", "object",
@@ -77,39 +87,375 @@ class Page:
     h1: str = ""
 
 
-def decode_html(data: bytes, content_type: str | None = None) -> str:
-    """Text of an HTML document: BOM, then the Content-Type charset, then a
-    ``<meta>`` charset, then UTF-8 if it decodes, then a statistical guess
-    (charset-normalizer: GBK, Big5, Shift-JIS ... pages that declare nothing)."""
-    from w3lib.encoding import html_to_unicode
+# -- decoding: bytes to text, as a browser would, and better where it guesses
 
-    _, text = html_to_unicode(content_type, data, auto_detect_fun=_detect_encoding)
-    return text
+# WHATWG Encoding Standard labels (https://encoding.spec.whatwg.org/#names-and-labels),
+# by encoding name, and the Python codec whose decoder matches it. The
+# "replacement" labels (ISO-2022-KR, HZ, ISO-2022-CN) are left out: a browser
+# shows such a page as one U+FFFD for safety; a crawler loses less by
+# reading on to the next clue. So is x-user-defined, which no page needs.
+_WHATWG = """\
+utf-8 utf-8: unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8
+ibm866 cp866: 866 cp866 csibm866 ibm866
+iso-8859-2 iso8859_2: csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 l2 latin2
+iso-8859-3 iso8859_3: csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 iso_8859-3:1988 l3 latin3
+iso-8859-4 iso8859_4: csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 iso_8859-4:1988 l4 latin4
+iso-8859-5 iso8859_5: csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 iso_8859-5 \
+iso_8859-5:1988
+iso-8859-6 iso8859_6: arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 iso-8859-6 iso-8859-6-e \
+iso-8859-6-i iso-ir-127 iso8859-6 iso88596 iso_8859-6 iso_8859-6:1987
+iso-8859-7 iso8859_7: csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 iso8859-7 iso88597 \
+iso_8859-7 iso_8859-7:1987 sun_eu_greek
+iso-8859-8 iso8859_8: csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8 iso88598 \
+iso_8859-8 iso_8859-8:1988 visual
+iso-8859-8-i iso8859_8: csiso88598i iso-8859-8-i logical
+iso-8859-10 iso8859_10: csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6
+iso-8859-13 iso8859_13: iso-8859-13 iso8859-13 iso885913
+iso-8859-14 iso8859_14: iso-8859-14 iso8859-14 iso885914
+iso-8859-15 iso8859_15: csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9
+iso-8859-16 iso8859_16: iso-8859-16
+koi8-r koi8_r: cskoi8r koi koi8 koi8-r koi8_r
+koi8-u koi8_u: koi8-ru koi8-u
+macintosh mac_roman: csmacintosh mac macintosh x-mac-roman
+windows-874 cp874: dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874
+windows-1250 cp1250: cp1250 windows-1250 x-cp1250
+windows-1251 cp1251: cp1251 windows-1251 x-cp1251
+windows-1252 cp1252: ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 \
+iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252
+windows-1253 cp1253: cp1253 windows-1253 x-cp1253
+windows-1254 cp1254: cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 iso_8859-9:1989 l5 \
+latin5 windows-1254 x-cp1254
+windows-1255 cp1255: cp1255 windows-1255 x-cp1255
+windows-1256 cp1256: cp1256 windows-1256 x-cp1256
+windows-1257 cp1257: cp1257 windows-1257 x-cp1257
+windows-1258 cp1258: cp1258 windows-1258 x-cp1258
+x-mac-cyrillic mac_cyrillic: x-mac-cyrillic x-mac-ukrainian
+gbk gb18030: chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk
+gb18030 gb18030: gb18030
+big5 big5hkscs: big5 big5-hkscs cn-big5 csbig5 x-x-big5
+euc-jp euc_jp: cseucpkdfmtjapanese euc-jp x-euc-jp
+iso-2022-jp iso2022_jp: csiso2022jp iso-2022-jp
+shift_jis cp932: csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis
+euc-kr cp949: cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 ksc_5601 \
+windows-949
+utf-16be utf-16-be: unicodefffe utf-16be
+utf-16le utf-16-le: csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le
+"""
+_LABELS: dict[str, str] = {}
+_CODEC: dict[str, str] = {}
+for _line in _WHATWG.replace("\\\n", "").splitlines():
+    _names, _, _labels = _line.partition(": ")
+    _name, _codec = _names.split()
+    _CODEC[_name] = _codec
+    _LABELS.update(dict.fromkeys(_labels.split(), _name))
+# Decoders that can fail on bytes the encoding does not allow: a declared
+# encoding of these that the body breaks is a wrong declaration. Single-byte
+# encodings read any byte, so nothing can be told from them.
+_MULTIBYTE = frozenset({"utf-8", "utf-16le", "utf-16be", "gbk", "gb18030", "big5", "euc-jp",
+                        "iso-2022-jp", "shift_jis", "euc-kr"})
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xfe\xff", "utf-16be"), (b"\xff\xfe", "utf-16le"))
 
 
-def _detect_encoding(data: bytes) -> str | None:
+def encoding_name(label: str | None) -> str | None:
+    """The WHATWG name of an encoding label (``latin1`` -> ``windows-1252``,
+    ``gb2312`` -> ``gbk``), or None for a label the standard does not know."""
+    return _LABELS.get(label.strip().lower()) if label else None
+
+
+def decode_html(body: bytes, content_type: str | None = None, hint: str | None = None) -> tuple[str, str]:
+    """Text of an HTML document and the encoding it was read with (a WHATWG
+    name: ``utf-8``, ``windows-1252``, ``gbk``, ``big5``, ``shift_jis`` ...).
+
+    Clues in the order a browser takes them: a byte order mark; the
+    ``Content-Type`` charset; a ``<meta>`` charset in the first 1,024 bytes.
+    A declared multi-byte encoding the body breaks (more than one bad
+    sequence in twenty good ones) is taken for a wrong declaration and the
+    next clue read instead. Undeclared, UTF-8 if the body reads as UTF-8;
+    then the page's language (``<html lang>``, or a content-language
+    ``<meta>``) and ``hint``, the encoding the same site's other pages were
+    read with, choose among the legacy encodings; with neither, a Chinese,
+    Japanese or Korean encoding when one reads the page as common text in
+    its language, else windows-1252 (the WHATWG default) for Latin-script
+    text, else the best single-byte code page by charset-normalizer. Bytes
+    the chosen encoding cannot read become U+FFFD; never raises.
+    """
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return _decode(body[len(bom):], name)[0], name
+    head = body[:1024]
+    declared = [encoding_name(_header_charset(content_type)), _meta_charset(head)]
+    for label in declared:
+        if label is not None:
+            text, errors = _decode(body, label)
+            if label not in _MULTIBYTE or _reads(text, errors):
+                return text, label
+    if b"\x1b$" in body:  # ISO-2022-JP is 7-bit and would read as UTF-8: its escapes tell it
+        text, errors = _decode(body, "iso-2022-jp")
+        if not errors:
+            return text, "iso-2022-jp"
+    text, errors = _decode(body, "utf-8")
+    if _reads(text, errors):
+        return text, "utf-8"
+    name = _detect(body, _page_language(body[:8192]), encoding_name(hint))
+    return _decode(body, name)[0], name
+
+
+def _decode(body: bytes, name: str) -> tuple[str, int]:
+    """Text and the number of bytes or sequences replaced by U+FFFD."""
+    codec = _CODEC[name]
     try:
-        data.decode("utf-8")
-        return "utf-8"
+        return body.decode(codec), 0
     except UnicodeDecodeError:
-        pass
+        # w3lib's to_unicode: gb18030 with the WHATWG's euro sign for 0x80.
+        text = to_unicode(body, codec)
+        return text, text.count("\ufffd")
+
+
+def _reads(text: str, errors: int) -> bool:
+    """Whether a multi-byte decoder read the body: a few bad sequences (a
+    page cut short, a stray byte) among many good ones are the page's own."""
+    if not errors:
+        return True
+    good = len(text) - len(text.encode("ascii", "ignore")) - errors
+    return errors * 20 <= good
+
+
+_CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([^\s"';,]+)""", re.I)
+# The WHATWG prescan, in brief: the first <meta> that carries a charset
+# attribute, or http-equiv="content-type" with a charset= in its content;
+# comments are skipped, a quoted value may hold '>'.
+_META_TAG = re.compile(rb"""<!--.*?(?:-->|$)|<meta[\s/]((?:[^>"']|"[^"]*"|'[^']*')*)""", re.I | re.S)
+_ATTR = re.compile(rb"""([^\s/>"'=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]*)))?""")
+
+
+def _header_charset(content_type: str | None) -> str | None:
+    match = _CHARSET_PARAM.search(content_type) if content_type else None
+    return match.group(1) if match else None
+
+
+def _meta_attrs(head: bytes, *names: bytes) -> list[dict[bytes, str]]:
+    """Attributes of the ``<meta>`` tags of ``head`` naming any of ``names``."""
+    tags = []
+    for match in _META_TAG.finditer(head):
+        raw = match.group(1)
+        if raw is None or not any(n in raw.lower() for n in names):
+            continue
+        attrs: dict[bytes, str] = {}
+        for name, *values in _ATTR.findall(raw):
+            attrs.setdefault(name.lower(), b"".join(values).decode("latin-1").strip())
+        tags.append(attrs)
+    return tags
+
+
+def _meta_charset(head: bytes) -> str | None:
+    for attrs in _meta_attrs(head, b"charset"):
+        label = attrs.get(b"charset")
+        if label is None and attrs.get(b"http-equiv", "").lower() == "content-type":
+            label = _header_charset(attrs.get(b"content"))
+        name = encoding_name(label)
+        if name is not None:
+            # A page that reads its own <meta> in ASCII is not UTF-16 (WHATWG).
+            return "utf-8" if name.startswith("utf-16") else name
+    return None
+
+
+_HTML_LANG = re.compile(
+    rb"""<html\b(?:[^>"']|"[^"]*"|'[^']*')*?\blang\s*=\s*["']?\s*([a-z]{2,3}(?:[-_][a-z0-9]{1,8})*)""", re.I)
+
+
+def _page_language(head: bytes) -> str:
+    """The page's language tag, lowercased (``zh-tw``), or ""."""
+    match = _HTML_LANG.search(head)
+    if match:
+        return match.group(1).decode("ascii").lower().replace("_", "-")
+    for attrs in _meta_attrs(head, b"content-language"):
+        if attrs.get(b"http-equiv", "").lower() == "content-language":
+            return attrs.get(b"content", "").split(",")[0].strip().lower().replace("_", "-")
+    return ""
+
+
+# Legacy encodings by language, most used first (after the WHATWG's
+# locale defaults in the HTML standard's encoding sniffing algorithm).
+_LANG_ENCODINGS = {
+    "zh": ("gbk", "big5"), "zh-hant": ("big5", "gbk"), "ja": ("shift_jis", "euc-jp", "iso-2022-jp"),
+    "ko": ("euc-kr",),
+    **dict.fromkeys(("ru", "uk", "be", "bg", "mk", "sr", "kk", "ky", "tt", "ba"),
+                    ("windows-1251", "koi8-r", "koi8-u", "ibm866", "iso-8859-5")),
+    **dict.fromkeys(("pl", "cs", "sk", "hu", "sl", "hr", "bs", "ro"), ("windows-1250", "iso-8859-2")),
+    "el": ("windows-1253", "iso-8859-7"), "tr": ("windows-1254",), "az": ("windows-1254",),
+    "he": ("windows-1255", "iso-8859-8"), "yi": ("windows-1255",), "ar": ("windows-1256", "iso-8859-6"),
+    "fa": ("windows-1256",), "ur": ("windows-1256",), "lt": ("windows-1257", "iso-8859-13"),
+    "lv": ("windows-1257", "iso-8859-13"), "vi": ("windows-1258",), "th": ("windows-874",),
+}
+_CJK_ENCODINGS = ("gbk", "big5", "shift_jis", "euc-jp", "euc-kr")
+_SINGLE_BYTE = tuple(name for name in _CODEC if name not in _MULTIBYTE and name != "iso-8859-8-i")
+_LEGACY = _SINGLE_BYTE + _CJK_ENCODINGS
+_LATIN = frozenset({"windows-1252", "windows-1250", "windows-1254", "windows-1257", "windows-1258",
+                    "iso-8859-2", "iso-8859-3", "iso-8859-4", "iso-8859-10", "iso-8859-13",
+                    "iso-8859-14", "iso-8859-15", "iso-8859-16", "macintosh"})
+
+
+def _language_encodings(lang: str) -> tuple[str, ...]:
+    primary, _, rest = lang.partition("-")
+    if primary == "zh" and any(tag in rest.split("-") for tag in ("tw", "hk", "mo", "hant")):
+        return _LANG_ENCODINGS["zh-hant"]
+    return _LANG_ENCODINGS.get(primary, ("windows-1252", "iso-8859-15") if primary else ())
+
+
+def _detect(body: bytes, lang: str, hint: str | None) -> str:
+    """The legacy encoding of an undeclared page that is not UTF-8."""
+    hinted = tuple(dict.fromkeys(
+        ((hint,) if hint in _CODEC and hint not in ("utf-8", "utf-16le", "utf-16be") else ())
+        + _language_encodings(lang)))
+    scores = {name: _cjk_score(body, name) for name in _CJK_ENCODINGS}
+    # The site's own encoding first, then the page's language: a short page
+    # holds too little text to tell GBK from EUC-KR by statistics alone.
+    for name in hinted:
+        if scores.get(name, 0.0) >= 0.6:
+            return name
+    best = max(scores, key=lambda name: scores[name])
+    if scores[best] >= 0.9:
+        return best  # plainly CJK text, whatever a single-byte clue says
+    if _latin_script(body):
+        return _latin_page(body, [name for name in hinted if name in _LATIN] or _LATIN_TRIED)
+    # Other scripts (Cyrillic, Greek, Arabic, Hebrew, Thai): charset-normalizer
+    # reads their letter frequencies well, among the hinted code pages first.
     from charset_normalizer import from_bytes
 
-    match = from_bytes(data).best()
-    return match.encoding if match else None
+    others = [name for name in hinted if name in _SINGLE_BYTE and name not in _LATIN]
+    for tried in (others, _LEGACY) if others else (_LEGACY,):
+        match = from_bytes(body[:_SAMPLE], cp_isolation=[_CODEC[name] for name in tried]).best()
+        found = next((name for name in tried if match is not None and _CODEC[name] == match.encoding), None)
+        if found is not None:
+            # Its statistics need more text than a short CJK page holds:
+            # among CJK encodings, ours choose.
+            return best if found in scores else found
+    return best if scores[best] >= 0.6 else "windows-1252"
+
+
+_LATIN_WORD = re.compile(rb"[A-Za-z]*[\x80-\xff][A-Za-z\x80-\xff]*")
+_HIGH_BYTES = bytes(range(0x80, 0x100))
+
+
+def _latin_script(body: bytes) -> bool:
+    """Latin-script text in a single-byte encoding: in the words that hold
+    bytes above ASCII, most bytes are ASCII letters ("forêt", "Größe",
+    "zbierający"), where other scripts and double-byte encodings write
+    whole words of high bytes."""
+    words = b"".join(_LATIN_WORD.findall(body, 0, _SAMPLE))
+    return bool(words) and len(words.translate(None, _HIGH_BYTES)) * 2 >= len(words)
+
+
+_SAMPLE = 262144  # bytes of a page the statistics read: plenty, and bounded
+# Latin code pages a page without clues is tried in, the WHATWG default first.
+_LATIN_TRIED = ("windows-1252", "iso-8859-15", "windows-1250", "iso-8859-2", "windows-1257")
+_IN_WORD = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f](?=[^\W\d_])")
+_WORD_PUNCTUATION = frozenset("\u2019\u00b4\u00b7\u2010\u2011\u2013\u2014")  # l’école, l·l, Jean–Paul
+
+
+def _latin_page(body: bytes, tried: Sequence[str]) -> str:
+    """The first of ``tried`` (windows-1252 unless a clue says otherwise),
+    unless it reads symbols into the middle of words (Polish "ą ł ż" as
+    windows-1252's "¹ ³ ¿") that another code page reads as letters."""
+    def misread(name: str) -> int:
+        text = _decode(body[:_SAMPLE], name)[0]
+        return sum(1 for c in _IN_WORD.findall(text) if not c.isalpha() and c not in _WORD_PUNCTUATION)
+
+    counts = {name: misread(name) for name in tried}
+    return min(tried, key=lambda name: counts[name])  # the first of equals
+
+
+@lru_cache(maxsize=8)
+def _common_chars(name: str) -> re.Pattern[str]:
+    """The characters of everyday text in a CJK encoding: its punctuation
+    rows and its first (most used) level of ideographs, kana or Hangul, as
+    the encoding's own standard orders them."""
+    codec, rows, trails = {
+        "gbk": ("gb2312", [0xA1, 0xA3, *range(0xB0, 0xD8)], range(0xA1, 0xFF)),
+        "big5": ("big5", range(0xA1, 0xC7), [*range(0x40, 0x7F), *range(0xA1, 0xFF)]),
+        "shift_jis": ("euc_jp", [0xA1, 0xA4, 0xA5, *range(0xB0, 0xD0)], range(0xA1, 0xFF)),
+        "euc-jp": ("euc_jp", [0xA1, 0xA4, 0xA5, *range(0xB0, 0xD0)], range(0xA1, 0xFF)),
+        "euc-kr": ("euc_kr", [0xA1, *range(0xB0, 0xC9)], range(0xA1, 0xFF)),
+    }[name]
+    chars = bytes(b for lead in rows for trail in trails for b in (lead, trail)).decode(codec, "ignore")
+    return re.compile("[" + re.escape("".join(sorted(set(chars) - {"\ufffd"}))) + "]")
+
+
+def _cjk_score(body: bytes, name: str) -> float:
+    """How well ``name`` reads the page as CJK text: the share of its
+    non-ASCII characters that are everyday characters of the language
+    standing next to another (CJK text runs on, where Latin text misread
+    as Big5 scatters lone ideographs: "zbieraj帷y"), less four for each
+    byte it cannot read; a little more for what only the right reading
+    shows: hiragana in Japanese, Hangul without Hanja in Korean."""
+    text, errors = _decode(body[:_SAMPLE], name)
+    high = len(text) - len(text.encode("ascii", "ignore"))
+    if high < 2:
+        return 0.0
+    score = (len(_common_chars(name).findall("".join(_CJK_RUN.findall(text)))) - 4 * errors) / high
+    if name in ("shift_jis", "euc-jp") and len(_HIRAGANA.findall(text)) * 10 >= high:
+        score += 0.05
+    elif name == "euc-kr" and len(_HANGUL.findall(text)) * 2 >= high and len(_HAN.findall(text)) * 20 < high:
+        score += 0.05
+    return score
+
+
+_CJK_RUN = re.compile(r"[^\x00-\x7f]{2,}")
+_HIRAGANA = re.compile("[\u3041-\u309f]")
+_HANGUL = re.compile("[\uac00-\ud7a3]")
+_HAN = re.compile("[\u4e00-\u9fff]")
 
 
 def parse_html(html: str | bytes) -> Any:
     """lxml root of ``html``, or None for an empty or unparsable document.
     ``bytes`` are decoded with ``decode_html`` first."""
     if isinstance(html, bytes):
-        html = decode_html(html)
+        html = decode_html(html)[0]
     if not html.strip():
         return None
     try:
-        return lxml.etree.fromstring(html.encode("utf-8", "surrogatepass"), _PARSER)
+        data = html.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: one U+FFFD each, as a decoder would give
+        data = _SURROGATE.sub("\ufffd", html).encode("utf-8")
+    try:
+        return lxml.etree.fromstring(data, _PARSER)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# What no stored text should hold, and what lxml refuses to write back into
+# the tree ("All strings must be XML compatible"), though its parser lets it
+# through from the page or from a character reference (&#12;): C0 controls
+# but tab, LF and CR; DEL; C1 controls; the noncharacters U+FDD0..U+FDEF
+# (which hold the markers below) and U+FFFE, U+FFFF.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]")
+
+
+def _safe_char(c: int) -> str:
+    if c in (0x0B, 0x0C) or 0x1C <= c <= 0x1F:
+        return " "  # whitespace to HTML (form feed) or to str.split() (the rest)
+    if 0x80 <= c <= 0x9F:
+        # C1 controls in a page are windows-1252 text mislabelled as
+        # ISO-8859-1 along the way; the HTML parser reads &#x80;..&#x9F; the
+        # same way. The five bytes windows-1252 leaves undefined are dropped.
+        return bytes([c]).decode("cp1252", "ignore")
+    return ""
+
+
+_SAFE = {chr(c): _safe_char(c) for c in [*range(0x20), *range(0x7F, 0xA0), *range(0xFDD0, 0xFDF0), 0xFFFE, 0xFFFF]}
+
+
+def _scrub(text: str) -> str:
+    return _UNSAFE.sub(lambda m: _SAFE[m.group()], text)
+
+
+def _scrub_tree(root: Any) -> None:
+    for el in root.iter():
+        if el.text and _UNSAFE.search(el.text):
+            el.text = _scrub(el.text)
+        if el.tail and _UNSAFE.search(el.tail):
+            el.tail = _scrub(el.tail)
 
 
 def _clean(text: str) -> str:
@@ -125,7 +471,14 @@ def _is_boiler(el: Any, tag: str) -> bool:
     if role in ("navigation", "banner", "contentinfo", "complementary", "menu"):
         return True
     attrs = (el.get("class") or "") + " " + (el.get("id") or "")
-    return len(attrs) > 1 and _BOILER_ATTR.search(attrs) is not None
+    return len(attrs) > 1 and _boiler_attrs(attrs)
+
+
+# A site's template repeats its class lists on every page (and a page within
+# itself): remembered, the regex runs for one in four of them on real pages.
+@lru_cache(maxsize=16384)
+def _boiler_attrs(attrs: str) -> bool:
+    return _BOILER_ATTR.search(attrs) is not None
 
 
 # Markers written into the tree so that lxml's C code can flatten it in one
@@ -153,6 +506,10 @@ def analyze(html: str | bytes | Any) -> Page:
         return page
     head_info = _read_head(root, page)
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
+    # One check of all the text, and the rare page that needs it cleaned:
+    # cheaper than checking each string written back below.
+    if _UNSAFE.search(cast(str, _STRING(root))) is not None:
+        _scrub_tree(root)
 
     counts: dict[str, int] = {}
     repeats: dict[tuple[str, str], int] = {}
@@ -172,10 +529,10 @@ def analyze(html: str | bytes | Any) -> Page:
         if href is None:
             continue
         if el.tag == "area":
-            links.append((href, _clean(el.get("alt") or "")))
+            links.append((href, _clean(_scrub(el.get("alt") or ""))))
             continue
         text = el.text if len(el) == 0 else cast(str, _STRING(el))
-        links.append((href, _clean(text or "") or _clean(el.get("title") or "")))
+        links.append((href, _clean(text or "") or _clean(_scrub(el.get("title") or ""))))
         el.text = _LINK_OPEN + (el.text or "")
         el.tail = _LINK_CLOSE + (el.tail or "")
     for el in root.iter(*BLOCK_TAGS):
@@ -190,7 +547,7 @@ def analyze(html: str | bytes | Any) -> Page:
         el.text = opening + (el.text or "")
         el.tail = closing + (el.tail or "")
 
-    blocks, h1_before_para = _blocks("".join(root.itertext()))
+    blocks, h1_before_para = _blocks(cast(str, _STRING(root)))
     counts["h1_before_para"] = h1_before_para
     main = [b for b in blocks if not b.boiler and b.link_chars * 2 < len(b.text)]
     if not main:
@@ -266,24 +623,29 @@ def _read_head(root: Any, page: Page) -> dict[str, str]:
         tag = el.tag
         if tag == "title":
             if not page.title and el.text:
-                page.title = _clean(el.text)[:500]
+                page.title = _clean(_scrub(el.text))[:500]
         elif tag == "meta":
             name = (el.get("name") or el.get("property") or "").lower()
             content = el.get("content") or ""
             if name in ("robots", "googlebot"):
                 page.robots = page.robots | parse_robots_directives(content)
             elif name in ("description", "og:description") and "description" not in info:
-                info["description"] = _clean(content)
+                info["description"] = _clean(_scrub(content))
             elif name == "og:type":
                 ld_types.add(content.strip().lower())
         elif tag == "base":
-            if page.base_href is None and el.get("href"):
-                page.base_href = el.get("href").strip()
+            href = el.get("href")
+            if page.base_href is None and href and href.strip(_C0_OR_SPACE):
+                # The URL parser's own trim: C0 controls and spaces only.
+                page.base_href = href.strip(_C0_OR_SPACE)
         elif tag == "script":
             if (el.get("type") or "").lower() == "application/ld+json" and el.text:
                 ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))
     page.ld_types = frozenset(ld_types)
     return info
+
+
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
 
 
 def parse_robots_directives(value: str) -> frozenset[str]:

@@ -1,40 +1,41 @@
-"""The classifier must not slide back: held-out accuracy on real pages, and the
-clear cases of the generated test site."""
+"""The classifier must not slide back: accuracy on real pages it was never
+fitted on, and the clear cases of the generated test site."""
 
-import gzip
-import json
 import sys
 
 import pytest
 
 from crawler.classify import INDEX, INFO, classify, page_type, tspider_rule
 from crawler.extract import analyze
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT
+from tests.data.pagetypes import body, labels
 
 sys.path.insert(0, str(ROOT / "bench"))
 from train_classifier import held_out, metrics  # noqa: E402
 
-DATA = SHARED / "data/pagetypes"
-
 
 @pytest.fixture(scope="module")
 def held_out_pages():
-    rows = [json.loads(line) for line in (DATA / "labels.jsonl").read_text().splitlines()]
-    rows = [r for r in rows if held_out(r["file"])]
+    rows = labels()
     for r in rows:
-        r["page"] = analyze(gzip.decompress((DATA / r["file"]).read_bytes()))
+        r["page"] = analyze(body(r))
     return rows
 
 
 def test_held_out_accuracy_does_not_slide_back(held_out_pages):
     rows = held_out_pages
-    assert len(rows) == 150  # the split is fixed by file name
+    # The in-repo sample holds only pages of the held-out part of the full
+    # set (the split is fixed by file name): the model never saw them.
+    assert (len(rows), sum(r["label"] == INDEX for r in rows)) == (112, 56)
+    assert all(held_out(r["file"]) for r in rows)
     ys = [1 if r["label"] == INDEX else 0 for r in rows]
     pred = [1 if classify(r["url"], r["page"]) == INDEX else 0 for r in rows]
     balanced, index_recall, _ = metrics(ys, pred)
-    # Recorded in bench/RESULTS.md: 0.924 balanced, 0.964 index recall.
-    assert balanced >= 0.91
-    assert index_recall >= 0.95
+    # Measured on this sample: 0.911 balanced, 0.964 index recall (54 of 56),
+    # 0.857 info recall; on all 150 held-out pages of the full set, 0.924 and
+    # 0.964 (bench/RESULTS.md). The floors allow one more miss of each kind.
+    assert balanced >= 0.89
+    assert index_recall >= 0.94
 
 
 def test_model_beats_the_tspider_rule(held_out_pages):

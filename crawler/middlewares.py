@@ -9,8 +9,17 @@ like a spider trap:
   carries the chain length; ``dont_trap_guard`` opts a request out.
 - ``TRAP_MAX_REPEATED_SEGMENT``: a path segment occurs this many times
   (``/a/b/a/b/a/b``: relative links that pile up).
+- Path-level traps (``crawler.traps``): chains that go deeper at every step
+  (``TRAP_MAX_DESCENT_RUN``), deeper into numbered or token levels
+  (``/x1/y2/z3/``: ``TRAP_MAX_NUMBERED_RUN``), or bring a fresh random token
+  at every step (``/s/<session>/``: ``TRAP_MAX_TOKEN_RUN``,
+  ``TRAP_MAX_TOKEN_VARIANTS``, ``TRAP_SITES_TRACKED``). Meta keys
+  ``descent_run``, ``numbered_run``, ``token_run`` carry the evidence.
 
-Stats: ``trap/dropped/shape_run``, ``trap/dropped/repeated_segment``.
+Stats: ``trap/dropped/shape_run``, ``trap/dropped/repeated_segment``,
+``trap/dropped/descent_run``, ``trap/dropped/numbered_run``,
+``trap/dropped/token_run``, ``trap/dropped/token_variants``. Each drop is
+logged at DEBUG.
 
 ``SiteBackoffMiddleware`` (downloader middleware, before Scrapy's retry)
 backs a site off for the whole cluster when it answers 429 or 503 or times
@@ -34,15 +43,18 @@ every URL of it, so it is read as empty too and counted in
 from __future__ import annotations
 
 import logging
+import math
+import re
 import time
 from collections.abc import AsyncIterator, Iterable
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError, NotConfigured
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 
+from crawler.traps import META_KEYS, Page, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
 
 _TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
@@ -68,7 +80,17 @@ class TrapGuardMiddleware:
                 f"TRAP_MAX_SHAPE_RUN ({self.max_shape_run!r}) and TRAP_MAX_REPEATED_SEGMENT "
                 f"({self.max_repeated!r}) must be 0 (off) or more."
             )
-        if not self.max_shape_run and not self.max_repeated:
+        # The defaults stand in for settings a project does not define (tests
+        # built with get_crawler(), projects with settings of their own).
+        default = TrapLimits()
+        self.paths = PathTrapGuard(TrapLimits(
+            max_descent_run=settings.getint("TRAP_MAX_DESCENT_RUN", default.max_descent_run),
+            max_numbered_run=settings.getint("TRAP_MAX_NUMBERED_RUN", default.max_numbered_run),
+            max_token_run=settings.getint("TRAP_MAX_TOKEN_RUN", default.max_token_run),
+            max_token_variants=settings.getint("TRAP_MAX_TOKEN_VARIANTS", default.max_token_variants),
+            sites_tracked=settings.getint("TRAP_SITES_TRACKED", default.sites_tracked),
+        ))
+        if not self.max_shape_run and not self.max_repeated and not self.paths.limits.enabled:
             raise NotConfigured
         self.stats = crawler.stats
         self.crawler = crawler
@@ -77,39 +99,53 @@ class TrapGuardMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def _keep(self, request: Request, parent_shape: str, parent_run: int) -> bool:
+    def _drop(self, request: Request, reason: str, why: str, values: dict[str, Any]) -> bool:
+        self.stats.inc_value(f"trap/dropped/{reason}")
+        logger.debug("Dropped %(request)s: " + why, {"request": request, **values},
+                     extra={"spider": self.crawler.spider})
+        return False
+
+    def _keep(self, request: Request, parent_shape: str, parent_run: int, page: Page | None) -> bool:
         if request.meta.get("dont_trap_guard"):
             return True
         if self.max_repeated and max_segment_repeats(request.url) >= self.max_repeated:
-            self.stats.inc_value("trap/dropped/repeated_segment")
-            logger.debug("Dropped %(request)s: repeated path segment", {"request": request},
-                         extra={"spider": self.crawler.spider})
-            return False
+            return self._drop(request, "repeated_segment", "repeated path segment", {})
+        run = 0
         if self.max_shape_run:
             run = parent_run + 1 if url_shape(request.url) == parent_shape else 0
             if run > self.max_shape_run:
-                self.stats.inc_value("trap/dropped/shape_run")
-                logger.debug("Dropped %(request)s: %(run)d links in a row of one URL shape",
-                             {"request": request, "run": run}, extra={"spider": self.crawler.spider})
-                return False
-            if run:
-                request.meta["shape_run"] = run
+                return self._drop(request, "shape_run", "%(run)d links in a row of one URL shape",
+                                  {"run": run})
+        if page is not None:
+            verdict = self.paths.judge(page, request.url, host_of(request.url))
+            if verdict.reason is not None:
+                return self._drop(request, verdict.reason, "path trap (%(evidence)s)",
+                                  {"evidence": verdict.evidence})
+            for key in META_KEYS:
+                request.meta.pop(key, None)
+            request.meta.update(verdict.evidence.to_meta())
+        if run:
+            request.meta["shape_run"] = run
         return True
+
+    def _parent(self, response: Response) -> tuple[str, int, Page | None]:
+        page = self.paths.page(response.url, response.meta) if self.paths.limits.enabled else None
+        return url_shape(response.url), int(response.meta.get("shape_run", 0)), page
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        shape, run = url_shape(response.url), int(response.meta.get("shape_run", 0))
+        shape, run, page = self._parent(response)
         async for r in result:
-            if not isinstance(r, Request) or self._keep(r, shape, run):
+            if not isinstance(r, Request) or self._keep(r, shape, run, page):
                 yield r
 
     def process_spider_output(
         self, response: Response, result: Iterable[Any], spider: Spider | None = None
     ) -> Iterable[Any]:
-        shape, run = url_shape(response.url), int(response.meta.get("shape_run", 0))
+        shape, run, page = self._parent(response)
         for r in result:
-            if not isinstance(r, Request) or self._keep(r, shape, run):
+            if not isinstance(r, Request) or self._keep(r, shape, run, page):
                 yield r
 
 
@@ -197,7 +233,8 @@ class SiteBackoffMiddleware:
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         if response.status in _BACKOFF_STATUSES:
-            self._backoff(request, retry_after(response.headers.get(b"Retry-After")), str(response.status))
+            seconds = retry_after(response.headers.get(b"Retry-After"), maximum=self.maximum)
+            self._backoff(request, seconds, str(response.status))
         return response
 
     def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
@@ -205,15 +242,64 @@ class SiteBackoffMiddleware:
             self._backoff(request, 0.0, "timeout")
 
 
-def retry_after(value: bytes | None, now: float | None = None) -> float:
-    """Seconds asked by a Retry-After header (delta-seconds or HTTP date); 0 if absent or bad."""
-    if not value:
+_DAY = rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_MONTHS = (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec")
+_MONTH = rb"(" + b"|".join(_MONTHS) + rb")"
+_TIME = rb"([0-9]{2}):([0-9]{2}):([0-9]{2})"
+# RFC 9110 section 5.6.7, case-sensitive as its ABNF (%s) says:
+# IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT" (the form senders must use),
+# obsolete RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT", asctime "Sun Nov  6 08:49:37 1994".
+_IMF_FIXDATE = re.compile(_DAY + rb", ([0-9]{2}) " + _MONTH + rb" ([0-9]{4}) " + _TIME + rb" GMT")
+_RFC850_DATE = re.compile(rb"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "
+                          rb"([0-9]{2})-" + _MONTH + rb"-([0-9]{2}) " + _TIME + rb" GMT")
+_ASCTIME_DATE = re.compile(_DAY + rb" " + _MONTH + rb" ([0-9]{2}| [0-9]) " + _TIME + rb" ([0-9]{4})")
+_DELAY_SECONDS = re.compile(rb"[0-9]+")  # 1*DIGIT: ASCII digits only, no sign, no fraction
+
+
+def retry_after(value: bytes | None, *, maximum: float, now: float | None = None) -> float:
+    """Seconds a ``Retry-After`` value asks to wait (RFC 9110 section 10.2.3),
+    at most ``maximum``: delay-seconds, or an HTTP-date in any of its three
+    forms, less ``now``. Anything else (absent, empty, signed, fractional,
+    non-ASCII digits such as "²", a date in the past, undecodable bytes) is 0.
+    Never raises."""
+    if not value or not isinstance(value, bytes):
         return 0.0
-    text = value.decode("latin-1").strip()
-    if text.isdigit():
-        return float(text)
+    value = value.strip(b" \t")  # OWS around a field value is not part of it
+    if _DELAY_SECONDS.fullmatch(value):
+        digits = value.lstrip(b"0")
+        # A 400-digit delay is no reason to build a 400-digit number (nor an
+        # infinite float): anything that long is over any sane maximum.
+        return min(float(digits) if len(digits) <= 15 else math.inf, maximum) if digits else 0.0
+    when = _http_date(value, time.time() if now is None else now)
+    if when is None:
+        return 0.0
+    return min(max(when - (time.time() if now is None else now), 0.0), maximum)
+
+
+def _http_date(value: bytes, now: float) -> float | None:
+    """The Unix time of an HTTP-date, None when it is not one (or names no real day)."""
+    if m := _IMF_FIXDATE.fullmatch(value):
+        day, month, year, hh, mm, ss = m.groups()
+        year_n = int(year)
+    elif m := _RFC850_DATE.fullmatch(value):
+        day, month, year, hh, mm, ss = m.groups()
+        # A two-digit year more than 50 years ahead is the latest such year
+        # in the past (RFC 9110 section 5.6.7).
+        this_year = time.gmtime(now).tm_year
+        year_n = this_year - this_year % 100 + int(year)
+        if year_n > this_year + 50:
+            year_n -= 100
+        elif year_n <= this_year - 50:
+            year_n += 100
+    elif m := _ASCTIME_DATE.fullmatch(value):
+        month, day, hh, mm, ss, year = m.groups()
+        year_n = int(year)
+    else:
+        return None
     try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return 0.0
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+        # second 60 is a leap second: the same instant as :59 for a delay.
+        moment = datetime(year_n, _MONTHS.index(month) + 1, int(day), int(hh), int(mm),
+                          min(int(ss), 59), tzinfo=timezone.utc)
+    except ValueError:  # 31 Feb, hour 25, year 0
+        return None
+    return moment.timestamp()

@@ -251,6 +251,40 @@ def calendar(month: int) -> bytes:
     ]).encode()
 
 
+# --- /trap/: path-level spider traps (tests/test_traps.py) -------------------
+# /trap/ links to two endless chains. /trap/s/<token>/ links to the next
+# session path, whose token is derived from this one (a server that issues a
+# fresh session id on every page); /trap/x1/y2/z3/... adds a numbered level
+# per page. Neither links anywhere else, so a crawl seeded at /trap/ fetches
+# exactly what the trap guard lets through.
+TRAP_SESSION_START = "3f9a2c7e1b0d4e5f"
+
+
+def next_session_token(token: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def trap_page(path: str) -> bytes | None:
+    def page(title: str, href: str) -> bytes:
+        return (f"<!DOCTYPE html><html><head><title>{title}</title></head><body>"
+                f'<h1>{title}</h1><p><a href="{href}">Next</a></p></body></html>').encode()
+
+    parts = path.split("/")[2:]  # "/trap/x1/y2/" -> ["x1", "y2", ""]
+    if parts == [""]:
+        return (b"<!DOCTYPE html><html><head><title>Traps</title></head><body><h1>Traps</h1>"
+                + f'<a href="/trap/s/{TRAP_SESSION_START}/">Session</a> '.encode()
+                + b'<a href="/trap/x1/">Levels</a></body></html>')
+    if len(parts) == 3 and parts[0] == "s" and parts[2] == "":
+        return page(f"Session {parts[1]}", f"/trap/s/{next_session_token(parts[1])}/")
+    levels = parts[:-1]
+    if parts[-1] == "" and all(level == "xyz"[i % 3] + str(i + 1) for i, level in enumerate(levels)):
+        n = len(levels) + 1
+        return page(f"Level {n - 1}", "xyz"[(n - 1) % 3] + f"{n}/")  # relative: one level deeper
+    return None
+
+
 def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | None,
              latency: float = 0.0, grid_pages: int = GRID_PAGES) -> web.Application:
     log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115
@@ -264,6 +298,11 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
                                   "ua": request.headers.get("User-Agent", "")}) + "\n")
         if root is not None:
             return serve_file(root, request.path)
+        if request.path.startswith("/trap/"):
+            body = trap_page(request.path)
+            if body is None:
+                return web.Response(status=404, text="not found")
+            return web.Response(body=body, content_type="text/html")
         if request.path == "/calendar":
             try:
                 month = int(request.query.get("month", "0"))

@@ -113,15 +113,225 @@ def test_robots_guard_bounds_only_the_robots_request():
     assert crawler.stats.get_value("robotstxt/unavailable") is None  # 4xx means "no robots.txt"
 
 
+def _chain(mw, start: str, next_url, steps: int = 40, meta: dict | None = None):
+    """Follow one link a page through the middleware: [(url, path meta)] kept."""
+    from crawler.traps import META_KEYS
+
+    chain = []
+    response = HtmlResponse(start, body=b"", request=Request(start, meta=meta or {}))
+    for _ in range(steps):
+        out = list(mw.process_spider_output(response, [Request(next_url(response.url)), {"item": 1}]))
+        if len(out) == 1:
+            break
+        request = out[0]
+        chain.append((request.url, {k: request.meta[k] for k in META_KEYS if k in request.meta}))
+        response = HtmlResponse(request.url, body=b"", request=request)
+    return chain
+
+
+def _numbered(url: str) -> str:
+    n = url.count("/") - 2
+    return url + "xyz"[(n - 1) % 3] + f"{n}/"
+
+
+def _session(url: str) -> str:
+    import hashlib
+
+    return "http://h/s/" + hashlib.sha256(url.encode()).hexdigest()[:16] + "/"
+
+
+def test_trap_guard_cuts_numbered_levels_and_carries_the_evidence(caplog):
+    crawler, mw = _trap_guard(TRAP_MAX_SHAPE_RUN=30)
+    crawler.stats.open_spider()
+    with caplog.at_level("DEBUG", logger="crawler.middlewares"):
+        chain = _chain(mw, "http://h/", _numbered)
+    assert [url for url, _ in chain] == [
+        "http://h/x1/", "http://h/x1/y2/", "http://h/x1/y2/z3/", "http://h/x1/y2/z3/x4/",
+        "http://h/x1/y2/z3/x4/y5/", "http://h/x1/y2/z3/x4/y5/z6/", "http://h/x1/y2/z3/x4/y5/z6/x7/",
+        "http://h/x1/y2/z3/x4/y5/z6/x7/y8/"]
+    assert [meta for _, meta in chain] == [{"descent_run": n, "numbered_run": n} for n in range(1, 9)]
+    assert crawler.stats.get_value("trap/dropped/numbered_run") == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "Dropped <GET http://h/x1/y2/z3/x4/y5/z6/x7/y8/z9/>: path trap "
+        "(Evidence(descent_run=9, numbered_run=9, token_run=0))"]
+    assert caplog.records[0].levelname == "DEBUG"
+
+
+def test_trap_guard_cuts_fresh_session_tokens():
+    crawler, mw = _trap_guard(TRAP_MAX_SHAPE_RUN=30)
+    crawler.stats.open_spider()
+    chain = _chain(mw, "http://h/", _session)
+    assert len(chain) == 10
+    assert chain[-1][1] == {"descent_run": 1, "numbered_run": 1, "token_run": 10}
+    assert crawler.stats.get_value("trap/dropped/token_variants") == 1
+
+
+@pytest.mark.parametrize(("settings", "links", "kept", "reason"), [
+    ({"TRAP_MAX_NUMBERED_RUN": 3}, _numbered, 3, "numbered_run"),
+    ({"TRAP_MAX_NUMBERED_RUN": 0, "TRAP_MAX_DESCENT_RUN": 5}, _numbered, 5, "descent_run"),
+    ({"TRAP_MAX_TOKEN_VARIANTS": 0, "TRAP_MAX_TOKEN_RUN": 4}, _session, 4, "token_run"),
+    ({"TRAP_MAX_TOKEN_VARIANTS": 3}, _session, 3, "token_variants"),
+])
+def test_trap_guard_path_limits_come_from_settings(settings, links, kept, reason):
+    crawler, mw = _trap_guard(TRAP_MAX_SHAPE_RUN=30, **settings)
+    crawler.stats.open_spider()
+    assert len(_chain(mw, "http://h/", links)) == kept
+    assert crawler.stats.get_value(f"trap/dropped/{reason}") == 1
+
+
+def test_trap_guard_path_rules_off_and_opt_out():
+    off = {"TRAP_MAX_DESCENT_RUN": 0, "TRAP_MAX_NUMBERED_RUN": 0, "TRAP_MAX_TOKEN_RUN": 0,
+           "TRAP_MAX_TOKEN_VARIANTS": 0}
+    crawler, mw = _trap_guard(TRAP_MAX_SHAPE_RUN=30, **off)
+    assert len(_chain(mw, "http://h/", _numbered)) == 40
+    assert len(_chain(mw, "http://h/", _session)) == 40
+    crawler, mw = _trap_guard()
+    crawler.stats.open_spider()
+    deep = "http://h/x1/y2/z3/x4/y5/z6/x7/y8/"
+    response = HtmlResponse(deep, body=b"", request=Request(deep, meta={"descent_run": 8, "numbered_run": 8}))
+    out = list(mw.process_spider_output(response, [Request(deep + "z9/", meta={"dont_trap_guard": True}),
+                                                   Request(deep + "z9/")]))
+    assert [r.meta.get("dont_trap_guard") for r in out] == [True]
+
+
+def test_trap_guard_replaces_stale_evidence_with_json():
+    import json
+
+    crawler, mw = _trap_guard()
+    crawler.stats.open_spider()
+    response = HtmlResponse("http://h/a/b/", body=b"", request=Request("http://h/a/b/", meta={"descent_run": 7}))
+    request = Request("http://h/", meta={"descent_run": 3, "token_run": 2, "referer_url": "x"})
+    (out,) = mw.process_spider_output(response, [request])
+    assert out.meta == {"referer_url": "x"}  # went up: the runs start again
+    response = HtmlResponse("http://h/a/", body=b"", request=Request("http://h/a/", meta={"descent_run": "7"}))
+    (out,) = mw.process_spider_output(response, [Request("http://h/a/b/")])
+    assert json.loads(json.dumps(out.meta)) == {"descent_run": 1}  # a bad value counts as 0
+
+
+def test_trap_guard_async_output_applies_the_path_rules():
+    import asyncio
+
+    crawler, mw = _trap_guard(TRAP_MAX_NUMBERED_RUN=1)
+    crawler.stats.open_spider()
+    response = HtmlResponse("http://h/x1/", body=b"",
+                            request=Request("http://h/x1/", meta={"descent_run": 1, "numbered_run": 1}))
+
+    async def links():
+        yield Request("http://h/x1/y2/")
+        yield Request("http://h/x1/about.html")
+        yield {"item": 1}
+
+    async def run():
+        return [r async for r in mw.process_spider_output_async(response, links())]
+
+    out = asyncio.run(run())
+    assert [getattr(r, "url", r) for r in out] == ["http://h/x1/about.html", {"item": 1}]
+    assert crawler.stats.get_value("trap/dropped/numbered_run") == 1
+
+
+def test_trap_guard_off_only_when_every_rule_is_off():
+    from scrapy.exceptions import NotConfigured
+
+    off = {"TRAP_MAX_SHAPE_RUN": 0, "TRAP_MAX_REPEATED_SEGMENT": 0, "TRAP_MAX_DESCENT_RUN": 0,
+           "TRAP_MAX_NUMBERED_RUN": 0, "TRAP_MAX_TOKEN_RUN": 0, "TRAP_MAX_TOKEN_VARIANTS": 0}
+    with pytest.raises(NotConfigured):
+        _trap_guard(**off)
+    _trap_guard(**{**off, "TRAP_MAX_TOKEN_RUN": 1})
+
+
+def test_trap_guard_rejects_bad_path_settings():
+    with pytest.raises(ValueError, match=r"^TRAP_SITES_TRACKED \(0\) must be 1 or more\.$"):
+        _trap_guard(TRAP_SITES_TRACKED=0)
+
+
+# --- Retry-After (RFC 9110 section 10.2.3) ----------------------------------------------
+
+NOW = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
+MAX = 600.0
+
+
 @pytest.mark.parametrize(("value", "seconds"), [
-    (None, 0.0), (b"", 0.0), (b"120", 120.0), (b"nonsense", 0.0),
-    (b"Wed, 21 Oct 2015 07:28:30 GMT", 30.0),  # an HTTP date, 30 s after "now"
-    (b"Wed, 21 Oct 2015 07:27:00 GMT", 0.0),  # in the past
+    (None, 0.0), (b"", 0.0),
+    # delay-seconds = 1*DIGIT
+    (b"120", 120.0), (b"0", 0.0), (b"007", 7.0), (b"000", 0.0),
+    (b"600", 600.0), (b"601", MAX), (b"9" * 15, MAX), (b"9" * 400, MAX), (b"0" * 398 + b"42", 42.0),
+    (b" 120 ", 120.0), (b"\t120", 120.0),  # OWS around a field value
+    (b"\n120", 0.0), (b"1 20", 0.0), (b"\x0b120", 0.0),
+    (b"-5", 0.0), (b"+5", 0.0), (b"1.5", 0.0), (b"1e3", 0.0), (b"0x10", 0.0), (b"120s", 0.0),
+    (b"inf", 0.0), (b"nan", 0.0), (b"1_000", 0.0),
+    ("²".encode(), 0.0), (b"\xb2", 0.0),  # superscript two (UTF-8, Latin-1): not a DIGIT
+    ("١٢٠".encode(), 0.0), ("１２０".encode(), 0.0),  # Arabic-Indic, fullwidth digits
+    # HTTP-date: IMF-fixdate, RFC 850, asctime
+    (b"Wed, 21 Oct 2015 07:28:30 GMT", 30.0),
+    (b"Wednesday, 21-Oct-15 07:28:30 GMT", 30.0),
+    (b"Wed Oct 21 07:28:30 2015", 30.0),
+    (b"Thu Oct  1 07:28:30 2015", 0.0),  # asctime, day with a space: in the past
+    (b"Wed Nov  1 07:28:00 2017", MAX),
+    (b"Wed, 21 Oct 2015 07:38:00 GMT", 600.0), (b"Wed, 21 Oct 2015 07:38:01 GMT", MAX),
+    (b"Wed, 21 Oct 2015 07:28:60 GMT", 59.0),  # a leap second
+    (b" Wed, 21 Oct 2015 07:28:30 GMT\t", 30.0),
+    (b"Wed, 21 Oct 2015 07:27:00 GMT", 0.0), (b"Thu, 01 Jan 1970 00:00:00 GMT", 0.0),  # past
+    (b"Sunday, 06-Nov-94 08:49:37 GMT", 0.0),  # RFC 850: 1994, not 2094
+    (b"Sunday, 21-Oct-65 07:28:30 GMT", MAX),  # 2065: 50 years ahead, not more
+    (b"Sunday, 21-Oct-66 07:28:30 GMT", 0.0),  # 2066 would be over 50 years ahead: 1966
+    # not HTTP-dates
+    (b"Wed, 21 Oct 2015 07:28:30 UTC", 0.0), (b"wed, 21 oct 2015 07:28:30 gmt", 0.0),
+    (b"Wed, 21 Oct 2015 07:28:30", 0.0), (b"Wed, 21 Oct 15 07:28:30 GMT", 0.0),
+    (b"Wed, 31 Feb 2015 07:28:30 GMT", 0.0), (b"Wed, 21 Oct 2015 25:28:30 GMT", 0.0),
+    (b"Wed, 21 Oct 0000 07:28:30 GMT", 0.0), (b"2015-10-21T07:28:30Z", 0.0),
+    (b"Wed, 21 Oct 2015 07:28:30 +0000", 0.0), (b"Wed,21 Oct 2015 07:28:30 GMT", 0.0),
+    ("Wed, 21 Oct 2015 07:28:30 GMT".encode("utf-16"), 0.0),
+    # garbage
+    (b"nonsense", 0.0), (b"\xff\xfe\x00\x01", 0.0), (b"\xe9t\xe9", 0.0), (b"\x00", 0.0),
+    (b"12\x00", 0.0), (bytes(range(256)), 0.0),
 ])
 def test_retry_after(value, seconds):
-    from email.utils import parsedate_to_datetime
+    from crawler.middlewares import retry_after
+
+    assert retry_after(value, maximum=MAX, now=NOW) == seconds
+
+
+def test_retry_after_uses_the_clock_when_no_time_is_given():
+    import time
+    from email.utils import formatdate
 
     from crawler.middlewares import retry_after
 
-    now = parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
-    assert retry_after(value, now=now) == seconds
+    soon = formatdate(time.time() + 100, usegmt=True).encode()
+    assert 95 <= retry_after(soon, maximum=MAX) <= 100
+    assert retry_after(b"30", maximum=MAX) == 30.0
+
+
+@pytest.mark.parametrize("value", [b"9" * 5000, b"Wed, 21 Oct 9999 07:28:30 GMT", b"\xc2\xb2" * 1000])
+def test_retry_after_never_raises_nor_exceeds_the_maximum(value):
+    from crawler.middlewares import retry_after
+
+    assert 0.0 <= retry_after(value, maximum=MAX, now=NOW) <= MAX
+
+
+def test_retry_after_never_raises_on_any_bytes():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from crawler.middlewares import retry_after
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.binary(max_size=64) | st.text(max_size=40).map(lambda t: t.encode("utf-8")))
+    def check(value: bytes) -> None:
+        assert 0.0 <= retry_after(value, maximum=MAX, now=NOW) <= MAX
+
+    check()
+
+
+def test_backoff_is_clamped_to_frontier_backoff_max():
+    """A 400-digit Retry-After backs the site off FRONTIER_BACKOFF_MAX, no more."""
+    from crawler.middlewares import SiteBackoffMiddleware
+
+    crawler = get_crawler(settings_dict={"FRONTIER_BACKOFF_MIN": 5, "FRONTIER_BACKOFF_MAX": 60})
+    mw = SiteBackoffMiddleware.from_crawler(crawler)
+    asked = []
+    mw._backoff = lambda request, seconds, reason: asked.append((seconds, reason))
+    for value in (b"9" * 400, "²".encode(), b"30"):
+        mw.process_response(Request("http://h/"), HtmlResponse("http://h/", status=503, body=b"",
+                                                                headers={"Retry-After": value}))
+    assert asked == [(60.0, "503"), (0.0, "503"), (30.0, "503")]

@@ -1,0 +1,326 @@
+"""Path-level spider traps: pure logic, no Scrapy imports.
+
+``crawler.urls.url_shape`` masks digits only, so a chain of links whose path
+grows a level at every step (``/x1/y2/z3/...``) or carries a fresh session
+token at every step (``/s/<random>/``) changes shape each time and is never
+cut. This module judges each followed link by evidence about the chain of
+links that led to it, carried in ``request.meta`` like ``shape_run`` (small
+ints, JSON-serialisable, omitted when 0):
+
+- ``descent_run``: links in the chain that went deeper (more path levels)
+  than the page they were found on, since the chain last went up. A sideways
+  link keeps the count, a link upwards resets it. It can never exceed the
+  link's path depth, so a real tree, however large, keeps it below its own
+  depth, while a generator that adds a level per page grows it without end.
+- ``numbered_run``: the same, counting only the deeper links whose new levels
+  carry a number or a random token (``x1``, ``2024``, ``a3f9...``); a deeper
+  link to named levels (``library/``, ``java/util/``) resets it. Real trees
+  nest words; numbers nest a few levels only (year/month/day, a version).
+- ``token_run``: consecutive links each of which brings a token that looks
+  random (see ``looks_random``) and that the page it was found on did not
+  have. Session ids re-issued on every page do that; a site's own names and
+  ids do not come fresh at every step.
+
+Per site, a bounded count of the links that brought a fresh token to one
+place (the path up to the token's segment, token masked: ``/s/*``) catches
+traps wider than one link a page: a session trap whose pages each link to
+many sections would otherwise multiply before ``token_run`` ends it. Only
+links that continue a token chain (``token_run`` of 2 or more) are dropped
+that way, so a git web UI keeps every commit its log pages list.
+
+Why chain evidence rather than per-site depth statistics (a median): the
+evidence travels with the request through Redis, so every worker of the
+cluster judges a chain the same way, across restarts, and a trap cannot move
+it the way it moves a median by filling its site with deep URLs.
+
+Settings (read by ``crawler.middlewares.TrapGuardMiddleware``; 0 turns a
+rule off; defaults in ``TrapLimits``):
+
+- ``TRAP_MAX_DESCENT_RUN``: most links in a chain going deeper.
+- ``TRAP_MAX_NUMBERED_RUN``: most links in a chain going deeper into
+  numbered or token levels.
+- ``TRAP_MAX_TOKEN_RUN``: most links in a row each bringing a fresh token.
+- ``TRAP_MAX_TOKEN_VARIANTS``: links with a fresh token followed at one
+  place of a site, after which links continuing a token chain there are
+  dropped.
+- ``TRAP_SITES_TRACKED``: hosts whose token places are remembered (least
+  recently used forgotten first), each with at most ``PLACES_PER_SITE``.
+
+Meta keys: ``descent_run``, ``numbered_run``, ``token_run``.
+Stats (counted by the middleware): ``trap/dropped/<reason>`` with the
+reasons ``descent_run``, ``numbered_run``, ``token_run``, ``token_variants``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+__all__ = [
+    "META_KEYS",
+    "Evidence",
+    "Page",
+    "PathTrapGuard",
+    "TrapLimits",
+    "Verdict",
+    "looks_random",
+    "path_tokens",
+]
+
+META_KEYS = ("descent_run", "numbered_run", "token_run")
+PLACES_PER_SITE = 16  # token places remembered per host (least recently used forgotten)
+
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PART = re.compile(r"[A-Za-z0-9_-]+")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+# Words of an identifier: "getElementById2" -> get, Element, By, Id, 2.
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_DIGITS = re.compile(r"[0-9]+")
+_SEPARATOR = re.compile(r"[-_]")
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5,}", re.IGNORECASE)
+
+
+def looks_random(part: str) -> bool:
+    """Whether a run of ``[A-Za-z0-9_-]`` looks machine-made: a hash, a
+    session id, a UUID, base64/base36 ids. Names people give (``library``,
+    ``sqlite3``, ``getElementById``, ``x86_64-linux-gnu``, ``ch01s02s03``,
+    ``_mm256_cmpgt_epi16``) do not. Under 8 characters never: too little to
+    tell."""
+    if len(part) < 8:
+        return False
+    alnum = part.replace("-", "").replace("_", "")
+    if len(alnum) < 8 or alnum.isdigit():
+        return False  # numbers: url_shape masks them, numbered_run counts them
+    has_digit = not alnum.isalpha()
+    pieces = [piece for piece in _SEPARATOR.split(part) if len(piece) >= 8]
+    if has_digit and any(_HEX.fullmatch(piece) and not piece.isdigit() for piece in pieces):
+        return True  # hashes, UUIDs (their first group)
+    if not alnum.islower() and not alnum.isupper():
+        # Mixed case: camel-case names break into few, long words; base62 and
+        # base64 ids into many one- or two-letter pieces.
+        words = _WORD.findall(part)
+        return len(words) >= 4 and len(alnum) <= 2.5 * len(words)
+    # One case: letters alone cannot be told from words; with digits, look at
+    # each piece between "-" and "_" (snake_case names are words joined).
+    return has_digit and any(_one_case_random(piece) for piece in pieces)
+
+
+def _one_case_random(piece: str) -> bool:
+    """base36/base32 ids: letters and digits interleave at random, or letters
+    run on without a vowel. Zero-padded numbering (``ch01s02s03``, ``a00231``)
+    is a scheme, not a token."""
+    digit_runs = _DIGITS.findall(piece)
+    if not digit_runs or all(len(d) >= 2 and d[0] == "0" for d in digit_runs):
+        return False
+    if len(digit_runs) + len(_LETTERS.findall(piece)) >= 4:
+        return True
+    return _CONSONANTS.search(piece) is not None
+
+
+def _parts(segment: str) -> list[str]:
+    """The ``[A-Za-z0-9_-]`` runs of a path segment, a file extension left out."""
+    if "%" in segment:
+        segment = _ESCAPE.sub(" ", segment)
+    return _PART.findall(_EXTENSION.sub("", segment))
+
+
+def path_tokens(path: str) -> list[tuple[int, int, str]]:
+    """(segment index, part index, part) of every random-looking part of a
+    path (``/s/AbC9xY2kQ/p`` -> ``[(1, 0, "AbC9xY2kQ")]``)."""
+    return [(i, j, p) for i, seg in enumerate(path.split("/")[1:])
+            for j, p in enumerate(_parts(seg)) if looks_random(p)]
+
+
+def _mask_digits(text: str) -> str:
+    return _DIGITS.sub("0", text)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the chain of links leading to a URL looked like (see module doc)."""
+
+    descent_run: int = 0
+    numbered_run: int = 0
+    token_run: int = 0
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, object]) -> Evidence:
+        """Read from ``request.meta``; anything but a non-negative int is 0
+        (meta comes back from Redis as JSON, possibly written by older code)."""
+        values = [meta.get(key) for key in META_KEYS]
+        return cls(*(v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0 for v in values))
+
+    def to_meta(self) -> dict[str, int]:
+        """The non-zero counts: a queued request costs Redis memory."""
+        values = (self.descent_run, self.numbered_run, self.token_run)
+        return {key: v for key, v in zip(META_KEYS, values) if v}
+
+
+@dataclass(frozen=True, slots=True)
+class TrapLimits:
+    """The settings of the path rules; 0 turns a rule off."""
+
+    max_descent_run: int = 20  # a real tree reached one level a link: its own depth at most
+    max_numbered_run: int = 8  # year/month/day/post is 4; a version or a chapter adds one
+    max_token_run: int = 10
+    max_token_variants: int = 10
+    sites_tracked: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_descent_run", "max_numbered_run", "max_token_run", "max_token_variants"):
+            value = getattr(self, name)
+            if value < 0:
+                raise ValueError(f"TRAP_{name.upper()} ({value!r}) must be 0 (off) or more.")
+        if self.sites_tracked < 1:
+            raise ValueError(f"TRAP_SITES_TRACKED ({self.sites_tracked!r}) must be 1 or more.")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.max_descent_run or self.max_numbered_run or self.max_token_run
+                    or self.max_token_variants)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``reason`` is None for a link to follow, with ``evidence`` to carry on."""
+
+    evidence: Evidence
+    reason: str | None = None
+
+
+class Page:
+    """A page whose links are judged: its path parsed once for all its links."""
+
+    __slots__ = ("evidence", "masked", "segments", "tokens")
+
+    def __init__(self, url: str, evidence: Evidence) -> None:
+        path = urlsplit(url).path or "/"
+        self.segments = path.split("/")[1:]
+        self.tokens = path_tokens(path)
+        self.masked = {_mask_digits(t) for _, _, t in self.tokens}
+        self.evidence = evidence
+
+    def continued_tokens(self, segments: list[str]) -> list[tuple[int, int, str]]:
+        """Parts of a linked path that stand where this page had a token, under
+        the same path, with the token's length: a generator's next token even
+        when this one happens to look like a word (``kqxvzmtb``)."""
+        out = []
+        for i, j, token in self.tokens:
+            if i < len(segments) and segments[:i] == self.segments[:i] and segments[i] != self.segments[i]:
+                parts = _parts(segments[i])
+                if j < len(parts) and len(parts[j]) == len(token) and not parts[j].isdigit():
+                    out.append((i, j, parts[j]))
+        return out
+
+
+class _Places:
+    """Per host, how many followed links brought a fresh token to each place.
+
+    Bounded: ``sites`` hosts (least recently used forgotten first), each with
+    at most ``PLACES_PER_SITE`` places, keyed by the hash of the place (an int,
+    whatever the length of the path)."""
+
+    def __init__(self, sites: int) -> None:
+        self.sites = sites
+        self._hosts: OrderedDict[str, OrderedDict[int, int]] = OrderedDict()
+
+    def count(self, host: str, place: str) -> int:
+        places = self._hosts.get(host)
+        if places is None:
+            return 0
+        self._hosts.move_to_end(host)
+        return places.get(hash(place), 0)
+
+    def add(self, host: str, place: str) -> None:
+        places = self._hosts.get(host)
+        if places is None:
+            places = self._hosts[host] = OrderedDict()
+            if len(self._hosts) > self.sites:
+                self._hosts.popitem(last=False)
+        self._hosts.move_to_end(host)
+        key = hash(place)
+        places[key] = places.get(key, 0) + 1
+        places.move_to_end(key)
+        if len(places) > PLACES_PER_SITE:
+            places.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._hosts)
+
+
+def _place(segments: list[str], index: int) -> str:
+    """The path up to a token's segment, that segment's tokens masked:
+    ``/s/AbC9xY2kQ/docs/`` -> ``/s/*``."""
+    segment = _mask_digits(_PART.sub(lambda m: "*" if looks_random(m.group()) else m.group(),
+                                     segments[index]))
+    return "/" + "/".join([*segments[:index], segment])
+
+
+class PathTrapGuard:
+    """Judges followed links by their chain evidence (see the module doc).
+
+    ``page(url, meta)`` parses a page once; ``judge(page, url, host)`` then
+    tells, for each link found on it, whether to drop it and why, or the
+    evidence the link carries on."""
+
+    def __init__(self, limits: TrapLimits | None = None) -> None:
+        self.limits = limits or TrapLimits()
+        self._places = _Places(self.limits.sites_tracked)
+
+    @staticmethod
+    def page(url: str, meta: Mapping[str, object]) -> Page:
+        return Page(url, Evidence.from_meta(meta))
+
+    def judge(self, page: Page, url: str, host: str) -> Verdict:
+        limits = self.limits
+        path = urlsplit(url).path or "/"
+        segments = path.split("/")[1:]
+        tokens = path_tokens(path)
+        if page.tokens:
+            known = {(i, j) for i, j, _ in tokens}
+            tokens += [t for t in page.continued_tokens(segments) if t[:2] not in known]
+        fresh = [t for t in tokens if _mask_digits(t[2]) not in page.masked]
+        evidence = self._evidence(page, segments, tokens, fresh)
+        # Only tokens naming a directory count at their place: a session id
+        # stands before the path it opens (/s/<id>/), while the ids of a
+        # site's own pages (dir_<md5>.html, /commit/<sha>) are leaves.
+        folders = [t[0] for t in fresh if t[0] < len(segments) - 1]
+        place = _place(segments, min(folders)) if folders else None
+        reason = None
+        if (place is not None and limits.max_token_variants and evidence.token_run >= 2
+                and self._places.count(host, place) >= limits.max_token_variants):
+            reason = "token_variants"
+        elif limits.max_token_run and evidence.token_run > limits.max_token_run:
+            reason = "token_run"
+        elif limits.max_numbered_run and evidence.numbered_run > limits.max_numbered_run:
+            reason = "numbered_run"
+        elif limits.max_descent_run and evidence.descent_run > limits.max_descent_run:
+            reason = "descent_run"
+        elif place is not None and limits.max_token_variants:
+            self._places.add(host, place)
+        return Verdict(evidence, reason)
+
+    @staticmethod
+    def _evidence(page: Page, segments: list[str], tokens: list[tuple[int, int, str]],
+                  fresh: list[tuple[int, int, str]]) -> Evidence:
+        parent = page.evidence
+        token_run = parent.token_run + 1 if fresh else 0
+        depth, parent_depth = len(segments), len(page.segments)
+        if depth < parent_depth:
+            return Evidence(0, 0, token_run)
+        if depth == parent_depth:
+            return Evidence(parent.descent_run, parent.numbered_run, token_run)
+        common = 0
+        for a, b in zip(segments, page.segments):
+            if a != b:
+                break
+            common += 1
+        token_levels = {i for i, _, _ in tokens}
+        numbered = any(i in token_levels or any(c.isdigit() for c in _ESCAPE.sub("", segments[i]))
+                       for i in range(common, depth))
+        return Evidence(parent.descent_run + 1, parent.numbered_run + 1 if numbered else 0, token_run)

@@ -9,6 +9,10 @@ such as ``menu`` or ``sidebar``) decide whether it belongs to the main text.
 That main text is what the SimHash of a later stage fingerprints, so the
 same article framed by different navigation reads the same.
 
+``decode_html`` turns a response body into text as a browser would (byte
+order mark, header, ``<meta>``, WHATWG labels), and where a browser would
+guess, guesses with the page's language and the site's other pages.
+
 Any string or bytes is a page: control characters, noncharacters and lone
 surrogates, as raw characters or as character references, never make
 ``analyze`` raise. Text, titles and anchors come out without them (form feed
@@ -167,7 +171,9 @@ def decode_html(body: bytes, content_type: str | None = None, hint: str | None =
     name: ``utf-8``, ``windows-1252``, ``gbk``, ``big5``, ``shift_jis`` ...).
 
     Clues in the order a browser takes them: a byte order mark; the
-    ``Content-Type`` charset; a ``<meta>`` charset in the first 1,024 bytes.
+    ``Content-Type`` charset; a ``<meta>`` charset before ``<body>`` in the
+    first 4,096 bytes (the WHATWG prescan reads 1,024, but a browser that
+    meets one later reloads the page in it; Scrapy and w3lib read 4,096).
     A declared multi-byte encoding the body breaks (more than one bad
     sequence in twenty good ones) is taken for a wrong declaration and the
     next clue read instead. Undeclared, UTF-8 if the body reads as UTF-8;
@@ -182,7 +188,7 @@ def decode_html(body: bytes, content_type: str | None = None, hint: str | None =
     for bom, name in _BOMS:
         if body.startswith(bom):
             return _decode(body[len(bom):], name)[0], name
-    head = body[:1024]
+    head = body[:4096]
     declared = [encoding_name(_header_charset(content_type)), _meta_charset(head)]
     for label in declared:
         if label is not None:
@@ -225,6 +231,7 @@ _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([^\s"';,]+)""", re.I)
 # attribute, or http-equiv="content-type" with a charset= in its content;
 # comments are skipped, a quoted value may hold '>'.
 _META_TAG = re.compile(rb"""<!--.*?(?:-->|$)|<meta[\s/]((?:[^>"']|"[^"]*"|'[^']*')*)""", re.I | re.S)
+_BODY_TAG = re.compile(rb"<body[\s/>]", re.I)
 _ATTR = re.compile(rb"""([^\s/>"'=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]*)))?""")
 
 
@@ -236,7 +243,8 @@ def _header_charset(content_type: str | None) -> str | None:
 def _meta_attrs(head: bytes, *names: bytes) -> list[dict[bytes, str]]:
     """Attributes of the ``<meta>`` tags of ``head`` naming any of ``names``."""
     tags = []
-    for match in _META_TAG.finditer(head):
+    body = _BODY_TAG.search(head)
+    for match in _META_TAG.finditer(head, 0, body.start() if body else len(head)):
         raw = match.group(1)
         if raw is None or not any(n in raw.lower() for n in names):
             continue
@@ -471,6 +479,8 @@ def _is_boiler(el: Any, tag: str) -> bool:
     if role in ("navigation", "banner", "contentinfo", "complementary", "menu"):
         return True
     attrs = (el.get("class") or "") + " " + (el.get("id") or "")
+    if len(attrs) > 256:  # kept out of the cache: a hostile page could fill it with megabytes
+        return _BOILER_ATTR.search(attrs) is not None
     return len(attrs) > 1 and _boiler_attrs(attrs)
 
 

@@ -242,6 +242,12 @@ def test_hints_that_do_not_fit_are_passed_over(body, codec, hint, expected):
     (b'<!-- <meta charset="big5"> --><meta charset="gbk"><p>\xd6\xd0</p>', None,
      ('<!-- <meta charset="big5"> --><meta charset="gbk"><p>中</p>', "gbk")),  # comments skipped
     (b'<meta charset="utf-16"><p>\xc3\xa9</p>', None, ('<meta charset="utf-16"><p>é</p>', "utf-8")),
+    # A <meta> past the first 1,024 bytes still counts (a browser reloads the page in it) ...
+    (b"<head><title>" + b"x" * 3000 + b'</title><meta charset="gbk"></head><p>\xd6\xd0</p>', None,
+     ("<head><title>" + "x" * 3000 + '</title><meta charset="gbk"></head><p>中</p>', "gbk")),
+    # ... but not one in the body.
+    (b'<head></head><body><meta charset="gbk"><p>caf\xc3\xa9</p>', None,
+     ('<head></head><body><meta charset="gbk"><p>café</p>', "utf-8")),
 ])
 def test_declared_charsets_win(raw, content_type, expected):
     assert decode_html(raw, content_type) == expected

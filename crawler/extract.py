@@ -312,9 +312,14 @@ def _language_encodings(lang: str) -> tuple[str, ...]:
 
 def _detect(body: bytes, lang: str, hint: str | None) -> str:
     """The legacy encoding of an undeclared page that is not UTF-8."""
-    hinted = tuple(dict.fromkeys(
-        ((hint,) if hint in _CODEC and hint not in ("utf-8", "utf-16le", "utf-16be") else ())
-        + _language_encodings(lang)))
+    # The statistics read 64 KB from the first byte above ASCII: past the
+    # scripts and styles that fill many a page's head, plenty, and bounded.
+    first = _FIRST_HIGH.search(body)
+    start = max(first.start() - 64, 0) if first else len(body)  # before it, ASCII only
+    body = body[start:start + _SAMPLE]
+    # A site that declares gb18030 elsewhere writes GBK here: one decoder.
+    hint = {"gb18030": "gbk", "iso-8859-8-i": "iso-8859-8"}.get(hint or "", hint)
+    hinted = tuple(dict.fromkeys(((hint,) if hint in _LEGACY else ()) + _language_encodings(lang)))
     scores = {name: _cjk_score(body, name) for name in _CJK_ENCODINGS}
     # The site's own encoding first, then the page's language: a short page
     # holds too little text to tell GBK from EUC-KR by statistics alone.
@@ -332,7 +337,7 @@ def _detect(body: bytes, lang: str, hint: str | None) -> str:
 
     others = [name for name in hinted if name in _SINGLE_BYTE and name not in _LATIN]
     for tried in (others, _LEGACY) if others else (_LEGACY,):
-        match = from_bytes(body[:_SAMPLE], cp_isolation=[_CODEC[name] for name in tried]).best()
+        match = from_bytes(body, cp_isolation=[_CODEC[name] for name in tried]).best()
         found = next((name for name in tried if match is not None and _CODEC[name] == match.encoding), None)
         if found is not None:
             # Its statistics need more text than a short CJK page holds:
@@ -350,11 +355,12 @@ def _latin_script(body: bytes) -> bool:
     bytes above ASCII, most bytes are ASCII letters ("forêt", "Größe",
     "zbierający"), where other scripts and double-byte encodings write
     whole words of high bytes."""
-    words = b"".join(_LATIN_WORD.findall(body, 0, _SAMPLE))
+    words = b"".join(_LATIN_WORD.findall(body))
     return bool(words) and len(words.translate(None, _HIGH_BYTES)) * 2 >= len(words)
 
 
-_SAMPLE = 262144  # bytes of a page the statistics read: plenty, and bounded
+_SAMPLE = 65536
+_FIRST_HIGH = re.compile(rb"[\x80-\xff]")
 # Latin code pages a page without clues is tried in, the WHATWG default first.
 _LATIN_TRIED = ("windows-1252", "iso-8859-15", "windows-1250", "iso-8859-2", "windows-1257")
 _IN_WORD = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f](?=[^\W\d_])")
@@ -366,7 +372,7 @@ def _latin_page(body: bytes, tried: Sequence[str]) -> str:
     unless it reads symbols into the middle of words (Polish "ą ł ż" as
     windows-1252's "¹ ³ ¿") that another code page reads as letters."""
     def misread(name: str) -> int:
-        text = _decode(body[:_SAMPLE], name)[0]
+        text = _decode(body, name)[0]
         return sum(1 for c in _IN_WORD.findall(text) if not c.isalpha() and c not in _WORD_PUNCTUATION)
 
     counts = {name: misread(name) for name in tried}
@@ -396,7 +402,7 @@ def _cjk_score(body: bytes, name: str) -> float:
     as Big5 scatters lone ideographs: "zbieraj帷y"), less four for each
     byte it cannot read; a little more for what only the right reading
     shows: hiragana in Japanese, Hangul without Hanja in Korean."""
-    text, errors = _decode(body[:_SAMPLE], name)
+    text, errors = _decode(body, name)
     high = len(text) - len(text.encode("ascii", "ignore"))
     if high < 2:
         return 0.0

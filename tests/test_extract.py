@@ -196,6 +196,12 @@ def test_language_from_a_content_language_meta(head, lang):
     assert _page_language(doc("", None, head).encode()) == lang
 
 
+def test_detection_reads_past_a_long_ascii_head():
+    """100 KB of script before the text: the statistics start where it does."""
+    html = doc(f"<p>{CHINESE}</p>", None, "<script>var x = 1;</script>" * 4000)
+    assert decode_html(html.encode("gbk")) == (html, "gbk")
+
+
 def test_the_site_hint_decides_what_the_page_cannot():
     """Four hanzi whose GBK bytes are all Hangul in EUC-KR: alone, the page
     reads as Korean; the site's other pages say GBK."""
@@ -210,6 +216,7 @@ def test_the_site_hint_decides_what_the_page_cannot():
     (FRENCH, "iso-8859-1", "utf-8", "windows-1252"),  # not UTF-8, whatever the site's other pages were
     (FRENCH, "iso-8859-1", "no-such-encoding", "windows-1252"),
     (f"<p>{RUSSIAN}</p>", "koi8-r", "koi8-r", "koi8-r"),
+    ("<h1>北京广告</h1>", "gbk", "gb18030", "gbk"),  # GB18030 declared elsewhere on the site: GBK's decoder
 ])
 def test_hints_that_do_not_fit_are_passed_over(body, codec, hint, expected):
     html = doc(body)

@@ -19,9 +19,11 @@ the two in practice:
 
 It is a small gradient-boosted tree model (pure Python at run time, about
 40 microseconds a page) stored in ``data/classifier.json``;
-``bench/train_classifier.py`` refits it on the labelled sample in
-``shared/data/pagetypes`` (keeping a held-out part aside) and prints the
-held-out balanced accuracy and index recall. The decision threshold leans
+``bench/train_classifier.py --data DIR`` refits it on a labelled set of
+pages (WCXB's, kept outside the repository; a held-out part set aside) and
+prints the held-out balanced accuracy and index recall; by default it
+scores the shipped model on ``tests/data/pagetypes``, 112 held-out pages
+kept in the repository. The decision threshold leans
 toward "index": a missed index page costs coverage, a missed info page only
 a few extra requests.
 """

@@ -193,14 +193,14 @@ def decode_html(body: bytes, content_type: str | None = None, hint: str | None =
     for label in declared:
         if label is not None:
             text, errors = _decode(body, label)
-            if label not in _MULTIBYTE or _reads(text, errors):
+            if label not in _MULTIBYTE or _reads(text, errors, label):
                 return text, label
     if b"\x1b$" in body:  # ISO-2022-JP is 7-bit and would read as UTF-8: its escapes tell it
         text, errors = _decode(body, "iso-2022-jp")
         if not errors:
             return text, "iso-2022-jp"
     text, errors = _decode(body, "utf-8")
-    if _reads(text, errors):
+    if _reads(text, errors, "utf-8"):
         return text, "utf-8"
     name = _detect(body, _page_language(body[:8192]), encoding_name(hint))
     return _decode(body, name)[0], name
@@ -217,13 +217,17 @@ def _decode(body: bytes, name: str) -> tuple[str, int]:
         return text, text.count("\ufffd")
 
 
-def _reads(text: str, errors: int) -> bool:
+def _reads(text: str, errors: int, name: str) -> bool:
     """Whether a multi-byte decoder read the body: a few bad sequences (a
-    page cut short, a stray byte) among many good ones are the page's own."""
+    page cut short, a stray byte) among many good ones are the page's own.
+    Legacy text read as UTF-8 makes at most one good sequence for three bad
+    ones (GBK; Latin-1 none), so two good ones for each bad one is UTF-8 with
+    a few bytes damaged. A wrong double-byte encoding reads more by chance
+    (Latin-1 as GBK: three good for one bad): it needs twenty."""
     if not errors:
         return True
     good = len(text) - len(text.encode("ascii", "ignore")) - errors
-    return errors * 20 <= good
+    return errors * (2 if name == "utf-8" else 20) <= good
 
 
 _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([^\s"';,]+)""", re.I)

@@ -284,6 +284,14 @@ def test_a_utf8_page_cut_short_stays_utf8():
     assert text == html[:-len("。</p></body></html>")] + "\ufffd"
 
 
+def test_a_utf8_page_with_a_stray_byte_stays_utf8():
+    """Three curly quotes and one Latin-1 byte pasted in: UTF-8 with one U+FFFD
+    (read as windows-1252 the quotes would turn to â€™)."""
+    raw = "<p>It’s the crawler’s “home”</p>".encode() + b"<p>caf\xe9</p>"
+    assert decode_html(raw) == ("<p>It’s the crawler’s “home”</p><p>caf\ufffd</p>", "utf-8")
+    assert decode_html(b"<p>caf\xe9 \xe0 la cr\xe8me</p>") == ("<p>café à la crème</p>", "windows-1252")
+
+
 def test_undecodable_bytes_are_replaced():
     raw = f"<p>{CHINESE}</p>".encode("gbk").replace("。".encode("gbk"), b"\xff", 1)
     assert decode_html(raw, "text/html; charset=gbk") == (f"<p>{CHINESE}</p>".replace("。", "\ufffd", 1), "gbk")

@@ -13,7 +13,7 @@ like a spider trap:
   (``TRAP_MAX_DESCENT_RUN``), deeper into numbered or token levels
   (``/x1/y2/z3/``: ``TRAP_MAX_NUMBERED_RUN``), or bring a fresh random token
   at every step (``/s/<session>/``: ``TRAP_MAX_TOKEN_RUN``,
-  ``TRAP_MAX_TOKEN_VARIANTS``, ``TRAP_SITES_TRACKED``). Meta keys
+  ``TRAP_MAX_TOKEN_VARIANTS``, ``TRAP_HOSTS_TRACKED``). Meta keys
   ``descent_run``, ``numbered_run``, ``token_run`` carry the evidence.
 
 Stats: ``trap/dropped/shape_run``, ``trap/dropped/repeated_segment``,
@@ -88,7 +88,7 @@ class TrapGuardMiddleware:
             max_numbered_run=settings.getint("TRAP_MAX_NUMBERED_RUN", default.max_numbered_run),
             max_token_run=settings.getint("TRAP_MAX_TOKEN_RUN", default.max_token_run),
             max_token_variants=settings.getint("TRAP_MAX_TOKEN_VARIANTS", default.max_token_variants),
-            sites_tracked=settings.getint("TRAP_SITES_TRACKED", default.sites_tracked),
+            hosts_tracked=settings.getint("TRAP_HOSTS_TRACKED", default.hosts_tracked),
         ))
         if not self.max_shape_run and not self.max_repeated and not self.paths.limits.enabled:
             raise NotConfigured

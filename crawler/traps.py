@@ -5,50 +5,59 @@ grows a level at every step (``/x1/y2/z3/...``) or carries a fresh session
 token at every step (``/s/<random>/``) changes shape each time and is never
 cut. This module judges each followed link by evidence about the chain of
 links that led to it, carried in ``request.meta`` like ``shape_run`` (small
-ints, JSON-serialisable, omitted when 0):
+ints, JSON, omitted when 0):
 
-- ``descent_run``: links in the chain that went deeper (more path levels)
-  than the page they were found on, since the chain last went up. A sideways
-  link keeps the count, a link upwards resets it. It can never exceed the
-  link's path depth, so a real tree, however large, keeps it below its own
-  depth, while a generator that adds a level per page grows it without end.
-- ``numbered_run``: the same, counting only the deeper links whose new levels
-  carry a number or a random token (``x1``, ``2024``, ``a3f9...``); a deeper
-  link to named levels (``library/``, ``java/util/``) resets it. Real trees
-  nest words; numbers nest a few levels only (year/month/day, a version).
-- ``token_run``: consecutive links each of which brings a token that looks
-  random (see ``looks_random``) and that the page it was found on did not
-  have. Session ids re-issued on every page do that; a site's own names and
-  ids do not come fresh at every step.
+- ``descent_run``: links in the chain that went deeper (more path levels,
+  counted as slashes) than the page they were found on, since the chain last
+  went up. A sideways link keeps the count, a link upwards resets it, so it
+  never exceeds the link's own depth: a real tree, however large, keeps it
+  below its depth, while a generator that adds a level a page grows it
+  without end.
+- ``numbered_run``: the same, counting only deeper links whose new levels
+  carry a digit or a random token (``x1``, ``2024``, ``3f9a2c7e...``); a
+  deeper link to named levels (``library/``, ``java/util/``) resets it. Real
+  trees nest words; numbers nest a few levels only (year/month/day, a version).
+- ``token_run``: links in a row each of which brings a random-looking token
+  (``looks_random``: hashes, UUIDs, base64/base36 ids) that the page it was
+  found on did not have. Session ids issued afresh on every page do that; a
+  site's own names and ids do not come new at every step. Where the page had
+  a token, a part of the same length in the same place counts as the next
+  token even if it happens to look like a word.
 
-Per site, a bounded count of the links that brought a fresh token to one
-place (the path up to the token's segment, token masked: ``/s/*``) catches
-traps wider than one link a page: a session trap whose pages each link to
-many sections would otherwise multiply before ``token_run`` ends it. Only
-links that continue a token chain (``token_run`` of 2 or more) are dropped
-that way, so a git web UI keeps every commit its log pages list.
+A chain of one link a page is thus cut after a fixed number of pages. A
+session trap whose pages each link to many sections would multiply before
+``token_run`` ends it, so per host a bounded count is kept of the followed
+links that brought a fresh token naming a directory to one place (the path
+up to it, tokens and digits masked: ``/s/*``). Once a place has
+``TRAP_MAX_TOKEN_VARIANTS``, links continuing a token chain there
+(``token_run`` of 2 or more) are dropped. Leaves are not counted (Doxygen's
+``dir_<md5>.html``, a git UI's ``/commit/<sha>``), and first steps are not
+dropped, so a git web UI keeps every commit its log pages list.
 
 Why chain evidence rather than per-site depth statistics (a median): the
 evidence travels with the request through Redis, so every worker of the
-cluster judges a chain the same way, across restarts, and a trap cannot move
-it the way it moves a median by filling its site with deep URLs.
+cluster judges a chain alike, across restarts, and a trap cannot shift it as
+it shifts a median by filling its site with deep URLs. A cut drops one
+discovery of a URL, not the URL: found again through another chain, it is
+judged on that one.
 
-Settings (read by ``crawler.middlewares.TrapGuardMiddleware``; 0 turns a
-rule off; defaults in ``TrapLimits``):
+Settings (read by ``crawler.middlewares.TrapGuardMiddleware``; 0 turns a rule
+off; the defaults are ``TrapLimits``'s):
 
-- ``TRAP_MAX_DESCENT_RUN``: most links in a chain going deeper.
-- ``TRAP_MAX_NUMBERED_RUN``: most links in a chain going deeper into
+- ``TRAP_MAX_DESCENT_RUN`` (20): most links of a chain going deeper.
+- ``TRAP_MAX_NUMBERED_RUN`` (8): most links of a chain going deeper into
   numbered or token levels.
-- ``TRAP_MAX_TOKEN_RUN``: most links in a row each bringing a fresh token.
-- ``TRAP_MAX_TOKEN_VARIANTS``: links with a fresh token followed at one
-  place of a site, after which links continuing a token chain there are
+- ``TRAP_MAX_TOKEN_RUN`` (10): most links in a row each bringing a fresh token.
+- ``TRAP_MAX_TOKEN_VARIANTS`` (10): links with a fresh token followed into one
+  place of a host, after which links continuing a token chain there are
   dropped.
-- ``TRAP_SITES_TRACKED``: hosts whose token places are remembered (least
-  recently used forgotten first), each with at most ``PLACES_PER_SITE``.
+- ``TRAP_HOSTS_TRACKED`` (4096): hosts whose token places are remembered
+  (least recently used forgotten first), each with at most
+  ``PLACES_PER_HOST`` places: about 12 MB when full, whatever the crawl.
 
 Meta keys: ``descent_run``, ``numbered_run``, ``token_run``.
-Stats (counted by the middleware): ``trap/dropped/<reason>`` with the
-reasons ``descent_run``, ``numbered_run``, ``token_run``, ``token_variants``.
+Stats (counted by the middleware): ``trap/dropped/<reason>`` with the reasons
+``descent_run``, ``numbered_run``, ``token_run``, ``token_variants``.
 """
 
 from __future__ import annotations
@@ -71,7 +80,7 @@ __all__ = [
 ]
 
 META_KEYS = ("descent_run", "numbered_run", "token_run")
-PLACES_PER_SITE = 16  # token places remembered per host (least recently used forgotten)
+PLACES_PER_HOST = 16  # token places remembered per host (least recently used forgotten)
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _PART = re.compile(r"[A-Za-z0-9_-]+")
@@ -98,7 +107,8 @@ def looks_random(part: str) -> bool:
         return False  # numbers: url_shape masks them, numbered_run counts them
     has_digit = not alnum.isalpha()
     pieces = [piece for piece in _SEPARATOR.split(part) if len(piece) >= 8]
-    if has_digit and any(_HEX.fullmatch(piece) and not piece.isdigit() for piece in pieces):
+    if has_digit and any(_HEX.fullmatch(piece) and not piece.isdigit() and not piece.isalpha()
+                         for piece in pieces):
         return True  # hashes, UUIDs (their first group)
     if not alnum.islower() and not alnum.isupper():
         # Mixed case: camel-case names break into few, long words; base62 and
@@ -169,15 +179,15 @@ class TrapLimits:
     max_numbered_run: int = 8  # year/month/day/post is 4; a version or a chapter adds one
     max_token_run: int = 10
     max_token_variants: int = 10
-    sites_tracked: int = 4096
+    hosts_tracked: int = 4096
 
     def __post_init__(self) -> None:
         for name in ("max_descent_run", "max_numbered_run", "max_token_run", "max_token_variants"):
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"TRAP_{name.upper()} ({value!r}) must be 0 (off) or more.")
-        if self.sites_tracked < 1:
-            raise ValueError(f"TRAP_SITES_TRACKED ({self.sites_tracked!r}) must be 1 or more.")
+        if self.hosts_tracked < 1:
+            raise ValueError(f"TRAP_HOSTS_TRACKED ({self.hosts_tracked!r}) must be 1 or more.")
 
     @property
     def enabled(self) -> bool:
@@ -221,12 +231,12 @@ class Page:
 class _Places:
     """Per host, how many followed links brought a fresh token to each place.
 
-    Bounded: ``sites`` hosts (least recently used forgotten first), each with
-    at most ``PLACES_PER_SITE`` places, keyed by the hash of the place (an int,
+    Bounded: ``hosts`` hosts (least recently used forgotten first), each with
+    at most ``PLACES_PER_HOST`` places, keyed by the hash of the place (an int,
     whatever the length of the path)."""
 
-    def __init__(self, sites: int) -> None:
-        self.sites = sites
+    def __init__(self, hosts: int) -> None:
+        self.hosts = hosts
         self._hosts: OrderedDict[str, OrderedDict[int, int]] = OrderedDict()
 
     def count(self, host: str, place: str) -> int:
@@ -240,13 +250,13 @@ class _Places:
         places = self._hosts.get(host)
         if places is None:
             places = self._hosts[host] = OrderedDict()
-            if len(self._hosts) > self.sites:
+            if len(self._hosts) > self.hosts:
                 self._hosts.popitem(last=False)
         self._hosts.move_to_end(host)
         key = hash(place)
         places[key] = places.get(key, 0) + 1
         places.move_to_end(key)
-        if len(places) > PLACES_PER_SITE:
+        if len(places) > PLACES_PER_HOST:
             places.popitem(last=False)
 
     def __len__(self) -> int:
@@ -254,11 +264,13 @@ class _Places:
 
 
 def _place(segments: list[str], index: int) -> str:
-    """The path up to a token's segment, that segment's tokens masked:
-    ``/s/AbC9xY2kQ/docs/`` -> ``/s/*``."""
-    segment = _mask_digits(_PART.sub(lambda m: "*" if looks_random(m.group()) else m.group(),
-                                     segments[index]))
-    return "/" + "/".join([*segments[:index], segment])
+    """The path up to a token's segment, tokens and numbers masked:
+    ``/s/AbC9xY2kQ/docs/`` -> ``/s/*``, ``/u/12/s/AbC9xY2kQ/`` -> ``/u/0/s/*``."""
+    return "/" + "/".join(_mask_digits(_PART.sub(_mask_token, segment)) for segment in segments[:index + 1])
+
+
+def _mask_token(match: re.Match[str]) -> str:
+    return "*" if looks_random(match.group()) else match.group()
 
 
 class PathTrapGuard:
@@ -270,7 +282,7 @@ class PathTrapGuard:
 
     def __init__(self, limits: TrapLimits | None = None) -> None:
         self.limits = limits or TrapLimits()
-        self._places = _Places(self.limits.sites_tracked)
+        self._places = _Places(self.limits.hosts_tracked)
 
     @staticmethod
     def page(url: str, meta: Mapping[str, object]) -> Page:

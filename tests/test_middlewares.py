@@ -240,8 +240,8 @@ def test_trap_guard_off_only_when_every_rule_is_off():
 
 
 def test_trap_guard_rejects_bad_path_settings():
-    with pytest.raises(ValueError, match=r"^TRAP_SITES_TRACKED \(0\) must be 1 or more\.$"):
-        _trap_guard(TRAP_SITES_TRACKED=0)
+    with pytest.raises(ValueError, match=r"^TRAP_HOSTS_TRACKED \(0\) must be 1 or more\.$"):
+        _trap_guard(TRAP_HOSTS_TRACKED=0)
 
 
 # --- Retry-After (RFC 9110 section 10.2.3) ----------------------------------------------

@@ -112,7 +112,7 @@ def test_evidence_to_meta_is_compact_json():
     ({"max_numbered_run": -2}, "TRAP_MAX_NUMBERED_RUN (-2) must be 0 (off) or more."),
     ({"max_token_run": -1}, "TRAP_MAX_TOKEN_RUN (-1) must be 0 (off) or more."),
     ({"max_token_variants": -1}, "TRAP_MAX_TOKEN_VARIANTS (-1) must be 0 (off) or more."),
-    ({"sites_tracked": 0}, "TRAP_SITES_TRACKED (0) must be 1 or more."),
+    ({"hosts_tracked": 0}, "TRAP_HOSTS_TRACKED (0) must be 1 or more."),
 ])
 def test_limits_reject_bad_values(limits, message):
     with pytest.raises(ValueError) as info:
@@ -315,7 +315,7 @@ def test_limits_move_the_cut(limits, links, fetched):
 
 
 def test_known_place_counts_are_per_host_and_bounded():
-    guard = PathTrapGuard(TrapLimits(max_token_variants=2, sites_tracked=2))
+    guard = PathTrapGuard(TrapLimits(max_token_variants=2, hosts_tracked=2))
     page = guard.page("http://a.test/s/3f9a2c7e1b0d4e5f/", {"token_run": 1})
 
     def judge(host: str, token: str) -> str | None:
@@ -330,13 +330,18 @@ def test_known_place_counts_are_per_host_and_bounded():
 
 
 def test_places_per_host_are_bounded():
-    from crawler.traps import PLACES_PER_SITE
+    from crawler.traps import PLACES_PER_HOST
 
     guard = PathTrapGuard(TrapLimits(max_token_variants=1))
     page = guard.page("http://a.test/", {})
-    for k in range(PLACES_PER_SITE * 3):
-        guard.judge(page, f"http://a.test/p{k}/3f9a2c7e1b0d4e5f/", "a.test")
-    assert len(guard._places._hosts["a.test"]) == PLACES_PER_SITE
+    names = [a + b for a in string.ascii_lowercase for b in string.ascii_lowercase][:PLACES_PER_HOST * 3]
+    for name in names:
+        guard.judge(page, f"http://a.test/{name}/3f9a2c7e1b0d4e5f/", "a.test")
+    assert len(guard._places._hosts["a.test"]) == PLACES_PER_HOST
+    # numbers are masked: /p1/<token>/ and /p2/<token>/ are one place
+    guard.judge(page, "http://b.test/p1/3f9a2c7e1b0d4e5f/", "b.test")
+    guard.judge(page, "http://b.test/p2/3f9a2c7e1b0d4e5f/", "b.test")
+    assert list(guard._places._hosts["b.test"].values()) == [2]
 
 
 # --- real deep URL sets are never cut -----------------------------------------------------------

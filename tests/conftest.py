@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("CRAWLER_SHARED_DIR", ROOT.parent / "shared"))
 
 
 @dataclass

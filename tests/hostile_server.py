@@ -55,7 +55,28 @@ def main_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
         ("/off-site", "Off-site redirect"), ("/meta-off-site.html", "Off-site refresh"),
         ("/metadata", "Metadata"), ("/private-net", "Private"), ("/bomb.html", "Bomb"),
         ("/short/", "Short"), ("/short/index.html", "Short again"), ("/hub/", "Hub"),
+        ("/formfeed.html", "Form feed"), ("/badlinks.html", "Bad links"), ("/latin1.html", "Latin-1"),
+        ("/gbk.html", "GBK"),
     ]).encode())
+    # A form feed in <pre> and control characters in a title and an anchor.
+    pages["/formfeed.html"] = (200, html, (
+        "<html><head><title>Form\x0bfeed\x01</title></head><body><h1>Report</h1>"
+        "<pre>page 1\x0cpage 2</pre><ul><li><a href='/ff-child.html'>Child\x02</a></li></ul>"
+        "</body></html>").encode())
+    pages["/ff-child.html"] = (200, html, article_page("Child of the form feed", "Reached."))
+    # Malformed bracketed hosts, in links and in <base href>: only the good link counts.
+    pages["/badlinks.html"] = (200, html, (
+        "<html><head><base href='http://[::1.]/'><title>Bad links</title></head><body><ul>"
+        "<li><a href='http://[::1.]/x'>a</a></li><li><a href='http://2001::1]/'>b</a></li>"
+        "<li><a href='//[::1.]/y'>c</a></li><li><a href='/bl-child.html'>good</a></li></ul></body></html>").encode())
+    pages["/bl-child.html"] = (200, html, article_page("Child of the bad links", "Reached."))
+    # No charset anywhere: ISO-8859-1 French, and a short GBK page with lang.
+    french = ("<html><head><title>Crème brûlée</title></head><body><p>Voilà où l'été a commencé: "
+              "à Noël, déjà, la forêt était blanche et les élèves français étaient très contents.</p>"
+              "</body></html>")
+    pages["/latin1.html"] = (200, {"Content-Type": "text/html"}, french.encode("iso-8859-1"))
+    chinese = "<html lang='zh'><head><title>网络爬虫</title></head><body><p>欢迎光临</p></body></html>"
+    pages["/gbk.html"] = (200, {"Content-Type": "text/html"}, chinese.encode("gbk"))
     redirect("/loop/a", "/loop/b")
     redirect("/loop/b", "/loop/a", 301)
     for n in range(30):  # an endless chain, as far as a crawler with 10 hops can tell

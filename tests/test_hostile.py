@@ -126,7 +126,8 @@ def test_redirects_loops_and_bombs_are_error_records(hostile_crawl, hostile):
     assert sorted(hostile_crawl.fetched) == sorted([
         "/robots.txt", "/", "/loop/a", "/loop/b", *chain, "/nolocation", "/off-site",
         "/meta-off-site.html", "/metadata", "/private-net", "/bomb.html", "/short/", "/short/index.html",
-        "/short/a.html", "/hub/", *HUB_ARTICLES])
+        "/short/a.html", "/hub/", *HUB_ARTICLES, "/formfeed.html", "/ff-child.html", "/badlinks.html",
+        "/bl-child.html", "/latin1.html", "/gbk.html"])
     assert set(hostile_crawl.hosts) == {"127.0.0.1"}
     summary = {url.replace(u(""), ""): (p["state"], p["status"], p["error"]) for url, p in pages.items()}
     assert summary["/loop/a"] == ("C", 302, None)
@@ -187,3 +188,29 @@ def test_a_copy_published_first_elsewhere_does_not_stop_the_original(hostile, tm
     stored = pages_of(original)
     assert [stored[hostile.url(p)]["state"] for p in HUB_ARTICLES] == ["C"] * len(HUB_ARTICLES)
     assert "'simhash/cross_site_copy': 1" in original.log
+
+
+def test_control_characters_and_bad_hrefs_lose_nothing(hostile_crawl, hostile):
+    u = hostile.url
+    pages = pages_of(hostile_crawl)
+    ff = pages[u("/formfeed.html")]
+    assert (ff["state"], ff["title"], ff["page_type"]) == ("C", "Form feed", "index")
+    assert "page 1 page 2" in ff["text"]
+    assert pages[u("/ff-child.html")]["state"] == "C"  # its links were followed
+    bad = pages[u("/badlinks.html")]
+    assert bad["state"] == "C"
+    from crawler.store import SQLiteStore
+
+    with SQLiteStore(hostile_crawl.store_path) as store:
+        # The malformed <base href> is ignored, as browsers do; bad hrefs are not links.
+        assert store.outlinks(u("/badlinks.html")) == [{"url": u("/bl-child.html"), "anchor": "good"}]
+        assert store.outlinks(u("/formfeed.html")) == [{"url": u("/ff-child.html"), "anchor": "Child"}]
+
+
+def test_undeclared_encodings_read_as_browsers_read_them(hostile_crawl, hostile):
+    pages = pages_of(hostile_crawl)
+    latin = pages[hostile.url("/latin1.html")]
+    assert (latin["encoding"], latin["title"]) == ("windows-1252", "Crème brûlée")
+    assert "Voilà où l'été a commencé" in latin["text"]
+    gbk = pages[hostile.url("/gbk.html")]
+    assert (gbk["encoding"], gbk["title"]) == ("gbk", "网络爬虫")

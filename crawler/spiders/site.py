@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,7 @@ from crawler.crawldir import crawl_dir, crawl_name
 from crawler.fingerprint import content_hash, signed, simhash
 from crawler.frontier.connection import get_redis
 from crawler.frontier.scheduler import frontier_of
+from crawler.encoding import decode_html
 from crawler.extract import analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of, url_site
@@ -193,6 +195,7 @@ class SiteSpider(Spider):
         self.max_redirects = 10
         self.depth_limit = 0
         self._seen = UrlCache(100_000)
+        self._site_encodings: OrderedDict[str, str] = OrderedDict()
         self._scope_client: redis.Redis | None = None
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
@@ -305,15 +308,11 @@ class SiteSpider(Spider):
                 yield item
             return
 
-        try:
-            text = response.text
-        except (UnicodeError, LookupError) as exc:
-            item.state, item.error = "E", f"undecodable body: {exc}"
-            yield item
-            return
+        text, item.encoding = decode_html(response.body, _header(response, b"Content-Type"),
+                                          self._site_encodings.get(item.site))
+        self._remember_encoding(item.site, item.encoding)
         page = analyze(parse_html(text))
         robots |= page.robots
-        item.encoding = response.encoding
         item.title = page.title
         item.text = page.text[: self.max_text_chars]
         item.abstract = page.abstract
@@ -357,6 +356,18 @@ class SiteSpider(Spider):
         if item.page_type != INDEX and not self.follow_all:
             return
         yield from self._follow(out, url, item.depth + 1)
+
+    def _remember_encoding(self, site: str, encoding: str) -> None:
+        """The site's last legacy encoding: the hint for its pages that declare
+        none (a hint is used only when a page's bytes read well in it).
+        Bounded, least recently used sites first out."""
+        if encoding in ("utf-8", "utf-16le", "utf-16be"):
+            return
+        hints = self._site_encodings
+        hints[site] = encoding
+        hints.move_to_end(site)
+        if len(hints) > 10_000:
+            hints.popitem(last=False)
 
     def _meta_refresh(self, response: TextResponse, text: str, url: str) -> str | None:
         """The target of a ``<meta http-equiv="refresh">`` in the page's head."""

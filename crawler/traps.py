@@ -263,14 +263,14 @@ class _Places:
         return len(self._hosts)
 
 
-def _place(segments: list[str], index: int) -> str:
-    """The path up to a token's segment, tokens and numbers masked:
-    ``/s/AbC9xY2kQ/docs/`` -> ``/s/*``, ``/u/12/s/AbC9xY2kQ/`` -> ``/u/0/s/*``."""
-    return "/" + "/".join(_mask_digits(_PART.sub(_mask_token, segment)) for segment in segments[:index + 1])
-
-
-def _mask_token(match: re.Match[str]) -> str:
-    return "*" if looks_random(match.group()) else match.group()
+def _place(segments: list[str], tokens: list[tuple[int, int, str]], index: int) -> str:
+    """The path up to a token's segment, tokens and numbers masked (hashed,
+    never shown, so parts are joined as they come): ``/s/AbC9xY2kQ/docs/`` ->
+    ``/s/*``, ``/u/12/s/AbC9xY2kQ/`` -> ``/u/0/s/*``."""
+    masked = {(i, j) for i, j, _ in tokens}
+    return _mask_digits("/" + "/".join(
+        "|".join("*" if (i, j) in masked else part for j, part in enumerate(_parts(segment)))
+        for i, segment in enumerate(segments[:index + 1])))
 
 
 class PathTrapGuard:
@@ -302,7 +302,7 @@ class PathTrapGuard:
         # stands before the path it opens (/s/<id>/), while the ids of a
         # site's own pages (dir_<md5>.html, /commit/<sha>) are leaves.
         folders = [t[0] for t in fresh if t[0] < len(segments) - 1]
-        place = _place(segments, min(folders)) if folders else None
+        place = _place(segments, tokens, min(folders)) if folders else None
         reason = None
         if (place is not None and limits.max_token_variants and evidence.token_run >= 2
                 and self._places.count(host, place) >= limits.max_token_variants):

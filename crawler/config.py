@@ -183,6 +183,11 @@ SPECS: dict[str, Check] = {
     # Traps
     "TRAP_MAX_SHAPE_RUN": COUNT,
     "TRAP_MAX_REPEATED_SEGMENT": COUNT,
+    "TRAP_MAX_DESCENT_RUN": COUNT,
+    "TRAP_MAX_NUMBERED_RUN": COUNT,
+    "TRAP_MAX_TOKEN_RUN": COUNT,
+    "TRAP_MAX_TOKEN_VARIANTS": COUNT,
+    "TRAP_HOSTS_TRACKED": POSITIVE_COUNT,
     # Classifier and duplicates
     "CLASSIFIER_THRESHOLD": _number(float, 0, 1, optional=True),
     # The shared index finds near copies by four 16-bit blocks: exact

@@ -75,11 +75,7 @@ class TrapGuardMiddleware:
         settings = crawler.settings
         self.max_shape_run = settings.getint("TRAP_MAX_SHAPE_RUN")
         self.max_repeated = settings.getint("TRAP_MAX_REPEATED_SEGMENT")
-        if self.max_shape_run < 0 or self.max_repeated < 0:
-            raise NotConfigured(
-                f"TRAP_MAX_SHAPE_RUN ({self.max_shape_run!r}) and TRAP_MAX_REPEATED_SEGMENT "
-                f"({self.max_repeated!r}) must be 0 (off) or more."
-            )
+        # Values were checked at start (crawler.config).
         # The defaults stand in for settings a project does not define (tests
         # built with get_crawler(), projects with settings of their own).
         default = TrapLimits()
@@ -91,7 +87,9 @@ class TrapGuardMiddleware:
             hosts_tracked=settings.getint("TRAP_HOSTS_TRACKED", default.hosts_tracked),
         ))
         if not self.max_shape_run and not self.max_repeated and not self.paths.limits.enabled:
-            raise NotConfigured
+            # The guard stays in place (a required part), doing nothing, and
+            # says so: every TRAP_* limit was set to 0 on purpose.
+            logger.warning("Spider-trap guard off: every TRAP_* limit is 0")
         self.stats = crawler.stats
         self.crawler = crawler
 
@@ -153,11 +151,9 @@ class RobotsTxtGuardMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
         if not settings.getbool("ROBOTSTXT_OBEY"):
-            raise NotConfigured
+            raise NotConfigured  # optional: robots.txt switched off on purpose
         self.timeout = settings.getfloat("ROBOTSTXT_DOWNLOAD_TIMEOUT")
         self.max_retry_times = settings.getint("ROBOTSTXT_MAX_RETRY_TIMES")
-        if self.timeout <= 0:
-            raise NotConfigured(f"ROBOTSTXT_DOWNLOAD_TIMEOUT ({self.timeout!r}) must be higher than 0.")
         self.stats = crawler.stats
         self.crawler = crawler
 
@@ -203,11 +199,7 @@ class SiteBackoffMiddleware:
         s = crawler.settings
         self.minimum = s.getfloat("FRONTIER_BACKOFF_MIN")
         self.maximum = s.getfloat("FRONTIER_BACKOFF_MAX")
-        if not 0 < self.minimum <= self.maximum:
-            raise NotConfigured(
-                f"FRONTIER_BACKOFF_MIN ({self.minimum!r}) must be above 0 and at most "
-                f"FRONTIER_BACKOFF_MAX ({self.maximum!r})."
-            )
+        # Values were checked at start (crawler.config): backoff is required.
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.crawler = crawler
 

@@ -127,6 +127,16 @@ ROBOTSTXT_CACHE_TTL = 86_400  # seconds a robots.txt is shared (its Redis key ex
 TRAP_MAX_SHAPE_RUN = 30
 # ... and a path repeating one segment this many times (/a/b/a/b/a/b) is dropped.
 TRAP_MAX_REPEATED_SEGMENT = 3
+# Path-level traps (crawler.traps), judged on the chain of links that led to
+# a link (request.meta). A real tree is reached one level a link at most, so a
+# chain going deeper at every step ends at its depth; a generator never does.
+TRAP_MAX_DESCENT_RUN = 20  # links of a chain going deeper (sideways keeps the count, up resets it)
+TRAP_MAX_NUMBERED_RUN = 8  # ... deeper into numbered or token levels (/2024/05/13/post is 4)
+TRAP_MAX_TOKEN_RUN = 10  # links in a row each bringing a fresh random token (/s/<session id>/)
+# Per host: once this many followed links brought a fresh token to one place
+# (/s/*), links continuing a token chain there are dropped (wide session traps).
+TRAP_MAX_TOKEN_VARIANTS = 10
+TRAP_HOSTS_TRACKED = 4096  # hosts whose token places are remembered (about 12 MB when full)
 
 # --- Classifier ---------------------------------------------------------------------
 # Score (0..1) from which a page counts as an index page; None = the trained

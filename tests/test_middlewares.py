@@ -88,13 +88,18 @@ def test_trap_guard_other_shapes_reset_the_chain_and_repeats_are_dropped():
     assert crawler.stats.get_value("trap/dropped/shape_run") == 1
 
 
-@pytest.mark.parametrize(("settings", "message"), [
-    ({"TRAP_MAX_SHAPE_RUN": -1}, "TRAP_MAX_SHAPE_RUN (-1)"),
-])
-def test_trap_guard_rejects_bad_settings(settings, message):
-    from scrapy.exceptions import NotConfigured
-    with pytest.raises(NotConfigured, match=message.replace("(", r"\(").replace(")", r"\)")):
-        _trap_guard(**settings)
+def test_trap_guard_settings_are_checked_at_start():
+    """A bad value stops the start (crawler.config), never switches the guard off."""
+    from scrapy.settings import Settings
+
+    from crawler import settings as defaults
+    from crawler.config import ConfigError, check_settings
+
+    settings = Settings()
+    settings.setmodule(defaults)
+    settings.set("TRAP_MAX_SHAPE_RUN", -1)
+    with pytest.raises(ConfigError, match=r"^bad setting: TRAP_MAX_SHAPE_RUN=-1 must be at least 0$"):
+        check_settings(settings)
 
 
 def test_robots_guard_bounds_only_the_robots_request():
@@ -229,14 +234,16 @@ def test_trap_guard_async_output_applies_the_path_rules():
     assert crawler.stats.get_value("trap/dropped/numbered_run") == 1
 
 
-def test_trap_guard_off_only_when_every_rule_is_off():
-    from scrapy.exceptions import NotConfigured
-
+def test_trap_guard_says_when_every_rule_is_off(caplog):
     off = {"TRAP_MAX_SHAPE_RUN": 0, "TRAP_MAX_REPEATED_SEGMENT": 0, "TRAP_MAX_DESCENT_RUN": 0,
            "TRAP_MAX_NUMBERED_RUN": 0, "TRAP_MAX_TOKEN_RUN": 0, "TRAP_MAX_TOKEN_VARIANTS": 0}
-    with pytest.raises(NotConfigured):
+    with caplog.at_level("WARNING", logger="crawler.middlewares"):
         _trap_guard(**off)
-    _trap_guard(**{**off, "TRAP_MAX_TOKEN_RUN": 1})
+    assert [r.getMessage() for r in caplog.records] == ["Spider-trap guard off: every TRAP_* limit is 0"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crawler.middlewares"):
+        _trap_guard(**{**off, "TRAP_MAX_TOKEN_RUN": 1})
+    assert caplog.records == []
 
 
 def test_trap_guard_rejects_bad_path_settings():

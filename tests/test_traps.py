@@ -432,10 +432,10 @@ def test_git_web_ui_is_never_cut():
 # --- end to end: a crawl of the mock server's traps -----------------------------------------------
 
 
-@pytest.mark.xfail(
-    not {"descent_run", "numbered_run", "token_run"} <= set(SERIALIZED_META), strict=True,
-    reason="the frontier drops meta keys it does not list (crawler.frontier.serialize.META_KEYS), "
-           "so the chain evidence does not survive Redis yet")
+def test_the_chain_evidence_travels_through_the_frontier():
+    assert set(META_KEYS) <= set(SERIALIZED_META)
+
+
 def test_crawl_stops_in_the_session_and_numbered_traps(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/trap/')}", "follow=all"],
                        {**frontier_settings, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "DEBUG",

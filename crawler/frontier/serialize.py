@@ -57,6 +57,10 @@ META_KEYS: dict[str, str] = {
     "shape_run": "int",
     "redirect_times": "int",
     "redirect_urls": "strs",
+    # The trap guard's evidence about the chain of links that led here.
+    "descent_run": "int",
+    "numbered_run": "int",
+    "token_run": "int",
 }
 
 

@@ -286,6 +286,7 @@ class SiteSpider(Spider):
     # -- responses
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         url = normalize(response.url)
+        self._seen.add(url)  # fetched: never worth sending to the frontier again
         self._learn_scope_from(url)
         item = PageItem(
             url=url, site=url_site(url), depth=int(response.meta.get("depth", 0)), status=response.status,

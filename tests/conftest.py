@@ -15,6 +15,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Fixtures that start servers or crawls: a test using one is end-to-end.
+_SLOW_FIXTURES = frozenset({"server", "grid_server", "hostile", "hostile_crawl", "default_crawl",
+                            "two_workers", "mongo_uri", "embedded_crawl_dir"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark end-to-end tests ``slow``: those using a server or crawl fixture,
+    or starting subprocesses themselves (``slow`` in their module's
+    ``pytestmark``). ``pytest -m "not slow"`` runs the rest in seconds."""
+    for item in items:
+        if _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @dataclass
 class Server:
     port: int

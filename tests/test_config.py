@@ -61,6 +61,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "line"), CASES, ids=[c[1][7:40] for c in CASES])
 def test_a_bad_value_is_one_line_and_exit_1(tmp_path, args, line):
     proc = crawl(tmp_path, *args)
@@ -71,6 +72,7 @@ def test_a_bad_value_is_one_line_and_exit_1(tmp_path, args, line):
     assert not (tmp_path / "site.sqlite3").exists()  # nothing ran
 
 
+@pytest.mark.slow
 def test_unreachable_redis_and_mongodb_are_one_line(tmp_path):
     port = closed_port()
     proc = crawl(tmp_path, "-a", "seeds=http://x/", "-s", f"REDIS_URL=redis://127.0.0.1:{port}/0")

@@ -164,6 +164,7 @@ def scrapy_graph(out: Path, *settings: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["crawl_dir", "store_path"])
 def test_missing_sqlite_crawl_is_one_line_and_creates_nothing(tmp_path, how):
     crawl_dir = tmp_path / "crawls"
@@ -180,6 +181,7 @@ def test_missing_sqlite_crawl_is_one_line_and_creates_nothing(tmp_path, how):
     assert list(tmp_path.iterdir()) == []  # no store, no crawl directory, no graph file
 
 
+@pytest.mark.slow
 def test_existing_sqlite_crawl_is_exported(dirty_store, tmp_path):
     out = tmp_path / "graph.gexf"
     proc = scrapy_graph(out, f"STORE_PATH={dirty_store}")
@@ -219,6 +221,7 @@ def test_existing_mongodb_crawl_is_exported(tmp_path, mongo_uri):
             client.drop_database(name)
 
 
+@pytest.mark.slow
 def test_unreachable_mongodb_is_one_line(tmp_path):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))

@@ -363,6 +363,7 @@ def _refused(message: str) -> str:
     return f"AddressRefused: {message}; allow with NETWORK_ALLOWLIST"
 
 
+@pytest.mark.slow
 def test_crawl_refuses_loopback_by_default(site, tmp_path):
     p = site.port
     urls = [site.url("/a"), site.url("/a2"), site.url("/b", host="localhost"),
@@ -388,6 +389,7 @@ def test_crawl_refuses_loopback_by_default(site, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_crawl_with_allowlist_fetches_loopback_and_checks_every_redirect_hop(site, tmp_path):
     p = site.port
     urls = [site.url("/a"), site.url("/b", host="localhost"), site.url("/c", host="2130706433"),
@@ -418,6 +420,7 @@ def _dns_failed(host: str) -> str:
     return f"CannotResolveHostError: DNS lookup failed: no results for hostname lookup: {host}."
 
 
+@pytest.mark.slow
 def test_resolver_refuses_at_connect_time_what_the_check_let_through(site, tmp_path):
     # The spider's own NETWORK_ALLOWLIST reaches the middleware but not the
     # resolver (built from the process's settings): the check passes, as it
@@ -439,6 +442,7 @@ def test_resolver_refuses_at_connect_time_what_the_check_let_through(site, tmp_p
     ]
 
 
+@pytest.mark.slow
 def test_middleware_without_the_guarded_resolver_still_refuses_names(site, tmp_path):
     p = site.port
     result = crawl(site, tmp_path, [site.url("/b", host="localhost")],

@@ -399,6 +399,7 @@ def fetched_by_host(result) -> dict[str, Counter[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_crawl_fetches_what_each_robots_txt_allows_us(robots_crawl):
     result = robots_crawl[0]
     allowed_std = Counter(["/robots.txt", "/", "/ok.html"])

@@ -11,20 +11,42 @@ Arguments (``-a``):
 - ``follow``: ``index`` (default: follow the links of index pages only) or
   ``all`` (follow the links of information pages too).
 
-Settings: ``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``; Scrapy's
-``DEPTH_LIMIT`` as usual. Queueing, dedup, politeness and the per-site cap
-belong to the frontier (``crawler.frontier.scheduler``).
+Any other argument is an error that lists these (``check_arguments``, which
+``scrapy crawl`` runs before anything starts).
 
-Duplicates: the main text's SimHash and content hash are checked against
-the cluster's index (``SIMHASH_MAX_DISTANCE``, texts shorter than
-``SIMHASH_MIN_CHARS`` are not fingerprinted); a copy is stored with
-``dup_of`` and its links are not followed.
+Settings: ``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``,
+``FRONTIER_URL_CACHE``, ``REDIRECT_MAX_TIMES``, ``DEPTH_LIMIT`` (depth is
+kept here: a redirect keeps its source's depth). Queueing, dedup,
+politeness and the per-site cap belong to the frontier.
+
+Pages are decoded with ``crawler.encoding.decode_html``, the site's last
+legacy encoding as the hint for pages that declare none.
+
+Redirects (3xx reach the spider: ``HTTPERROR_ALLOWED_CODES``) and meta
+refreshes are followed through the frontier: the source is stored with its
+status and its target as its one link, the target queued as a new URL
+(meta ``redirect_times``, ``redirect_urls``). A loop, the hop limit and a
+missing Location are error records; an off-scope target is an edge only.
+
+Duplicates: the main text's content hash (with the links, for texts shorter
+than ``SIMHASH_MIN_CHARS``) and SimHash are checked against the cluster's
+index (``SIMHASH_MAX_DISTANCE``); a copy is stored with ``dup_of``. Its links
+are not followed when the copy is of a page of its own site, or its site
+mirrors another (``SIMHASH_MIRROR_SHARE``, ``SIMHASH_MIRROR_MIN_PAGES``;
+``mirror_of``); a copy of another site's page is followed.
+
+Every failed request is an error record with its reason, except one that
+robots.txt forbids (not a page of the site: ``robotstxt/forbidden``).
 
 Stats: ``classifier/page_type/<type>``, ``robots/noindex``,
-``simhash/exact_duplicate``, ``simhash/near_duplicate``, ``simhash/skipped_short``,
-``robots/nofollow``, ``frontier/hrefs_found``
-(every ``<a href>``), ``frontier/links_found`` (distinct valid links per
-page), ``frontier/links_new`` (links never seen before: Requests built).
+``robots/nofollow``, ``simhash/exact_duplicate``, ``simhash/near_duplicate``,
+``simhash/cross_site_copy``, ``simhash/skipped_short``,
+``redirect/followed``, ``redirect/off_scope``, ``redirect/loop``,
+``redirect/limit``, ``redirect/bad_location``,
+``depth/request_ignored_count``, ``request_depth_max``,
+``frontier/hrefs_found`` (every ``<a href>``), ``frontier/links_found``
+(distinct valid links per page), ``frontier/links_new`` (links never seen
+before: Requests built).
 
 Why links are deduplicated here: a documentation page carries ~180 links,
 almost all seen before. Building a Request, running it through the spider

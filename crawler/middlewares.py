@@ -38,6 +38,16 @@ all), as RFC 9309 asks for 4xx. For 5xx the RFC asks for "disallow all" until
 it can be fetched; a crawler that cannot re-schedule the site would then drop
 every URL of it, so it is read as empty too and counted in
 ``robotstxt/unavailable`` (a warning names the site).
+
+``SendSpacingMiddleware`` (downloader middleware, last before the download
+handler) keeps the gap between two requests to a site at the wire, for the
+whole cluster: each request reserves its send time in Redis, at least the
+site's delay (``DOWNLOAD_DELAY`` or its robots.txt ``Crawl-delay``, plus
+backoff and ``FRONTIER_DELAY_MARGIN``) after the last one any worker
+reserved, and waits for it. The frontier's leases already space requests;
+this holds when a busy worker sends one late and another sends the next on
+time. Sites without a delay cost nothing. Stats: ``frontier/send_waits``,
+``frontier/send_wait_ms``.
 """
 
 from __future__ import annotations
@@ -52,7 +62,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError, NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import TCPTimedOutError, TimeoutError
+from twisted.internet.task import deferLater
 
 from crawler.traps import META_KEYS, Page, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
@@ -67,7 +79,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RobotsTxtGuardMiddleware", "SiteBackoffMiddleware", "TrapGuardMiddleware"]
+__all__ = ["RobotsTxtGuardMiddleware", "SendSpacingMiddleware", "SiteBackoffMiddleware", "TrapGuardMiddleware"]
 
 
 class TrapGuardMiddleware:
@@ -208,10 +220,12 @@ class SiteBackoffMiddleware:
         return cls(crawler)
 
     def _backoff(self, request: Request, seconds: float, reason: str) -> None:
-        from crawler.frontier.scheduler import frontier_of
+        from crawler.frontier.scheduler import GAP_META, frontier_of
 
         frontier = frontier_of(self.crawler)
-        if frontier is None:
+        # Only requests the frontier leased for a site with a gap (robots.txt
+        # requests are spaced by the robots middleware): no round trip else.
+        if frontier is None or not request.meta.get(GAP_META):
             return
         site = queue_key(host_of(request.url), self.queue_by)
         try:
@@ -295,3 +309,40 @@ def _http_date(value: bytes, now: float) -> float | None:
     except ValueError:  # 31 Feb, hour 25, year 0
         return None
     return moment.timestamp()
+
+
+class SendSpacingMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.queue_by = crawler.settings.get("FRONTIER_QUEUE_BY")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        from crawler.frontier.scheduler import GAP_META, frontier_of
+
+        frontier = frontier_of(self.crawler)
+        # Only requests the frontier leased for a site with a gap (robots.txt
+        # requests are spaced by the robots middleware): no round trip else.
+        if frontier is None or not request.meta.get(GAP_META):
+            return
+        site = queue_key(host_of(request.url), self.queue_by)
+        try:
+            wait = frontier.reserve_send(site)
+        except Exception as exc:  # Redis away: the lease's spacing still holds
+            logger.warning("Could not reserve a send time for %(site)s: %(exc)s", {"site": site, "exc": exc})
+            return
+        if wait > 0:
+            stats = self.crawler.stats
+            stats.inc_value("frontier/send_waits")
+            stats.inc_value("frontier/send_wait_ms", int(wait * 1000))
+            await maybe_deferred_to_future(deferLater(_reactor(), wait, lambda: None))
+
+
+def _reactor() -> Any:
+    # Imported late: Scrapy installs the reactor after this module loads.
+    from twisted.internet import reactor
+
+    return reactor

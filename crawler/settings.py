@@ -209,6 +209,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.frontier.robots.ClusterRobotsTxtMiddleware": 100,
     # Sees 429/503/timeouts before RetryMiddleware (550) turns them into retries.
     "crawler.middlewares.SiteBackoffMiddleware": 560,
+    # Last before the download handler: the gap between two requests to a
+    # site, at the wire, for the whole cluster.
+    "crawler.middlewares.SendSpacingMiddleware": 950,
 }
 ITEM_PIPELINES = {
     "crawler.pipelines.StorePipeline": 800,

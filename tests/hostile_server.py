@@ -17,7 +17,6 @@ request as mockserver.py does. What it serves, by host:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gzip
 import json
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mockserver import article_page, index_page  # noqa: E402
+from mockserver import answer, article_page, index_page, run, serve  # noqa: E402
 
 HUB_ARTICLES = [f"/hub/article-{i}.html" for i in range(3)]
 BOMB_BYTES = 64 * 1024 * 1024  # decompressed; a few tens of KiB on the wire
@@ -123,11 +122,7 @@ def make_app(port_holder: dict[str, int], log_path: Path) -> web.Application:
         if host not in sites:
             sites[host] = {"127.0.0.1": lambda: main_site(port_holder["port"]), "127.0.0.2": other_site,
                            "127.0.0.3": copier_site}.get(host, dict)()
-        entry = sites[host].get(request.path_qs) or sites[host].get(request.path)
-        if entry is None:
-            return web.Response(status=404, text="not found")
-        status, headers, body = entry
-        return web.Response(status=status, headers=headers, body=body)
+        return answer(sites[host], request)
 
     app = web.Application()
     app.router.add_route("GET", "/{tail:.*}", handle)
@@ -139,22 +134,9 @@ async def main() -> None:
     ap.add_argument("--hosts", default="127.0.0.1,127.0.0.2,127.0.0.3")
     ap.add_argument("--log", type=Path, required=True)
     args = ap.parse_args()
-    hosts = args.hosts.split(",")
     holder: dict[str, int] = {}
-    runner = web.AppRunner(make_app(holder, args.log), access_log=None)
-    await runner.setup()
-    first = web.TCPSite(runner, hosts[0], 0)
-    await first.start()
-    port = first._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    holder["port"] = port
-    for host in hosts[1:]:
-        await web.TCPSite(runner, host, port).start()
-    print(json.dumps({"port": port, "hosts": hosts}), flush=True)
-    await asyncio.Event().wait()
+    await serve(make_app(holder, args.log), args.hosts.split(","), holder)
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        sys.exit(0)
+    run(main)

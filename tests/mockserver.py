@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -343,15 +344,20 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
         key = "main" if host == "127.0.0.1" else "partner"
         if key not in sites:
             sites[key] = partner_site() if key == "partner" else build_site(port_holder["port"])
-        entry = sites[key].get(request.path_qs) or sites[key].get(request.path)
-        if entry is None:
-            return web.Response(status=404, text="not found")
-        status, headers, body = entry
-        return web.Response(status=status, headers=headers, body=body)
+        return answer(sites[key], request)
 
     app = web.Application()
     app.router.add_route("GET", "/{tail:.*}", handle)
     return app
+
+
+def answer(pages: dict[str, tuple[int, dict[str, str], bytes]], request: web.Request) -> web.Response:
+    """The page at the request's path and query (else its path), or a 404."""
+    entry = pages.get(request.path_qs) or pages.get(request.path)
+    if entry is None:
+        return web.Response(status=404, text="not found")
+    status, headers, body = entry
+    return web.Response(status=status, headers=headers, body=body)
 
 
 def serve_file(root: Path, path: str) -> web.StreamResponse:
@@ -367,18 +373,10 @@ def serve_file(root: Path, path: str) -> web.StreamResponse:
     return web.Response(body=target.read_bytes(), content_type=ctype)
 
 
-async def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hosts", default="127.0.0.1")
-    ap.add_argument("--log", type=Path)
-    ap.add_argument("--root", type=Path)
-    ap.add_argument("--latency", type=float, default=0.0, help="seconds added to grid pages")
-    ap.add_argument("--grid-pages", type=int, default=GRID_PAGES, help="pages per grid site")
-    args = ap.parse_args()
-    hosts = args.hosts.split(",")
-    holder: dict[str, int] = {}
-    runner = web.AppRunner(make_app(holder, args.log, args.root, args.latency, args.grid_pages),
-                           access_log=None)
+async def serve(app: web.Application, hosts: list[str], holder: dict[str, int]) -> None:
+    """Bind port 0 on the first host and the same port on the others, put the
+    port in ``holder``, print ``{"port": P, "hosts": [...]}`` and serve."""
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     first = web.TCPSite(runner, hosts[0], 0)
     await first.start()
@@ -390,8 +388,24 @@ async def main() -> None:
     await asyncio.Event().wait()
 
 
-if __name__ == "__main__":
+def run(main: Any) -> None:
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
         sys.exit(0)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", default="127.0.0.1")
+    ap.add_argument("--log", type=Path)
+    ap.add_argument("--root", type=Path)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds added to grid pages")
+    ap.add_argument("--grid-pages", type=int, default=GRID_PAGES, help="pages per grid site")
+    args = ap.parse_args()
+    holder: dict[str, int] = {}
+    await serve(make_app(holder, args.log, args.root, args.latency, args.grid_pages), args.hosts.split(","), holder)
+
+
+if __name__ == "__main__":
+    run(main)

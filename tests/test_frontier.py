@@ -302,3 +302,27 @@ def test_a_site_of_copies_becomes_a_mirror(client, crawl_name):
     assert verdicts == [("exact", False, None), ("exact", False, None),
                         ("exact", False, "orig"), ("exact", False, "orig")]
     assert client.hget("{" + crawl_name + "}:mirrors", "mirror") == b"orig"
+
+
+def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl_name):
+    w1 = make(client, crawl_name, node="w1", default_delay=1.0, delay_margin=0.05)
+    w2 = make(client, crawl_name, node="w2", default_delay=1.0, delay_margin=0.05)
+    assert w1.reserve_send("a") == 0.0
+    # The next send to a, by any worker, waits the gap (1 s + margin) after it.
+    assert 0.9 <= w2.reserve_send("a") <= 1.05
+    assert 1.9 <= w1.reserve_send("a") <= 2.1
+    assert w2.reserve_send("b") == 0.0  # another site: its own gap
+    nodelay = make(client, crawl_name + "x", node="w3", default_delay=0, delay_margin=0.05)
+    try:
+        assert (nodelay.reserve_send("a"), nodelay.reserve_send("a")) == (0.0, 0.0)
+    finally:
+        nodelay.delete_all()
+
+
+def test_leases_carry_their_site_gap(client, crawl_name):
+    f = make(client, crawl_name, default_delay=0.5, delay_margin=0.05)
+    f.enqueue([link(f, "http://a/1", "a")])
+    client.hset("{" + crawl_name + "}:delay", "b", 2000)
+    f.enqueue([link(f, "http://b/1", "b")])
+    gaps = {lease.site: lease.gap for lease in f.lease(10)[0]}
+    assert gaps == {"a": 0.55, "b": 2.05}

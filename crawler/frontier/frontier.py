@@ -75,6 +75,7 @@ class Lease:
     id: str
     site: str
     entry: str
+    gap: float = 0.0  # seconds the site's requests must be apart (0: no delay)
 
 
 class Frontier:
@@ -108,7 +109,7 @@ class Frontier:
         self.calls: dict[str, int] = {}
         self._scripts = {name: client.register_script(getattr(scripts, name))
                          for name in ("ENQUEUE", "LEASE", "COMMIT", "RELEASE", "HEARTBEAT",
-                                      "BACKOFF", "PENDING", "TOUCH", "NEAR_DUPLICATE")}
+                                      "BACKOFF", "PENDING", "TOUCH", "NEAR_DUPLICATE", "SEND")}
         self.started = time.time()
 
     def key(self, name: str) -> str:
@@ -146,7 +147,8 @@ class Frontier:
         # Redis by someone else) must reach the scheduler to be refused and
         # settled, not fail the whole batch here.
         leases = [
-            Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape")) for i in range(1, len(out), 3)
+            Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape"), int(out[i + 3]) / 1000.0)
+            for i in range(1, len(out), 4)
         ]
         return leases, (None if wait < 0 else wait / 1000.0)
 
@@ -201,6 +203,12 @@ class Frontier:
         if kind == "new":
             return Duplicate("new")
         return Duplicate(kind, _s(out[1]), int(out[2]), bool(int(out[3])), _s(out[4]) or None)
+
+    def reserve_send(self, site: str) -> float:
+        """A request to ``site`` goes on the wire: seconds to wait first, so
+        that it follows the last one any worker sent there by the site's gap
+        (its delay, backoff and margin). 0 for sites without a delay."""
+        return int(self._run("SEND", site, self.default_delay_ms, self.margin_ms)) / 1000.0
 
     def touch(self, site: str, delay: float) -> None:
         """A request went to ``site`` outside the frontier (robots.txt): hold

@@ -84,6 +84,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["FrontierScheduler", "frontier_of"]
 
 LEASE_META = "frontier_lease"
+GAP_META = "frontier_gap"
 
 # The frontier of each running crawler, for the middlewares that report to it.
 _FRONTIERS: WeakKeyDictionary[Crawler, Frontier] = WeakKeyDictionary()
@@ -294,6 +295,8 @@ class FrontierScheduler(BaseScheduler):
                 self.stats.inc_value("frontier/refused_entry")
                 continue
             request.meta[LEASE_META] = lease.id
+            if lease.gap > 0:
+                request.meta[GAP_META] = lease.gap  # SendSpacingMiddleware holds it at the wire
             # Redirects go back through the frontier as new URLs (the spider
             # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
             request.meta["dont_redirect"] = True

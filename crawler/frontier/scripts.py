@@ -14,6 +14,7 @@ Keys (``P`` = prefix):
 - ``P active``         hash site -> requests being downloaded now (cluster-wide)
 - ``P delay``          hash site -> delay between fetches (ms), from robots.txt
 - ``P backoff``        hash site -> extra delay after 429/503/timeouts (ms)
+- ``P sent``           hash site -> the last send time reserved (ms), for the gap at the wire
 - ``P delayed``        zset "<site>\\n<entry>" -> due time (retries with backoff)
 - ``P leases:<node>``  hash lease id -> "<site>\\n<entry>"
 - ``P seen:<bucket>``  set of 64-bit fingerprints (intset encoding: 8 bytes each)
@@ -119,7 +120,7 @@ return {added, dup, capped}
 
 # ARGV: prefix, node, max_n, default_delay_ms, conc, margin_ms, then the ids of
 # this node's leases whose download is over (their site slots are freed).
-# Returns {wait_ms, id1, site1, entry1, id2, ...}; wait_ms: how long until the
+# Returns {wait_ms, id1, site1, entry1, gap1_ms, id2, ...}; wait_ms: how long until the
 # next site is ready (-1: no site will be ready by time alone).
 LEASE = _PRELUDE + r"""
 local node, max_n = ARGV[2], tonumber(ARGV[3])
@@ -171,6 +172,7 @@ for _, site in ipairs(sites) do
       out[#out + 1] = id
       out[#out + 1] = site
       out[#out + 1] = entry
+      out[#out + 1] = gap
       taken = taken + 1
       more = gap == 0 and act < conc
     end
@@ -322,6 +324,22 @@ redis.call('HSET', P .. 'next', site, nxt)
 local score = redis.call('ZSCORE', P .. 'ready', site)
 if score and tonumber(score) < nxt then redis.call('ZADD', P .. 'ready', nxt, site) end
 return nxt
+"""
+
+# A request to a site is about to go on the wire: reserve its send time, at
+# least the site's gap after the last one reserved by any worker. The lease
+# already spaced requests, but a busy worker may send one late and another
+# worker's next one on time; this makes the gaps the server sees hold.
+# ARGV: prefix, site, default_delay_ms, margin_ms. Returns ms to wait first.
+SEND = _PRELUDE + r"""
+local site, default_delay, margin = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local d = tonumber(redis.call('HGET', P .. 'delay', site) or default_delay)
+local gap = d + tonumber(redis.call('HGET', P .. 'backoff', site) or '0')
+if gap <= 0 then return 0 end
+gap = gap + margin
+local at = math.max(now, tonumber(redis.call('HGET', P .. 'sent', site) or '0') + gap)
+redis.call('HSET', P .. 'sent', site, at)
+return at - now
 """
 
 # Back a site off after 429, 503 or a timeout: double its backoff (at least

@@ -220,12 +220,10 @@ class SiteBackoffMiddleware:
         return cls(crawler)
 
     def _backoff(self, request: Request, seconds: float, reason: str) -> None:
-        from crawler.frontier.scheduler import GAP_META, frontier_of
+        from crawler.frontier.scheduler import frontier_of
 
         frontier = frontier_of(self.crawler)
-        # Only requests the frontier leased for a site with a gap (robots.txt
-        # requests are spaced by the robots middleware): no round trip else.
-        if frontier is None or not request.meta.get(GAP_META):
+        if frontier is None:
             return
         site = queue_key(host_of(request.url), self.queue_by)
         try:

@@ -89,8 +89,6 @@ class Page:
     h1: str = ""
 
 
-# -- decoding: bytes to text, as a browser would, and better where it guesses
-
 def parse_html(html: str | bytes) -> Any:
     """lxml root of ``html``, or None for an empty or unparsable document.
     ``bytes`` are decoded with ``decode_html`` first."""

@@ -46,7 +46,9 @@ site's delay (``DOWNLOAD_DELAY`` or its robots.txt ``Crawl-delay``, plus
 backoff and ``FRONTIER_DELAY_MARGIN``) after the last one any worker
 reserved, and waits for it. The frontier's leases already space requests;
 this holds when a busy worker sends one late and another sends the next on
-time. Sites without a delay cost nothing. Stats: ``frontier/send_waits``,
+time. It costs one Redis round trip a request to a site with a delay (the
+default ``DOWNLOAD_DELAY`` of 1 s allows one request a second anyway), none
+at a delay of 0. Stats: ``frontier/send_waits``,
 ``frontier/send_wait_ms``.
 """
 

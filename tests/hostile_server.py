@@ -55,8 +55,14 @@ def main_site(port: int) -> dict[str, tuple[int, dict[str, str], bytes]]:
         ("/metadata", "Metadata"), ("/private-net", "Private"), ("/bomb.html", "Bomb"),
         ("/short/", "Short"), ("/short/index.html", "Short again"), ("/hub/", "Hub"),
         ("/formfeed.html", "Form feed"), ("/badlinks.html", "Bad links"), ("/latin1.html", "Latin-1"),
-        ("/gbk.html", "GBK"),
+        ("/gbk.html", "GBK"), ("/refresh/0.html", "Refresh chain"), ("/reload.html", "Reloads itself"),
     ]).encode())
+    # An endless chain of meta refreshes, and a page that only reloads itself.
+    for n in range(30):
+        pages[f"/refresh/{n}.html"] = (200, html, index_page(
+            f"Refresh {n}", [], head=f'<meta http-equiv="refresh" content="0; url=/refresh/{n + 1}.html">').encode())
+    pages["/reload.html"] = (200, html, index_page(
+        "Live", [], head='<meta http-equiv="refresh" content="300">').encode())
     # A form feed in <pre> and control characters in a title and an anchor.
     pages["/formfeed.html"] = (200, html, (
         "<html><head><title>Form\x0bfeed\x01</title></head><body><h1>Report</h1>"

@@ -197,6 +197,7 @@ def test_keys_share_one_hash_tag(client, crawl_name):
 class _Spider(Spider):
     name = "s"
     frontier_callbacks = frozenset({"parse", "other"})
+    frontier_errbacks = frozenset({"parse"})
 
     def parse(self, response):
         pass

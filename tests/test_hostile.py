@@ -39,6 +39,9 @@ def bad_entries(server) -> list[tuple[bytes, str]]:
         (json.dumps({"u": u, "h": {"Cookie": ["a=1"]}}).encode(), "header 'Cookie'"),
         (json.dumps({"u": u, "m": {"depth": "deep"}}).encode(), "bad value for meta key 'depth'"),
         (b'"just a string"', "not a request object"),
+        (json.dumps({"u": u, "e": "parse"}).encode(), "not one of spider 'site''s frontier_errbacks"),
+        (json.dumps({"u": u.replace("/docs/", "/docs/./")}).encode(), "not in normal form"),
+        (json.dumps({"u": "http://1.2.3.4.5/"}).encode(), "bad host"),
         (b'{"u": "' + u.encode() + b"?" + b"a" * 70_000 + b'"}', "at most 65536"),
     ]
 
@@ -127,7 +130,8 @@ def test_redirects_loops_and_bombs_are_error_records(hostile_crawl, hostile):
         "/robots.txt", "/", "/loop/a", "/loop/b", *chain, "/nolocation", "/off-site",
         "/meta-off-site.html", "/metadata", "/private-net", "/bomb.html", "/short/", "/short/index.html",
         "/short/a.html", "/hub/", *HUB_ARTICLES, "/formfeed.html", "/ff-child.html", "/badlinks.html",
-        "/bl-child.html", "/latin1.html", "/gbk.html"])
+        "/bl-child.html", "/latin1.html", "/gbk.html", *[f"/refresh/{n}.html" for n in range(11)],
+        "/reload.html"])
     assert set(hostile_crawl.hosts) == {"127.0.0.1"}
     summary = {url.replace(u(""), ""): (p["state"], p["status"], p["error"]) for url, p in pages.items()}
     assert summary["/loop/a"] == ("C", 302, None)
@@ -146,8 +150,14 @@ def test_redirects_loops_and_bombs_are_error_records(hostile_crawl, hostile):
             u("/meta-off-site.html"))
         assert store.outlinks(u("/metadata")) == [
             {"url": "http://169.254.169.254/latest/meta-data/", "anchor": "[redirect 302]"}]
-    assert "'redirect/loop': 1" in hostile_crawl.log and "'redirect/limit': 1" in hostile_crawl.log
-    assert "'redirect/off_scope': 3" in hostile_crawl.log
+    assert "'redirect/loop': 1" in hostile_crawl.log and "'redirect/limit': 2" in hostile_crawl.log
+    assert "'redirect/off_scope': 4" in hostile_crawl.log
+    # A meta refresh is a hop like a 3xx: the chain stops at the same limit,
+    # but a page with content stays a page; one that only reloads is no hop.
+    refreshes = [summary[f"/refresh/{n}.html"] for n in range(11)]
+    assert refreshes == [("C", 200, None)] * 11
+    assert pages[u("/refresh/5.html")]["depth"] == pages[u("/refresh/0.html")]["depth"] == 1
+    assert summary["/reload.html"] == ("C", 200, None)
 
 
 def test_exact_copies_of_short_pages_are_found(hostile_crawl, hostile):

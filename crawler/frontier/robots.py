@@ -233,6 +233,13 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         # this worker only: the next one tries again.
         if response.status < 500:
             self.cache_body(frontier, netloc, body)
+        else:
+            # Nothing to share: let the workers waiting for our answer fetch it
+            # themselves now rather than when the lock expires.
+            try:
+                frontier.client.delete(self._key(frontier, "lock", netloc))
+            except redis.RedisError:
+                pass
         self._apply_crawl_delay(rp, request)
 
     @staticmethod

@@ -22,7 +22,7 @@ Settings:
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
 ``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/E``,
 ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
-``frontier/released_orphans``, ``frontier/late_send``,
+``frontier/released_orphans``,
 ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
 
 Where this departs from scrapy-redis (0.9.1), and why:
@@ -48,7 +48,6 @@ Kept from scrapy-redis: its connection helper and setting names
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import time
 from collections import deque
@@ -142,7 +141,6 @@ class FrontierScheduler(BaseScheduler):
         self._lease_after = 0.0
         self._downloaded: list[str] = []
         self._maybe_orphans: set[str] = set()
-        self._leased_at: dict[str, float] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -178,7 +176,6 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._item_settled, signal=signals.item_error)
         sig.connect(self._spider_idle, signal=signals.spider_idle)
         sig.connect(self._left_downloader, signal=signals.request_left_downloader)
-        sig.connect(self._reached_downloader, signal=signals.request_reached_downloader)
         for fn, interval in ((self._heartbeat, self.heartbeat_interval), (self._tick, 0.25)):
             loop = LoopingCall(fn)
             loop.start(interval, now=False)
@@ -227,17 +224,15 @@ class FrontierScheduler(BaseScheduler):
         assert self.spider is not None and self.frontier is not None
         lease_id = request.meta.get(LEASE_META)
         if lease_id is not None:
+            # A leased request scheduled again is a retry (redirects are not:
+            # leased requests carry dont_redirect, the spider follows them as
+            # new links). A copy of a lease already settled is a new request.
             lease = self._leased.get(lease_id)
-            if lease is not None and _lease_url(lease) == request.url:
+            if lease is not None:
                 return self._requeue(request, lease)
-            # A redirect (or a meta refresh): the leased request ends here, as
-            # done; its target is a new URL, deduplicated like any link.
             request.meta.pop(LEASE_META, None)
             request.callback = getattr(request.callback, "original", request.callback)
             request.errback = getattr(request.errback, "original", request.errback)
-            tracker = self._trackers.get(lease_id)
-            if tracker is not None and tracker.items <= 0:
-                self._ack(lease_id)
         try:
             entry = request_to_json(request, self.spider)
         except SerializationError as exc:
@@ -281,7 +276,6 @@ class FrontierScheduler(BaseScheduler):
             self._wake_in(1.0)
             return
         self._redis_ok()
-        now = time.monotonic()
         for lease in leases:
             try:
                 request = request_from_json(lease.entry, self.spider)
@@ -301,7 +295,6 @@ class FrontierScheduler(BaseScheduler):
             # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
             request.meta["dont_redirect"] = True
             self._leased[lease.id] = lease
-            self._leased_at[lease.id] = now
             self._trackers[lease.id] = _Tracker()
             request.callback = _Tracked(self, lease.id, request.callback or self.spider.parse, False)
             request.errback = _Tracked(self, lease.id, request.errback, True)
@@ -368,30 +361,6 @@ class FrontierScheduler(BaseScheduler):
         if tracker.output_done and tracker.items <= 0:
             self._ack(lease_id)  # type: ignore[arg-type]
 
-    def _reached_downloader(self, request: Request, spider: Spider) -> None:
-        """The request goes out now. The site's next time was set when it was
-        leased; if it goes out later than the margin allows (a busy worker),
-        push the site's next time to now + delay for every worker, so the
-        gap the server sees still holds."""
-        lease_id = request.meta.get(LEASE_META)
-        if lease_id is None:
-            return
-        leased_at = self._leased_at.pop(lease_id, None)
-        if leased_at is None or self.delay <= 0 or self.frontier is None:
-            return
-        late = time.monotonic() - leased_at
-        if late <= self.margin / 2:
-            return
-        lease = self._leased.get(lease_id)
-        if lease is None:
-            return
-        try:
-            self.frontier.touch(lease.site, self.delay + self.margin)
-        except redis.RedisError as exc:
-            self._redis_error(exc)
-            return
-        self.stats.inc_value("frontier/late_send")
-
     def _left_downloader(self, request: Request, spider: Spider) -> None:
         """The download is over: the site's concurrency slot can go to the
         next request (told to Redis with the next lease call)."""
@@ -406,7 +375,6 @@ class FrontierScheduler(BaseScheduler):
     def _ack(self, lease_id: str) -> None:
         tracker = self._trackers.pop(lease_id, None)
         self._leased.pop(lease_id, None)
-        self._leased_at.pop(lease_id, None)
         if tracker is None:
             return
         if tracker.release:
@@ -590,14 +558,6 @@ class _Tracked:
 def _failure_reason(failure: Any) -> str:
     exc = getattr(failure, "value", None)
     return f"{type(exc).__name__}: {exc}"[:500] if exc is not None else "error"
-
-
-def _lease_url(lease: Lease) -> str | None:
-    try:
-        url = json.loads(lease.entry).get("u")
-    except (ValueError, AttributeError, RecursionError):
-        return None
-    return url if isinstance(url, str) else None
 
 
 def _where(client: redis.Redis) -> str:

@@ -8,8 +8,10 @@ crawler itself writes:
 
 - ``u``: an absolute ``http``/``https`` URL, no whitespace or control
   characters, at most ``MAX_URL_CHARS``;
+- ``u``: in the crawler's normal form (``crawler.urls.normalize``);
 - ``c``/``e``: callback and errback by name, only names the spider declares
-  in ``frontier_callbacks`` (default: ``parse``), never any other attribute;
+  in ``frontier_callbacks`` (default: ``parse``) and ``frontier_errbacks``
+  (default: none), never any other attribute;
 - ``x``: ``GET`` or ``HEAD``; no body;
 - ``h``: only the headers in ``ALLOWED_HEADERS`` (validators and Referer);
 - ``m``: only the meta keys in ``META_KEYS``, each of its type and size.
@@ -28,6 +30,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
+
+from crawler.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -77,19 +81,20 @@ def _valid(kind: str, value: Any) -> bool:
             and all(isinstance(v, str) and len(v) <= MAX_URL_CHARS for v in value))
 
 
-def callbacks_of(spider: Spider) -> frozenset[str]:
-    """The callback names a frontier entry may name for this spider."""
-    names = getattr(spider, "frontier_callbacks", DEFAULT_CALLBACKS)
-    return frozenset(names)
+def callbacks_of(spider: Spider, kind: str = "callbacks") -> frozenset[str]:
+    """The callback (``kind`` "callbacks") or errback ("errbacks") names a
+    frontier entry may name for this spider: its ``frontier_callbacks`` or
+    ``frontier_errbacks``."""
+    default = DEFAULT_CALLBACKS if kind == "callbacks" else frozenset()
+    return frozenset(getattr(spider, f"frontier_{kind}", default))
 
 
-def _callback_name(spider: Spider, fn: Any) -> str | None:
+def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
     if fn is None:
         return None
     name = getattr(fn, "frontier_name", None) or getattr(fn, "__name__", None)
-    if not name or name not in callbacks_of(spider) or getattr(spider, name, None) is None:
-        raise SerializationError(
-            f"callback {fn!r} is not one of spider {spider.name!r}'s frontier_callbacks")
+    if not name or name not in callbacks_of(spider, kind) or getattr(spider, name, None) is None:
+        raise SerializationError(f"{kind[:-1]} {fn!r} is not one of spider {spider.name!r}'s frontier_{kind}")
     return str(name)
 
 
@@ -99,10 +104,10 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     if request.body or request.cb_kwargs:
         raise SerializationError("a request with a body or callback arguments cannot be queued")
     d: dict[str, Any] = {"u": request.url}
-    cb = _callback_name(spider, request.callback)
+    cb = _callback_name(spider, request.callback, "callbacks")
     if cb is not None and cb != "parse":
         d["c"] = cb
-    eb = _callback_name(spider, request.errback)
+    eb = _callback_name(spider, request.errback, "errbacks")
     if eb is not None:
         d["e"] = eb
     if request.method != "GET":
@@ -127,13 +132,14 @@ def request_to_json(request: Request, spider: Spider) -> str:
     return json.dumps(request_to_dict(request, spider), separators=(",", ":"), ensure_ascii=False)
 
 
-def _method(spider: Spider, name: Any) -> Any:
-    """The spider's bound method ``name``, if the spider declared it."""
+def _method(spider: Spider, name: Any, kind: str) -> Any:
+    """The spider's bound method ``name``, if the spider declared it as one
+    of its ``frontier_<kind>``."""
     if name is None:
         return None
-    if not isinstance(name, str) or name not in callbacks_of(spider):
-        raise SerializationError(f"callback {str(name)[:80]!r} is not one of spider "
-                                 f"{spider.name!r}'s frontier_callbacks")
+    if not isinstance(name, str) or name not in callbacks_of(spider, kind):
+        raise SerializationError(f"{kind[:-1]} {str(name)[:80]!r} is not one of spider "
+                                 f"{spider.name!r}'s frontier_{kind}")
     fn = getattr(spider, name, None)
     if fn is None or getattr(fn, "__self__", None) is not spider:
         raise SerializationError(f"spider {spider.name!r} has no method {name!r}")
@@ -141,6 +147,9 @@ def _method(spider: Spider, name: Any) -> Any:
 
 
 def _url(value: Any) -> str:
+    """The entry's URL, if it is one the crawler itself would have queued:
+    an http(s) URL already in the crawler's normal form (so it is fetched,
+    stored and retried under exactly this string)."""
     if not isinstance(value, str):
         raise SerializationError("no URL ('u' must be a string)")
     if len(value) > MAX_URL_CHARS:
@@ -150,6 +159,12 @@ def _url(value: Any) -> str:
         raise SerializationError(f"URL {value[:200]!r} is not an absolute http(s) URL")
     if any(c <= " " or c == "\x7f" for c in value):
         raise SerializationError(f"URL {value[:200]!r} holds whitespace or control characters")
+    try:
+        normal = normalize(value)
+    except InvalidURL as exc:
+        raise SerializationError(str(exc)[:300]) from None
+    if normal != value:
+        raise SerializationError(f"URL {value[:200]!r} is not in normal form ({normal[:200]!r})")
     return value
 
 
@@ -195,16 +210,18 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
     method = d.get("x", "GET")
     if method not in ALLOWED_METHODS:
         raise SerializationError(f"method {str(method)[:20]!r} is not allowed (GET or HEAD)")
-    if d.get("b") or d.get("k"):
+    if "b" in d or "k" in d:
         raise SerializationError("a request body or callback arguments may not come from the frontier")
+    if d.get("f", 1) != 1:
+        raise SerializationError(f"bad dont_filter flag {str(d.get('f'))[:20]!r} (only 1)")
     priority = d.get("p", 0)
     if type(priority) is not int or abs(priority) > MAX_INT:
         raise SerializationError(f"bad priority {str(priority)[:20]!r}")
     try:
         return Request(
             url,
-            callback=_method(spider, d.get("c")),
-            errback=_method(spider, d.get("e")),
+            callback=_method(spider, d.get("c"), "callbacks"),
+            errback=_method(spider, d.get("e"), "errbacks"),
             method=method,
             headers=_headers(d.get("h")),
             priority=priority,

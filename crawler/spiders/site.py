@@ -84,7 +84,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 import redis
 
 from crawler.classify import INDEX, INFO, classify
-from crawler.config import ConfigError
+from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.fingerprint import content_hash, signed, simhash
 from crawler.frontier.connection import get_redis
@@ -156,7 +156,8 @@ def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
 class SiteSpider(Spider):
     name = "site"
     # The only callbacks a frontier entry may name (crawler.frontier.serialize).
-    frontier_callbacks = frozenset({"parse", "errback"})
+    frontier_callbacks = frozenset({"parse"})
+    frontier_errbacks = frozenset({"errback"})
     arguments = ("seeds", "seeds_file", "scope", "follow")
 
     @classmethod
@@ -224,6 +225,9 @@ class SiteSpider(Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        # Scrapy builds the spider before the extensions (SettingsCheck): check
+        # here too, so that a bad value is one ConfigError whoever runs us.
+        check_settings(crawler.settings)
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         threshold = settings.get("CLASSIFIER_THRESHOLD")
@@ -356,7 +360,7 @@ class SiteSpider(Spider):
             link = resolve(base, href)
             if link is not None and link not in out and link != url:
                 out[link] = anchor
-        refresh = self._meta_refresh(response, text, url)
+        refresh = self._meta_refresh(text, url)
         if refresh is not None:
             out.setdefault(refresh, "[meta refresh]")
         item.links = [{"url": u, "anchor": a} for u, a in out.items()]
@@ -372,13 +376,18 @@ class SiteSpider(Spider):
             stats.inc_value("robots/nofollow")
             return
         if refresh is not None and not duplicate:
-            # A meta refresh is a redirect: followed whatever the page's type.
-            yield from self._follow([refresh], url, item.depth, priority=1)
+            # A meta refresh is a redirect: followed whatever the page's type,
+            # under the same loop and hop limits. The page itself, which has
+            # content, stays a page whatever becomes of its refresh.
+            follow, _ = self._hop(response, item, refresh)
+            if follow is not None:
+                yield follow
         if duplicate:
             return  # a copy's links only repeat work (the textbook's reason)
         if item.page_type != INDEX and not self.follow_all:
             return
-        yield from self._follow(out, url, item.depth + 1)
+        # The refresh target was judged as a hop above, not as a link.
+        yield from self._follow((u for u in out if u != refresh), url, item.depth + 1)
 
     def _remember_encoding(self, site: str, encoding: str) -> None:
         """The site's last legacy encoding: the hint for its pages that declare
@@ -392,29 +401,26 @@ class SiteSpider(Spider):
         if len(hints) > 10_000:
             hints.popitem(last=False)
 
-    def _meta_refresh(self, response: TextResponse, text: str, url: str) -> str | None:
-        """The target of a ``<meta http-equiv="refresh">`` in the page's head."""
+    def _meta_refresh(self, text: str, url: str) -> str | None:
+        """The target of a ``<meta http-equiv="refresh">`` in the page's head
+        that sends the reader elsewhere within 100 s (Scrapy's
+        ``METAREFRESH_MAXDELAY``); a page that only reloads itself has none."""
         head = text[:8192]
         if "refresh" not in head.lower():
             return None
         from w3lib.html import get_meta_refresh
 
         try:
-            _, target = get_meta_refresh(head, url)
-            return normalize(target, url) if target else None
+            interval, target = get_meta_refresh(head, url)
+            target = normalize(target, url) if target and interval is not None and interval <= 100 else None
         except (InvalidURL, ValueError):
             return None
+        return target if target != url else None
 
     def _redirect(self, response: Response, item: PageItem) -> Iterator[Any]:
         """A 3xx answer: the source is stored (status, and its target as its
-        one link); the target is a new URL of the crawl, queued through the
-        frontier like any link (deduplicated, in scope, politeness, robots,
-        the address guard), first in its site queue. Loops, the hop limit and
-        a missing Location become error records; an off-scope target is
-        recorded as an edge and not fetched."""
-        stats = self.crawler.stats
-        chain = [u for u in response.meta.get("redirect_urls", ()) if isinstance(u, str)]
-        hops = int(response.meta.get("redirect_times", 0))
+        one link); the target is judged by ``_hop``. A missing Location, a
+        loop and the hop limit make the source an error record."""
         location = _header(response, b"Location")
         try:
             target = normalize(location, item.url) if location else None
@@ -423,27 +429,41 @@ class SiteSpider(Spider):
         if target is None:
             item.state = "E"
             item.error = f"HTTP {response.status} redirect without a valid Location ({location!r:.200})"
-            stats.inc_value("redirect/bad_location")
+            self.crawler.stats.inc_value("redirect/bad_location")
             yield item
             return
         item.links = [{"url": target, "anchor": f"[redirect {response.status}]"}]
-        if target == item.url or target in chain:
-            item.state = "E"
-            item.error = "redirect loop: " + " -> ".join([*chain, item.url, target])[:500]
-            stats.inc_value("redirect/loop")
-        elif hops >= self.max_redirects:
-            item.state = "E"
-            item.error = f"too many redirects: {hops + 1} hops (REDIRECT_MAX_TIMES = {self.max_redirects})"
-            stats.inc_value("redirect/limit")
-        elif not self._in_scope(target):
-            stats.inc_value("redirect/off_scope")
-        else:
-            stats.inc_value("redirect/followed")
-            yield item
-            yield from self._follow([target], item.url, item.depth, priority=1, meta={
-                "redirect_times": hops + 1, "redirect_urls": [*chain, item.url][-self.max_redirects:]})
-            return
+        follow, error = self._hop(response, item, target)
+        if error:
+            item.state, item.error = "E", error
         yield item
+        if follow is not None:
+            yield follow
+
+    def _hop(self, response: Response, item: PageItem, target: str) -> tuple[Request | None, str | None]:
+        """One redirect hop (3xx or meta refresh) from ``item`` to ``target``:
+        the request for the target, queued through the frontier like any link
+        (deduplicated, in scope, polite, robots.txt, the address guard), first
+        in its site queue, at the source's depth; or None with the error (a
+        loop, over ``REDIRECT_MAX_TIMES``), or None alone (off-scope: the
+        target stays an edge; or already sent)."""
+        stats = self.crawler.stats
+        chain = [u for u in response.meta.get("redirect_urls", ()) if isinstance(u, str)]
+        hops = int(response.meta.get("redirect_times", 0))
+        if target == item.url or target in chain:
+            stats.inc_value("redirect/loop")
+            return None, "redirect loop: " + " -> ".join([*chain, item.url, target])[:500]
+        if hops >= self.max_redirects:
+            stats.inc_value("redirect/limit")
+            return None, f"too many redirects: {hops + 1} hops (REDIRECT_MAX_TIMES = {self.max_redirects})"
+        if not self._in_scope(target):
+            stats.inc_value("redirect/off_scope")
+            return None, None
+        follow = list(self._follow([target], item.url, item.depth, priority=1, meta={
+            "redirect_times": hops + 1, "redirect_urls": [*chain, item.url][-self.max_redirects:]}))
+        if follow:
+            stats.inc_value("redirect/followed")
+        return (follow[0] if follow else None), None
 
     def _check_duplicate(self, item: PageItem) -> bool:
         """Fingerprint the page and ask the cluster's index whether it is a

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
-__all__ = ["ConfigError", "SettingsCheck", "check_settings"]
+__all__ = ["ConfigError", "SettingsCheck", "check_settings", "product_token"]
 
 
 class ConfigError(ValueError):
@@ -122,11 +122,23 @@ def _networks(value: Any) -> str | None:
     return None
 
 
+_PRODUCT_TOKEN = re.compile(r"[^\s/]+")
+
+
+def product_token(user_agent: str) -> str:
+    """The product token of a User-Agent string: its first word up to ``/``
+    (``site-crawler/0.1 (+https://...)`` -> ``site-crawler``); '' if none.
+    robots.txt groups are matched on it (RFC 9309)."""
+    m = _PRODUCT_TOKEN.match(user_agent.strip())
+    return m.group() if m else ""
+
+
 def _token(value: Any) -> str | None:
     if value in (None, ""):
         return None
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_-]+", value):
-        return "must be a product token (letters, '_' and '-', RFC 9309)"
+    if not isinstance(value, str) or not value.strip() or product_token(value) != value.strip():
+        return (f"must be a product token such as {product_token(str(value)) or 'mybot'!r}: "
+                "no version, no spaces")
     return None
 
 
@@ -235,6 +247,10 @@ def problems(settings: BaseSettings) -> list[str]:
         if float(settings.get(small)) > float(settings.get(large)):
             out.append(f"{small}={_show(settings.get(small))} must be at most "
                        f"{large}={_show(settings.get(large))}")
+    if (settings.getbool("ROBOTSTXT_OBEY") and not settings.get("ROBOTSTXT_USER_AGENT")
+            and not product_token(str(settings.get("USER_AGENT") or ""))):
+        out.append(f"USER_AGENT={_show(settings.get('USER_AGENT'))} has no product token to match "
+                   "robots.txt groups with: set USER_AGENT or ROBOTSTXT_USER_AGENT")
     if settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL") >= settings.getfloat("FRONTIER_LEASE_TIMEOUT"):
         out.append(f"FRONTIER_HEARTBEAT_INTERVAL={_show(settings.get('FRONTIER_HEARTBEAT_INTERVAL'))} "
                    f"must be below FRONTIER_LEASE_TIMEOUT={_show(settings.get('FRONTIER_LEASE_TIMEOUT'))}")

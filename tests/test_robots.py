@@ -126,6 +126,20 @@ def test_scrapys_protego_parser_is_replaced_by_the_product_token_one():
     assert type(middleware().parse(b"")) is ProductTokenRobotParser
 
 
+def _checked(**overrides):
+    """The start-up settings check (crawler/config.py) on the project's
+    defaults with ``overrides``."""
+    from scrapy.settings import Settings
+
+    from crawler import settings as defaults
+    from crawler.config import check_settings
+
+    settings = Settings()
+    settings.setmodule(defaults)
+    settings.update(overrides)
+    check_settings(settings)
+
+
 @pytest.mark.parametrize(("settings", "shown"), [
     ({"ROBOTSTXT_USER_AGENT": "my bot"}, r"ROBOTSTXT_USER_AGENT\W{1,4}'my bot'"),
     ({"ROBOTSTXT_USER_AGENT": "mybot/1.0"}, r"ROBOTSTXT_USER_AGENT\W{1,4}'mybot/1\.0'"),
@@ -134,20 +148,19 @@ def test_scrapys_protego_parser_is_replaced_by_the_product_token_one():
     ({"ROBOTSTXT_CACHE_TTL": -1}, r"ROBOTSTXT_CACHE_TTL\W{1,4}-1(\.0)?\b"),
 ])
 def test_bad_settings_are_refused_naming_setting_and_value(settings, shown):
-    # The message is the middleware's, or the start-up settings check's
-    # (crawler/config.py) where that runs first.
-    with pytest.raises(ValueError, match=shown):
-        middleware(**settings)
+    from crawler.config import ConfigError
+
+    with pytest.raises(ConfigError, match=shown):
+        _checked(**settings)
 
 
 def test_a_robotstxt_user_agent_with_a_version_is_refused_with_its_product_token_shown():
-    from crawler.frontier.robots import ClusterRobotsTxtMiddleware as Middleware
+    from crawler.config import ConfigError
 
-    crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, "ROBOTSTXT_USER_AGENT": "mybot/1.0",
-                                         "ROBOTSTXT_CACHE_TTL": TTL})
-    with pytest.raises(ValueError, match=re.escape(
-            "ROBOTSTXT_USER_AGENT ('mybot/1.0') must be a product token such as 'mybot': no version, no spaces.")):
-        Middleware(crawler)
+    with pytest.raises(ConfigError, match="^" + re.escape(
+            "bad setting: ROBOTSTXT_USER_AGENT='mybot/1.0' must be a product token such as 'mybot': "
+            "no version, no spaces") + "$"):
+        _checked(ROBOTSTXT_USER_AGENT="mybot/1.0")
 
 
 # -- the body kept, and its cache entry --------------------------------------------------

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -60,6 +59,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
+from crawler.config import product_token
 from crawler.frontier.scheduler import frontier_of
 from crawler.urls import queue_key
 
@@ -84,16 +84,6 @@ ROBOTSTXT_MAX_BODY = 500 * 1024
 _MAGIC = b"rtxt1 "
 _HEADER_MAX = len(_MAGIC) + 12 + 1
 _ENTRY_MAX = _HEADER_MAX + ROBOTSTXT_MAX_BODY
-_TOKEN = re.compile(r"[^\s/]+")
-
-
-def product_token(user_agent: str) -> str:
-    """The product token of a User-Agent string: its first word up to ``/``
-    (``site-crawler/0.1 (+https://...)`` -> ``site-crawler``); '' if none."""
-    m = _TOKEN.match(user_agent.strip())
-    return m.group() if m else ""
-
-
 def cap_body(body: bytes, limit: int = ROBOTSTXT_MAX_BODY) -> bytes:
     """``body`` cut to at most ``limit`` bytes, at the last line end within
     them: half a rule (``Disallow: /pri``) would forbid more than it says."""
@@ -152,24 +142,13 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         s = crawler.settings
+        # Values were checked at start (crawler.config).
         self.ttl = s.getfloat("ROBOTSTXT_CACHE_TTL")
-        if not self.ttl > 0:
-            raise ValueError(f"ROBOTSTXT_CACHE_TTL ({self.ttl!r}) must be more than 0 seconds.")
         self.max_crawl_delay = s.getfloat("FRONTIER_MAX_CRAWL_DELAY")
         self.base_delay = s.getfloat("DOWNLOAD_DELAY")
         self.lock_timeout = max(5.0, s.getfloat("ROBOTSTXT_DOWNLOAD_TIMEOUT") * 3)
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
-        configured = s.get("ROBOTSTXT_USER_AGENT")
-        if configured:
-            self.token = str(configured).strip()
-            if not self.token or product_token(self.token) != self.token:
-                raise ValueError(f"ROBOTSTXT_USER_AGENT ({configured!r}) must be a product token such as "
-                                 f"{product_token(str(configured)) or 'mybot'!r}: no version, no spaces.")
-        else:
-            self.token = product_token(str(s.get("USER_AGENT") or ""))
-            if not self.token:
-                raise ValueError(f"USER_AGENT ({s.get('USER_AGENT')!r}) has no product token to match "
-                                 f"robots.txt groups with: set USER_AGENT or ROBOTSTXT_USER_AGENT.")
+        self.token = str(s.get("ROBOTSTXT_USER_AGENT") or "").strip() or product_token(str(s.get("USER_AGENT") or ""))
         # Scrapy's process_request_2 matches on this when it is set, and on the
         # request's whole User-Agent header otherwise.
         self._robotstxt_useragent = self.token

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 import redis
 
-from tests.conftest import run_crawl
+from tests.conftest import run_crawl, stop_embedded_redis
 
 GOOD = "/docs/guide/intro-to-the-crawler.html"
 
@@ -117,6 +117,7 @@ def hostile_crawl(hostile, tmp_path_factory):
     crawl_dir = tmp_path_factory.mktemp("crawl")
     result = run_crawl(hostile, crawl_dir, [f"seeds={hostile.url('/')}"],
                        {"DOWNLOAD_MAXSIZE": 1024 * 1024, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "DEBUG"})
+    stop_embedded_redis(crawl_dir)  # the safety net: a crawl stops its own on the way out
     assert result.returncode == 0, result.log[-3000:]
     return result
 
@@ -171,6 +172,7 @@ def test_exact_copies_of_short_pages_are_found(hostile_crawl, hostile):
 def test_scope_any_still_refuses_private_and_metadata_addresses(hostile, tmp_path):
     result = run_crawl(hostile, tmp_path, [f"seeds={hostile.url('/')}", "scope=any"],
                        {"DOWNLOAD_MAXSIZE": 1024 * 1024, "TRAP_MAX_SHAPE_RUN": 0})
+    stop_embedded_redis(tmp_path)
     assert result.returncode == 0, result.log[-3000:]
     pages = pages_of(result)
     # The other site on loopback (allowed by the tests' NETWORK_ALLOWLIST) is crawled ...

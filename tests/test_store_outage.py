@@ -151,8 +151,7 @@ def _pipeline(tmp_path):
                                          "STORE_CLOSE_TIMEOUT": 0.1})
     crawler.stats.open_spider()
     pipeline = StorePipeline(crawler)
-    pipeline.store = SQLiteStore(tmp_path / "store.sqlite3")
-    pipeline.spill_path = tmp_path / "spill.jsonl"
+    pipeline.open_buffer(SQLiteStore(tmp_path / "store.sqlite3"), tmp_path / "spill.jsonl")
     return pipeline
 
 
@@ -164,12 +163,12 @@ def test_a_page_the_store_refuses_fails_alone(tmp_path):
     pipeline = _pipeline(tmp_path)
     # SQLite cannot hold a 70-bit integer: refused for good, not retried forever.
     batch = [_page("http://127.0.0.1/a"), _page("http://127.0.0.1/bad", simhash=2**70), _page("http://127.0.0.1/c")]
-    outcomes = pipeline._write(batch, True)
+    outcomes = pipeline.buffer.write(batch)
     assert outcomes[0] is None and outcomes[2] is None
     assert isinstance(outcomes[1], OverflowError)
-    assert [p["url"] for p in pipeline.store.iter_pages()] == ["http://127.0.0.1/a", "http://127.0.0.1/c"]
+    assert [p["url"] for p in pipeline.buffer.store.iter_pages()] == ["http://127.0.0.1/a", "http://127.0.0.1/c"]
     assert pipeline.stats.get_value("store/pages_refused") == 1
-    assert not pipeline.spill_path.exists()
+    assert not pipeline.buffer.spill_path.exists()
 
 
 def test_store_away_while_stopping_spills_after_the_close_timeout(tmp_path):
@@ -180,14 +179,14 @@ def test_store_away_while_stopping_spills_after_the_close_timeout(tmp_path):
     pipeline = _pipeline(tmp_path)
     blocker = sqlite3.connect(tmp_path / "store.sqlite3", isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # the store is locked: a transient error
-    pipeline.store._conn.execute("PRAGMA busy_timeout = 10")
-    # No engine runs this crawler: to the pipeline, a crawl that is stopping.
+    pipeline.buffer.store._conn.execute("PRAGMA busy_timeout = 10")
+    pipeline.buffer.start_closing()  # what the pipeline does once the crawl stops
     batch = [_page("http://127.0.0.1/a", text="é 中文"), _page("http://127.0.0.1/b")]
     start = time.monotonic()
-    outcomes = pipeline._write(batch, True)
+    outcomes = pipeline.buffer.write(batch)
     assert time.monotonic() - start < 5
     assert all(isinstance(o, StoreUnavailable) for o in outcomes)
-    assert [json.loads(line) for line in pipeline.spill_path.read_text(encoding="utf-8").splitlines()] == batch
+    assert [json.loads(line) for line in pipeline.buffer.spill_path.read_text(encoding="utf-8").splitlines()] == batch
     assert pipeline.stats.get_value("store/pages_spilled") == 2
     assert pipeline.stats.get_value("store/write_error/OperationalError") >= 1
 
@@ -195,17 +194,18 @@ def test_store_away_while_stopping_spills_after_the_close_timeout(tmp_path):
     # written by the next run and removed.
     blocker.execute("ROLLBACK")
     blocker.close()
-    with pipeline.spill_path.open("a") as f:
+    spill = pipeline.buffer.spill_path
+    with spill.open("a") as f:
         f.write('{"url": "http://127.0.0.1/cut", "si')
-    from crawler.pipelines import read_spill
+    from crawler.store.buffer import read_spill
 
-    pages = read_spill(pipeline.spill_path)
+    pages = read_spill(spill)
     assert pages == batch
     nxt = _pipeline(tmp_path)
-    nxt._replay(pages, pipeline.spill_path)
-    assert not pipeline.spill_path.exists()
+    nxt.buffer.replay()
+    assert not spill.exists()
     assert nxt.stats.get_value("store/pages_replayed") == 2
-    assert nxt.store.get_page("http://127.0.0.1/a")["text"] == "é 中文"
+    assert nxt.buffer.store.get_page("http://127.0.0.1/a")["text"] == "é 中文"
 
 
 def test_forced_stop_while_mongodb_is_down_spills_at_once(server, tmp_path, frontier_settings, mongo):

@@ -10,6 +10,10 @@
 A crawl creates its store; a command that reads one passes ``create=False``
 and gets ``StoreNotFound`` (naming the crawl and where it looked) when there
 is none, instead of an empty store made by the typo in its name.
+
+``WriteBuffer`` (``crawler.store.buffer``) writes a crawl's pages to its
+store: batches retried through outages, spilled to a file when the crawl
+stops before the store is back, and replayed at the next start.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
+from crawler.store.buffer import WriteBuffer, read_spill
 from crawler.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreNotFound", "StoreUnavailable", "open_store",
-           "short_error"]
+__all__ = ["PAGE_FIELDS", "SQLiteStore", "Store", "StoreNotFound", "StoreUnavailable", "WriteBuffer", "open_store",
+           "read_spill", "short_error"]
 
 
 class StoreNotFound(Exception):

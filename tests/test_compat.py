@@ -1,0 +1,87 @@
+"""crawler/compat.py against a real Scrapy engine: each private hook it
+uses must still be where it looks, or this fails (and so would the crawl,
+loudly, with ScrapyInternalsChanged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from tests.conftest import ROOT
+
+SCRIPT = textwrap.dedent('''
+    import json
+    import scrapy
+    from scrapy import signals
+    from scrapy.crawler import CrawlerProcess
+    from crawler import compat
+
+    seen = {}
+
+    class Probe(scrapy.Spider):
+        name = "probe"
+
+        async def start(self):
+            return
+            yield
+
+        @classmethod
+        def from_crawler(cls, crawler, *args, **kwargs):
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            crawler.signals.connect(spider.opened, signal=signals.spider_opened)
+            crawler.signals.connect(spider.idle, signal=signals.spider_idle)
+            crawler.signals.connect(spider.closed_, signal=signals.spider_closed)
+            return spider
+
+        def opened(self, spider):
+            downloader = self.crawler.engine.downloader
+            seen["delay_before"] = downloader._delay
+            compat.disable_downloader_delay(self.crawler)
+            seen["delay_after"] = downloader._delay
+            seen["closing_when_open"] = compat.spider_closing(self.crawler)
+            compat.wake_engine(self.crawler)
+            seen["woke"] = True
+
+        def idle(self, spider):
+            seen["closing_when_idle"] = compat.spider_closing(self.crawler)
+
+        def closed_(self, spider):
+            seen["closing_when_closed"] = compat.spider_closing(self.crawler)
+            compat.wake_engine(self.crawler)  # no slot any more: a no-op
+
+    process = CrawlerProcess({"DOWNLOAD_DELAY": 2.5, "LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False})
+    process.crawl(Probe)
+    process.start()
+    print(json.dumps(seen))
+''')
+
+
+def test_every_private_hook_is_where_compat_looks():
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd="/", env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "delay_before": 2.5, "delay_after": 0.0, "closing_when_open": False, "woke": True,
+        "closing_when_idle": False, "closing_when_closed": True}
+
+
+def test_a_missing_hook_fails_loudly():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from crawler import compat
+
+    class Engine:
+        running = True
+        downloader = SimpleNamespace()  # no _delay
+
+    fake = SimpleNamespace(engine=Engine())
+    with pytest.raises(compat.ScrapyInternalsChanged, match=r"has no Downloader\._delay"):
+        compat.disable_downloader_delay(fake)  # type: ignore[arg-type]
+    with pytest.raises(compat.ScrapyInternalsChanged, match=r"has no ExecutionEngine\._slot"):
+        compat.wake_engine(fake)  # type: ignore[arg-type]
+    with pytest.raises(compat.ScrapyInternalsChanged, match=r"has no ExecutionEngine\._slot"):
+        compat.spider_closing(fake)  # type: ignore[arg-type]

@@ -68,6 +68,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 from twisted.internet.task import deferLater
 
+from crawler.frontier.service import FrontierService
 from crawler.traps import META_KEYS, Page, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
 
@@ -222,11 +223,10 @@ class SiteBackoffMiddleware:
         return cls(crawler)
 
     def _backoff(self, request: Request, seconds: float, reason: str) -> None:
-        from crawler.frontier.scheduler import frontier_of
-
-        frontier = frontier_of(self.crawler)
-        if frontier is None:
+        service = FrontierService.of(self.crawler)
+        if not service.is_open:
             return
+        frontier = service.frontier
         site = queue_key(host_of(request.url), self.queue_by)
         try:
             backoff = frontier.backoff(site, max(seconds, self.minimum), self.maximum)
@@ -314,6 +314,7 @@ def _http_date(value: bytes, now: float) -> float | None:
 class SendSpacingMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.concurrency = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.queue_by = crawler.settings.get("FRONTIER_QUEUE_BY")
 
     @classmethod
@@ -321,13 +322,17 @@ class SendSpacingMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        from crawler.frontier.scheduler import GAP_META, frontier_of
+        from crawler.frontier.scheduler import GAP_META
 
-        frontier = frontier_of(self.crawler)
-        # Only requests the frontier leased for a site with a gap (robots.txt
-        # requests are spaced by the robots middleware): no round trip else.
-        if frontier is None or not request.meta.get(GAP_META):
+        # Only requests the frontier leased for a site with a gap, and only
+        # where a site takes more than one request at a time: with one, the
+        # next lease waits a full gap after this request's download is over
+        # (crawler/frontier/scripts.py), which holds however late this
+        # worker sends it. robots.txt requests are spaced by the robots
+        # middleware. No round trip else.
+        if self.concurrency <= 1 or not request.meta.get(GAP_META):
             return
+        frontier = FrontierService.of(self.crawler).frontier
         site = queue_key(host_of(request.url), self.queue_by)
         try:
             wait = frontier.reserve_send(site)

@@ -114,10 +114,15 @@ FRONTIER_URL_CACHE = 100_000
 # Idle workers close when the whole cluster has nothing queued and nothing
 # leased; True keeps them waiting for new seeds.
 FRONTIER_WAIT_FOR_SEEDS = False
-# Dedup sets (crawler.frontier.frontier): about 400 URLs a set keeps each in
-# Redis's compact integer encoding on a default server (4096 sets: 1.6M URLs;
-# the embedded server allows 4096 a set: 16M). Raise with the crawl's size.
-DUPEFILTER_BUCKETS = 4096
+# Shards of the frontier (crawler/frontier/keys.py): each site's queue,
+# politeness and URL dedup live in one; a Redis Cluster spreads them over its
+# masters. Fixed when a crawl starts: every worker of a crawl must agree.
+FRONTIER_SHARDS = 16
+# Dedup sets per shard (crawler.frontier.frontier): about 400 URLs a set keeps
+# each in Redis's compact integer encoding on a default server (16 shards of
+# 1024 sets: 6.5M URLs; the embedded server allows 4096 a set: 67M). Raise
+# with the crawl's size.
+DUPEFILTER_BUCKETS = 1024
 ROBOTSTXT_CACHE_TTL = 86_400  # seconds a robots.txt is shared (its Redis key expires then) before it is fetched again
 
 # --- Scope and caps ---------------------------------------------------------------
@@ -191,6 +196,9 @@ STORE_MAX_TEXT_CHARS = 1_000_000
 EXTENSIONS = {
     # Checks every setting before anything starts (crawler/config.py).
     "crawler.config.SettingsCheck": 0,
+    # The frontier: the Redis client, the lease book, the heartbeat
+    # (crawler/frontier/service.py). Required.
+    "crawler.frontier.service.FrontierService": 10,
 }
 SPIDER_MIDDLEWARES = {
     # The spider keeps depth itself (DEPTH_LIMIT as usual): a redirect it

@@ -66,7 +66,7 @@ class Worker:
     def stat(self, name: str) -> int:
         for line in self.log.splitlines():
             if line.strip().startswith(f"'{name}':"):
-                return int(line.split(":", 1)[1].strip().rstrip(","))
+                return int(line.split(":", 1)[1].strip().rstrip(",}"))
         return 0
 
 
@@ -101,11 +101,12 @@ def two_workers(grid_server, redis_url, tmp_path_factory):
     assert a.wait() == 0, a.log[-3000:]
     assert b.wait() == 0, b.log[-3000:]
     client = redis.Redis.from_url(redis_url)
-    a.shared = {k.decode(): int(v) for k, v in client.hgetall("{" + name + "}:stats").items()}
-    a.seen_keys = len(list(client.scan_iter(match="[{]" + name + "}:seen:*")))
-    a.nodes = [json.loads(v) for v in client.hvals("{" + name + "}:nodes")]
+    frontier = Frontier(client, name, node="reader")
+    a.shared = frontier.stats()
+    a.seen_keys = len(frontier.dedup_keys())
+    a.nodes = list(frontier.nodes().values())
     yield a, b, grid_server.requests(mark), crawl_dir / f"{name}.sqlite3"
-    client.delete(*client.scan_iter(match="[{]" + name + "}*"))
+    frontier.delete_all()
 
 
 def test_two_workers_fetch_every_url_exactly_once(two_workers):
@@ -146,6 +147,33 @@ def test_per_site_gaps_at_the_server_never_below_the_delay(two_workers):
     assert sorted(gaps)[len(gaps) // 2] < DELAY * 2
 
 
+def test_a_stalled_worker_cannot_make_the_gaps_shorter(grid_server, redis_url, crawl_name, tmp_path):
+    """One worker's reactor is blocked 0.15 s in every 0.2 s (a worker starved
+    of CPU: it sends late and hears of its responses late); the other runs
+    on time. With no margin at all, every gap each server sees between two
+    requests still holds the delay: a site's next request is leased a full
+    delay after the previous download was reported over."""
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": DELAY,
+                "FRONTIER_DELAY_MARGIN": 0, "CONCURRENT_REQUESTS": 8}
+    extensions = {"crawler.config.SettingsCheck": 0, "crawler.frontier.service.FrontierService": 10,
+                  "tests.stall.ReactorStall": 500}
+    mark = grid_server.mark()
+    slow = Worker([seeds(grid_server)], {**settings, "EXTENSIONS": json.dumps(extensions)}, tmp_path)
+    wait_for_requests(grid_server, mark, 4)
+    fast = Worker([], settings, tmp_path)
+    assert slow.wait() == 0, slow.log[-3000:]
+    assert fast.wait() == 0, fast.log[-3000:]
+    assert slow.stat("test/reactor_stalls") > 10  # it really was stalled
+    assert slow.stat("response_received_count") > 10 and fast.stat("response_received_count") > 10
+    requests = grid_server.requests(mark)
+    assert Counter((str(r["host"]), str(r["path"])) for r in requests) == EXPECTED
+    times = defaultdict(list)
+    for r in requests:
+        times[r["host"]].append(float(r["t"]))
+    gaps = [b - a for ts in times.values() for a, b in zip(sorted(ts), sorted(ts)[1:])]
+    assert min(gaps) >= DELAY, sorted(gaps)[:5]
+
+
 def test_sigkill_a_worker_loses_nothing(grid_server, redis_url, crawl_name, tmp_path):
     settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": 0.05,
                 "FRONTIER_LEASE_TIMEOUT": 2, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
@@ -157,9 +185,10 @@ def test_sigkill_a_worker_loses_nothing(grid_server, redis_url, crawl_name, tmp_
     wait_for_requests(grid_server, mark, 40)
     a.proc.send_signal(signal.SIGKILL)
     a.wait()
-    nodes = {k.decode(): json.loads(v) for k, v in client.hgetall("{" + crawl_name + "}:nodes").items()}
+    frontier = Frontier(client, crawl_name, node="reader")
+    nodes = frontier.nodes()
     node_a = next(k for k, v in nodes.items() if v["pid"] == a.proc.pid)
-    held = client.hlen("{" + crawl_name + "}:leases:" + node_a)
+    held = frontier.held_leases(node_a)
     again = Worker([], settings, tmp_path)  # A restarted: a new node, no seeds
     assert b.wait() == 0, b.log[-3000:]
     assert again.wait() == 0, again.log[-3000:]
@@ -273,8 +302,9 @@ def test_seeds_added_to_redis_reach_a_waiting_worker_in_full(grid_server, redis_
     worker = Worker([f"seeds={grid_server.url('/', host=first_site)}"], settings, tmp_path)
     wait_for_requests(grid_server, mark, len(grid_paths()) + 1)
     client = redis.Redis.from_url(redis_url)
-    client.sadd("{" + crawl_name + "}:scope:sites", second_site)
-    Frontier(client, crawl_name, node="operator").enqueue(
+    operator = Frontier(client, crawl_name, node="operator")
+    operator.scope(add_sites=[second_site])
+    operator.enqueue(
         [LinkEntry("", "", second_site, json.dumps({"u": grid_server.url("/", host=second_site)}))])
     try:
         wait_for_requests(grid_server, mark, 2 * (len(grid_paths()) + 1), timeout=30)

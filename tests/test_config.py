@@ -14,6 +14,7 @@ import redis
 from scrapy.settings import Settings
 
 from crawler.config import ConfigError, check_settings, problems
+from crawler.frontier import Frontier
 from tests.conftest import ROOT, run_crawl
 
 
@@ -125,7 +126,7 @@ def test_redis_url_and_mongo_uri_come_from_the_environment(server, tmp_path, red
                 os.environ[k] = v
     assert result.returncode == 0, result.log[-3000:]
     client = redis.Redis.from_url(redis_url)
-    assert int(client.hget("{" + crawl_name + "}:stats", "done")) == 1  # an information page: links not followed
+    assert Frontier(client, crawl_name).stats()["done"] == 1  # an information page: links not followed
     client.close()
     assert f"Storing pages in MongoDB at {mongo_uri}, database {crawl_name}" in result.log
     assert not (tmp_path / "redis").exists()  # no embedded Redis was started

@@ -117,7 +117,7 @@ def test_dead_workers_leases_return_to_the_head_of_their_queue(client, crawl_nam
     reaped, nodes, mine = alive.heartbeat()
     assert (reaped, nodes, mine) == (1, 1, set())
     assert urls(alive.lease(1)[0]) == ["http://a/0"]  # first again
-    record = json.loads(client.hget(alive.key("nodes"), "dead"))
+    record = alive.nodes()["dead"]
     assert record["state"] == "lost"
     assert alive.stats()["reaped"] == 1
 
@@ -128,12 +128,12 @@ def test_acks_settle_and_count_states(client, crawl_name):
     leases, _ = f.lease(5)
     result = f.commit(links=[link(f, "http://a/new", "a")],
                       acks=[(leases[0].id, "C", ""), (leases[1].id, "E", "HTTP 404"), ("nope", "C", "")])
-    assert result == {"added": 1, "duplicates": 0, "capped": 0, "acked": 2, "stale": 1}
+    assert result.counts() == {"added": 1, "duplicates": 0, "capped": 0, "acked": 2, "stale": 1}
     stats = f.stats()
     assert (stats["done"], stats["errors"], stats["leased"], stats["queued"]) == (1, 1, 0, 1)
-    error = json.loads(client.lindex(f.key("errors"), 0))
+    error = f.errors()[0]
     assert error["reason"] == "HTTP 404"
-    assert client.hget(f.key("node:n1"), "pages") == b"1"
+    assert f.node_counters("n1") == {"pages": 1, "errors": 1}
 
 
 def test_retry_waits_its_backoff_then_joins_the_tail(client, crawl_name):
@@ -168,7 +168,7 @@ def test_backoff_pushes_a_site_out_and_success_halves_it(client, crawl_name):
     time.sleep(0.85)
     leases, _ = f.lease(1)
     f.commit(acks=[(leases[0].id, "C", "")])
-    assert int(client.hget(f.key("backoff"), "a")) == 400
+    assert int(client.hget(f.shard("a").backoff, "a")) == 400
 
 
 def test_per_site_cap_is_cluster_wide(client, crawl_name):
@@ -184,14 +184,23 @@ def test_head_entries_go_first(client, crawl_name):
     assert urls(f.lease(1)[0]) == ["http://a/redirected"]
 
 
-def test_keys_share_one_hash_tag(client, crawl_name):
+def test_keys_are_the_crawls_and_each_script_stays_in_one_slot(client, crawl_name):
+    from redis.crc import key_slot
+
     f = make(client, crawl_name, max_pages_per_site=5)
-    f.enqueue([link(f, "http://a/1", "a")])
+    f.enqueue([link(f, f"http://{s}/1", s) for s in "abcdefgh"])
     f.heartbeat()
-    f.lease(1)
-    keys = [k.decode() for k in client.scan_iter(match="[{]" + crawl_name + "}*")]
+    f.lease(8)
+    keys = f.all_keys()
     assert len(keys) >= 8
-    assert all(k.startswith("{" + crawl_name + "}:") for k in keys)
+    assert all(k.startswith(("{" + crawl_name + "}:", "{" + crawl_name + ":s")) for k in keys)
+    # A site's keys share its shard's hash tag: one slot for its scripts.
+    for site in "abcdefgh":
+        shard = f.shard(site)
+        slots = {key_slot(k.encode()) for k in [*shard.fixed, shard.queue(site), shard.seen(3), shard.leases("n1")]}
+        assert len(slots) == 1
+    # The sites spread over several shards.
+    assert len({f.shard(s).index for s in "abcdefgh"}) > 1
 
 
 class _Spider(Spider):
@@ -302,7 +311,7 @@ def test_a_site_of_copies_becomes_a_mirror(client, crawl_name):
         verdicts.append((d.kind, d.same_site, d.mirror_of))
     assert verdicts == [("exact", False, None), ("exact", False, None),
                         ("exact", False, "orig"), ("exact", False, "orig")]
-    assert client.hget("{" + crawl_name + "}:mirrors", "mirror") == b"orig"
+    assert f.mirror_of("mirror") == "orig"
 
 
 def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl_name):
@@ -323,7 +332,7 @@ def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl
 def test_leases_carry_their_site_gap(client, crawl_name):
     f = make(client, crawl_name, default_delay=0.5, delay_margin=0.05)
     f.enqueue([link(f, "http://a/1", "a")])
-    client.hset("{" + crawl_name + "}:delay", "b", 2000)
+    f.set_site_delay("b", 2.0)
     f.enqueue([link(f, "http://b/1", "b")])
     gaps = {lease.site: lease.gap for lease in f.lease(10)[0]}
     assert gaps == {"a": 0.55, "b": 2.05}

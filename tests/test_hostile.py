@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 import redis
 
+from crawler.frontier import Frontier
 from tests.conftest import run_crawl, stop_embedded_redis
 
 GOOD = "/docs/guide/intro-to-the-crawler.html"
@@ -48,24 +49,25 @@ def bad_entries(server) -> list[tuple[bytes, str]]:
 
 def test_bad_entries_are_settled_once_and_the_queue_moves_on(server, tmp_path, frontier_settings, redis_url):
     name = frontier_settings["CRAWL_NAME"]
-    prefix = "{" + name + "}:"
     site = "127.0.0.1"
     bad = bad_entries(server)
     client = redis.Redis.from_url(redis_url)
+    frontier = Frontier(client, name, node="writer")
+    shard = frontier.shard(site)
     good = json.dumps({"u": server.url(GOOD)}).encode()
-    client.rpush(prefix + "q:" + site, *[e for e, _ in bad], good)
-    client.zadd(prefix + "ready", {site: 0})
-    client.hset(prefix + "stats", "queued", len(bad) + 1)
+    client.rpush(shard.queue(site), *[e for e, _ in bad], good)
+    client.zadd(shard.ready, {site: 0})
+    client.hset(shard.stats, "queued", len(bad) + 1)
 
     result = run_crawl(server, tmp_path, [], {**frontier_settings, "LOG_LEVEL": "INFO"}, timeout=60)
 
     assert result.returncode == 0, result.log[-3000:]
     # The good entry was fetched (after robots.txt), nothing of the bad ones.
     assert result.fetched == ["/robots.txt", GOOD]
-    stats = {k.decode(): int(v) for k, v in client.hgetall(prefix + "stats").items()}
+    stats = frontier.stats()
     assert (stats["errors"], stats["done"], stats["queued"], stats["leased"]) == (len(bad), 1, 0, 0)
     # Entries are kept as written (cut at 2 KiB): not necessarily UTF-8.
-    errors = [json.loads(e.decode("utf-8", "replace")) for e in client.lrange(prefix + "errors", 0, -1)]
+    errors = [json.loads(e.decode("utf-8", "replace")) for e in client.lrange(shard.errors, 0, -1)]
     assert len(errors) == len(bad)
     reasons = sorted(e["reason"] for e in errors)
     for _, words in bad:

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 from collections import Counter
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -23,11 +24,15 @@ from scrapy.utils.test import get_crawler
 
 import crawler.settings as project
 from crawler.frontier import Frontier
+from crawler.frontier.keys import Keys
 from crawler.frontier.robots import (ROBOTSTXT_MAX_BODY, ClusterRobotsTxtMiddleware, MalformedEntry,
                                      ProductTokenRobotParser, cap_body, decode_entry, encode_entry,
                                      product_token)
+from crawler.urls import queue_key
 from tests.conftest import run_crawl
 from tests.mockserver import article_page, index_page
+
+SHARDS = project.FRONTIER_SHARDS
 
 UA = project.USER_AGENT  # "site-crawler/0.1 (+https://example.invalid/crawler-contact)"
 TTL = 3600
@@ -222,7 +227,9 @@ def frontier(redis_url, crawl_name):
 
 
 def body_key(crawl: str, netloc: str) -> str:
-    return f"{{{crawl}}}:robots:body:{netloc}"
+    """The cache key of ``netloc``'s robots.txt: in its site's shard."""
+    host = urlsplit("//" + netloc).hostname or ""
+    return Keys(crawl, SHARDS).site(queue_key(host, "site")).robots("body", netloc)
 
 
 TEN_MB_DISALLOW_ALL = encode_entry(b"User-agent: *\nDisallow: /\n" + b"#" * 10_000_000, time.time())
@@ -284,13 +291,6 @@ def test_the_key_leaves_out_credentials(frontier, crawl_name):
     mw.cache_body(frontier, "user:secret@h.test:8080", b"")
     assert frontier.client.exists(body_key(crawl_name, "h.test:8080"))
     assert mw.cached_body(frontier, "user:secret@h.test:8080") == b""
-
-
-def test_the_earlier_never_expiring_hash_is_dropped(frontier, crawl_name):
-    legacy = f"{{{crawl_name}}}:robots"
-    frontier.client.hset(legacy, "h.test", json.dumps({"t": time.time(), "body": "User-agent: *"}))
-    assert middleware(ROBOTSTXT_CACHE_TTL=TTL).cached_body(frontier, "h.test") is None
-    assert not frontier.client.exists(legacy)
 
 
 # -- one crawl against hosts with their own robots.txt -------------------------------------
@@ -392,14 +392,15 @@ def robots_crawl(redis_url, tmp_path_factory):
                            {"REDIS_URL": redis_url, "CRAWL_NAME": crawl, "ROBOTSTXT_CACHE_TTL": TTL,
                             "FRONTIER_BACKOFF_MIN": 0.1})  # the 503 backs its site off
         assert result.returncode == 0, result.log[-3000:]
-        keys = {k.decode(): k for k in client.scan_iter(match=f"[{{]{crawl}}}:*", count=1000)}
+        layout = Keys(crawl, SHARDS)
+        keys = {k.decode(): k for k in client.scan_iter(match=layout.patterns()[0], count=1000)}
         entries = {k: client.get(raw) for k, raw in keys.items() if ":robots:body:" in k}
         ttls = {k: client.ttl(keys[k]) for k in entries}
-        delays = {k.decode(): int(v) for k, v in client.hgetall(f"{{{crawl}}}:delay").items()}
+        delays = {k.decode(): int(v) for sk in layout.site_shards for k, v in client.hgetall(sk.delay).items()}
         yield result, server, entries, ttls, delays
     finally:
         server.stop()
-        keys = list(client.scan_iter(match=f"[{{]{crawl}}}:*", count=1000))
+        keys = list(client.scan_iter(match=Keys(crawl, SHARDS).patterns()[0], count=1000))
         if keys:
             client.delete(*keys)
         client.close()
@@ -443,7 +444,7 @@ def test_crawl_applies_only_our_crawl_delay(robots_crawl):
 
 def test_crawl_caches_compact_capped_expiring_entries(robots_crawl):
     server, entries, ttls = robots_crawl[1:4]
-    crawl = next(iter(entries)).split("}")[0][1:]
+    crawl = next(iter(entries)).split("}")[0][1:].split(":")[0]
     by_host = {k.rsplit(":", 2)[1]: v for k, v in entries.items()}
     assert set(by_host) == set(ROBOTS) - {"127.0.0.10"}  # a 503 is not shared
     assert all(k == body_key(crawl, f"{k.rsplit(':', 2)[1]}:{server.port}") for k in entries)

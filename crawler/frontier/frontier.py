@@ -1,40 +1,53 @@
-"""The Redis frontier: site queues, leases, dedup, retries, heartbeats.
+"""The Redis frontier: site queues, leases, dedup, retries, heartbeats, the
+crawl's scope, the robots.txt cache and the duplicate index.
 
-``Frontier`` is the only code that talks to the frontier's keys; every
-method is one round trip running one Lua script (``scripts.py``). It knows
-nothing of Scrapy's engine: the scheduler (``scheduler.py``) drives it, and
-operator commands and tests can use it directly.
+``Frontier`` is the only code that talks to the frontier's keys (named in
+``keys.py``); every operation is one round of Lua scripts (``scripts.py``),
+one script per shard it touches, sent together in one pipeline. It knows
+nothing of Scrapy: the frontier service (``service.py``) and the scheduler
+drive it, and operator commands and tests can use it directly. It runs on a
+single Redis or on a Redis Cluster (``redis.cluster.RedisCluster``) alike.
 
-Dedup: a request's fingerprint (``crawler.request_fingerprinter``, 20 bytes)
-becomes a 64-bit integer kept in one of ``DUPEFILTER_BUCKETS`` Redis sets,
-the bucket chosen by other bits of the same fingerprint. Redis stores small
-sets of integers as a sorted array of 8-byte integers (intset), so a URL
-costs about 8 bytes plus the bucket's share of key overhead; with 76 bits
-of fingerprint (64 + 12 bucket bits at the default) a false "seen" is
-expected once in about 10^10 crawls of a million URLs. Size the buckets so
-each holds at most ``set-max-intset-entries`` (512 by default on a server we
-do not configure, 4096 on the embedded one): buckets = expected URLs / 400.
+Sharding: a site's queue, politeness state and URL dedup live in the site's
+shard (``FRONTIER_SHARDS`` of them per crawl, fixed when the crawl starts
+and recorded in its ``meta`` key). Enqueueing groups links by shard; a lease
+call asks a few shards at a time, in rotation, and each shard still hands
+out at most one request per site per call, at the site's time.
+
+URL dedup: a request's fingerprint (``crawler.request_fingerprinter``, 20
+bytes) becomes a 64-bit integer kept in one of ``DUPEFILTER_BUCKETS`` Redis
+sets of its site's shard, the bucket chosen by other bits of the same
+fingerprint. Redis stores small sets of integers as a sorted array of 8-byte
+integers (intset), so a URL costs about 8 bytes plus the bucket's share of
+key overhead; with 76 bits of fingerprint (64 + 12 bucket bits at 4096
+buckets) a false "seen" is expected once in about 10^10 crawls of a million
+URLs. Size the buckets so that each holds at most ``set-max-intset-entries``
+(512 by default on a server we do not configure, 4096 on the embedded one):
+buckets = expected URLs per shard / 400.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import socket
 import time
 import uuid
+import zlib
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from hashlib import sha1
 from typing import Any
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from crawler.frontier import scripts
+from crawler.frontier.dupindex import Duplicate, DuplicateIndex
+from crawler.frontier.keys import Keys, ShardKeys
 
-logger = logging.getLogger(__name__)
-
-__all__ = ["Duplicate", "Frontier", "Lease", "LinkEntry", "fingerprint_slot"]
+__all__ = ["Duplicate", "Frontier", "FrontierLayoutError", "Lease", "LinkEntry", "fingerprint_slot"]
 
 
 def fingerprint_slot(fp: bytes, buckets: int) -> tuple[str, str]:
@@ -42,6 +55,11 @@ def fingerprint_slot(fp: bytes, buckets: int) -> tuple[str, str]:
     member = int.from_bytes(fp[:8], "big", signed=True)
     bucket = int.from_bytes(fp[8:12], "big") % buckets
     return str(bucket), str(member)
+
+
+class FrontierLayoutError(RuntimeError):
+    """This worker's frontier layout differs from the crawl's (another
+    ``FRONTIER_SHARDS``): it would read and write other keys."""
 
 
 @dataclass(slots=True)
@@ -56,20 +74,6 @@ class LinkEntry:
     head: bool = False
 
 
-@dataclass(slots=True, frozen=True)
-class Duplicate:
-    """The verdict of the duplicate index: ``kind`` "new", "exact" or "near";
-    the first page with that content (on this site when there is one), the
-    Hamming distance to it, whether it is on the same site, and the site this
-    page's site mirrors (None: not a mirror)."""
-
-    kind: str
-    first: str | None = None
-    distance: int = -1
-    same_site: bool = False
-    mirror_of: str | None = None
-
-
 @dataclass(slots=True)
 class Lease:
     id: str
@@ -78,10 +82,39 @@ class Lease:
     gap: float = 0.0  # seconds the site's requests must be apart (0: no delay)
 
 
+@dataclass(slots=True)
+class _ShardWork:
+    links: list[LinkEntry] = field(default_factory=list)
+    acks: list[tuple[str, str, str]] = field(default_factory=list)
+    requeues: list[tuple[str, float, str, str]] = field(default_factory=list)
+    downloaded: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CommitResult:
+    """What a commit did, and what it could not send (its shard's Redis was
+    away): the caller keeps that part and sends it again."""
+
+    added: int = 0
+    duplicates: int = 0
+    capped: int = 0
+    acked: int = 0
+    stale: int = 0
+    unsent_links: list[LinkEntry] = field(default_factory=list)
+    unsent_acks: list[tuple[str, str, str]] = field(default_factory=list)
+    unsent_requeues: list[tuple[str, float, str, str]] = field(default_factory=list)
+    unsent_downloaded: list[str] = field(default_factory=list)
+    error: Exception | None = None
+
+    def counts(self) -> dict[str, int]:
+        return {"added": self.added, "duplicates": self.duplicates, "capped": self.capped,
+                "acked": self.acked, "stale": self.stale}
+
+
 class Frontier:
     def __init__(
         self,
-        client: redis.Redis,
+        client: Any,
         crawl: str,
         *,
         node: str | None = None,
@@ -89,16 +122,17 @@ class Frontier:
         concurrency_per_site: int = 1,
         delay_margin: float = 0.01,
         max_pages_per_site: int = 0,
-        buckets: int = 4096,
+        buckets: int = 1024,
         lease_timeout: float = 60.0,
+        shards: int = 16,
     ) -> None:
         if buckets < 1:
             raise ValueError(f"DUPEFILTER_BUCKETS ({buckets!r}) must be at least 1")
         self.client = client
         self.crawl = crawl
-        self.prefix = "{" + crawl + "}:"
-        self.stats_key = self.prefix + "stats"
+        self.keys = Keys(crawl, shards)
         self.node = node or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.node_tag = f"{zlib.crc32(self.node.encode()) & 0xFFFF:04x}"
         self.default_delay_ms = int(default_delay * 1000)
         self.conc = max(1, concurrency_per_site)
         self.margin_ms = int(delay_margin * 1000)
@@ -107,152 +141,430 @@ class Frontier:
         self.lease_timeout_ms = int(lease_timeout * 1000)
         self.round_trips = 0
         self.calls: dict[str, int] = {}
-        self._scripts = {name: client.register_script(getattr(scripts, name))
-                         for name in ("ENQUEUE", "LEASE", "COMMIT", "RELEASE", "HEARTBEAT",
-                                      "BACKOFF", "PENDING", "TOUCH", "NEAR_DUPLICATE", "SEND")}
+        self._shas = {name: sha1(getattr(scripts, name).encode()).hexdigest() for name in scripts.ALL}
+        self.duplicates = DuplicateIndex(self)
         self.started = time.time()
+        # When each shard may next have a site ready (monotonic), as the last
+        # lease call there said.
+        self._shard_ready = [0.0] * shards
 
-    def key(self, name: str) -> str:
-        return self.prefix + name
-
-    def _run(self, name: str, *args: Any) -> Any:
+    # -- plumbing ------------------------------------------------------------
+    def run_many(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]],
+                 *, raise_on_error: bool = True) -> list[Any]:
+        """Run scripts (by name) or plain commands, each on the slot of its
+        keys, in one pipeline: one round trip (per Redis node, in parallel).
+        A script a server does not know yet (a restarted node) is loaded and
+        its call run again: it did not run the first time."""
         self.round_trips += 1
-        self.calls[name] = self.calls.get(name, 0) + 1
-        return self._scripts[name](keys=[self.stats_key], args=[self.prefix, *args])
+        for name, _, _ in calls:
+            self.calls[name] = self.calls.get(name, 0) + 1
+        results = self._pipeline(calls)
+        missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
+        if missing:
+            for name in {calls[i][0] for i in missing}:
+                self.client.script_load(getattr(scripts, name))
+            again = self._pipeline([calls[i] for i in missing])
+            for i, r in zip(missing, again):
+                results[i] = r
+        if raise_on_error:
+            for r in results:
+                if isinstance(r, Exception):
+                    raise r
+        return results
+
+    def _pipeline(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for name, keys, args in calls:
+            sha = self._shas.get(name)
+            if sha is not None:
+                # Not pipe.evalsha: redis-py's cluster pipeline refuses that
+                # method by name, and takes the command itself.
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+            else:
+                pipe.execute_command(name, *keys, *args)
+        try:
+            results = list(pipe.execute(raise_on_error=False))
+        except redis.RedisError as exc:  # the whole pipeline failed (connection)
+            return [exc] * len(calls)
+        except RedisClusterException as exc:
+            # Not a RedisError (redis-py 8): every node unreachable while the
+            # client refreshes its slot map. To callers, Redis is away.
+            return [redis.exceptions.ConnectionError(str(exc))] * len(calls)
+        return [redis.exceptions.ConnectionError(str(r)) if isinstance(r, RedisClusterException) else r
+                for r in results]
+
+    def _run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        return self.run_many([(name, keys, args)])[0]
+
+    def shard(self, site: str) -> ShardKeys:
+        return self.keys.site(site)
 
     def slot(self, fp: bytes) -> tuple[str, str]:
         return fingerprint_slot(fp, self.buckets)
 
-    # -- operations --------------------------------------------------------
+    def check_layout(self) -> None:
+        """Record this crawl's shard count, or check it against the one
+        recorded: workers of one crawl must agree on where keys live."""
+        self.round_trips += 1
+        created = self.client.hsetnx(self.keys.meta, "shards", self.keys.shards)
+        if created and self.client.exists(self.keys.prefix + "stats"):
+            self.client.hdel(self.keys.meta, "shards")
+            raise FrontierLayoutError(
+                f"crawl {self.crawl!r} was started by an earlier version of the crawler (all its keys in "
+                f"one slot); this version cannot continue it: start a new crawl (-s CRAWL_NAME=...)")
+        recorded = self.client.hget(self.keys.meta, "shards")
+        if recorded is not None and _s(recorded) != str(self.keys.shards):
+            raise FrontierLayoutError(
+                f"crawl {self.crawl!r} was started with FRONTIER_SHARDS={_s(recorded)}; this worker has "
+                f"FRONTIER_SHARDS={self.keys.shards}: set it to {_s(recorded)} to join the crawl")
+
+    # -- queues and leases ---------------------------------------------------
     def enqueue(self, links: Sequence[LinkEntry]) -> tuple[int, int, int]:
         """Dedup and queue; returns (added, duplicates, over the site cap)."""
         if not links:
             return 0, 0, 0
-        args: list[Any] = [self.cap, self.conc, len(links)]
-        for link in links:
-            args += [link.bucket, link.member, link.site, link.entry, "1" if link.head else ""]
-        added, dup, capped = self._run("ENQUEUE", *args)
-        return int(added), int(dup), int(capped)
-
-    def lease(self, n: int, downloaded: Sequence[str] = ()) -> tuple[list[Lease], float | None]:
-        """Lease up to ``n`` requests, at most one per site, from the sites
-        whose next allowed time has come; first free the site slots of the
-        ``downloaded`` leases (their download is over, their processing may
-        not be). Returns the leases and how many seconds until the next site
-        is ready by time alone (None: none will be)."""
-        out = self._run("LEASE", self.node, max(1, n), self.default_delay_ms, self.conc,
-                        self.margin_ms, *downloaded)
-        wait = int(out[0])
-        # Entries are decoded leniently: one that is not UTF-8 (written into
-        # Redis by someone else) must reach the scheduler to be refused and
-        # settled, not fail the whole batch here.
-        leases = [
-            Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape"), int(out[i + 3]) / 1000.0)
-            for i in range(1, len(out), 4)
-        ]
-        return leases, (None if wait < 0 else wait / 1000.0)
+        result = self.commit(links)
+        if result.error is not None:
+            raise result.error
+        return result.added, result.duplicates, result.capped
 
     def commit(
         self,
         links: Sequence[LinkEntry] = (),
         acks: Sequence[tuple[str, str, str]] = (),
         requeues: Sequence[tuple[str, float, str, str]] = (),
-    ) -> dict[str, int]:
-        """Enqueue links, settle leases (id, "C"|"E", reason) and move
-        leases to the retry queue (id, delay seconds, site, entry): one call."""
-        args: list[Any] = [self.node, self.cap, self.conc, len(links)]
+        downloaded: Sequence[str] = (),
+    ) -> CommitResult:
+        """Enqueue links, settle leases (id, "C"|"E", reason), move leases to
+        the retry queue (id, delay seconds, site, entry) and free the site
+        slots of downloaded leases: one script per shard, one round trip.
+        What a shard's Redis did not take comes back in ``unsent_*``."""
+        work: dict[int, _ShardWork] = defaultdict(_ShardWork)
+        shards = self.keys.site_shards
         for link in links:
-            args += [link.bucket, link.member, link.site, link.entry, "1" if link.head else ""]
-        args.append(len(acks))
-        for lease_id, state, reason in acks:
-            args += [lease_id, state, reason]
-        args.append(len(requeues))
-        for lease_id, delay, site, entry in requeues:
-            args += [lease_id, int(delay * 1000), site, entry]
-        added, dup, capped, acked, stale = self._run("COMMIT", *args)
-        return {"added": int(added), "duplicates": int(dup), "capped": int(capped),
-                "acked": int(acked), "stale": int(stale)}
+            work[self.keys.site(link.site).index].links.append(link)
+        stale = 0
+        for field_name, items in (("acks", acks), ("requeues", requeues)):
+            for item in items:
+                shard = self._lease_shard(item[0])
+                if shard < 0:
+                    stale += 1  # not a lease id: no lease has it
+                else:
+                    getattr(work[shard], field_name).append(item)
+        for lease_id in downloaded:
+            shard = self._lease_shard(lease_id)
+            if shard >= 0:
+                work[shard].downloaded.append(lease_id)
+        if not work:
+            return CommitResult(stale=stale)
+        order = sorted(work)
+        calls = []
+        for index in order:
+            w, sk = work[index], shards[index]
+            keys: list[str] = [*sk.fixed, sk.leases(self.node)]
+            args: list[Any] = [self.node, self.cap, self.conc, self.default_delay_ms, self.margin_ms, len(w.links)]
+            for link in w.links:
+                keys += [sk.seen(link.bucket) if link.bucket else sk.queue(link.site), sk.queue(link.site)]
+                args += [link.member if link.bucket else "", link.site, link.entry, "1" if link.head else ""]
+            args.append(len(w.acks))
+            for lease_id, state, reason in w.acks:
+                args += [lease_id, state, reason]
+            args.append(len(w.requeues))
+            for lease_id, delay, _site, entry in w.requeues:
+                args += [lease_id, int(delay * 1000), entry]
+            args += w.downloaded
+            calls.append(("COMMIT", keys, args))
+        results = self.run_many(calls, raise_on_error=False)
+        out = CommitResult(stale=stale)
+        for index, r in zip(order, results):
+            if isinstance(r, Exception):
+                w = work[index]
+                out.unsent_links += w.links
+                out.unsent_acks += w.acks
+                out.unsent_requeues += w.requeues
+                out.unsent_downloaded += w.downloaded
+                out.error = r
+                continue
+            added, dup, capped, acked, stale = (int(x) for x in r)
+            out.added += added
+            out.duplicates += dup
+            out.capped += capped
+            out.acked += acked
+            out.stale += stale
+        if out.error is not None and len(out.unsent_links) + len(out.unsent_acks) + len(out.unsent_requeues) \
+                + len(out.unsent_downloaded) == len(links) + len(acks) + len(requeues) + len(downloaded):
+            raise out.error  # nothing went through: Redis is away
+        return out
+
+    def _lease_shard(self, lease_id: str) -> int:
+        """The shard of a lease id ("<shard>.<n>", as LEASE wrote it); -1
+        for an id that is not one (no lease of this frontier has it)."""
+        head, _, _ = str(lease_id).partition(".")
+        if head.isdigit() and int(head) < self.keys.shards:
+            return int(head)
+        return -1
+
+    def lease(self, n: int, downloaded: Sequence[str] = ()) -> tuple[list[Lease], float | None]:
+        """Lease up to ``n`` requests, at most one per site, from the sites
+        whose next allowed time has come; first free the site slots of the
+        ``downloaded`` leases (their download is over, their processing may
+        not be). Returns the leases and how many seconds until the next site
+        is ready by time alone.
+
+        Every shard whose sites may be ready (by what it said last time, or
+        not asked for 0.5 s: other workers add links) is asked for its share
+        of ``n`` (at least one) in one round trip; a shard that had more
+        ready than its share is asked again for the rest. So a crawl of many
+        sites costs one round trip a lease call, and each shard still hands
+        out at most one request per site per call, at the site's time. When
+        more shards are ready than ``n``, each still gives one: the call may
+        return up to one lease per ready shard."""
+        shards = self.keys.site_shards
+        now = time.monotonic()
+        freed: dict[int, list[str]] = defaultdict(list)
+        for lease_id in downloaded:
+            if self._lease_shard(lease_id) >= 0:
+                freed[self._lease_shard(lease_id)].append(lease_id)
+        candidates = [i for i in range(len(shards)) if self._shard_ready[i] <= now]
+        share = max(1, -(-max(1, n) // max(1, len(candidates))))
+        asks = {i: share for i in candidates}
+        for i in freed:
+            asks.setdefault(i, 0)
+        leases: list[Lease] = []
+        errors: list[Exception] = []
+        while asks:
+            plan = sorted(asks.items())
+            calls = [("LEASE", [*shards[i].fixed, shards[i].leases(self.node)],
+                      [self.node, ask, self.default_delay_ms, self.conc, self.margin_ms, i, *freed.pop(i, ())])
+                     for i, ask in plan]
+            results = self.run_many(calls, raise_on_error=False)
+            more: list[int] = []
+            for (index, ask), out in zip(plan, results):
+                if isinstance(out, Exception):
+                    errors.append(out)
+                    self._shard_ready[index] = now + 1.0  # its Redis is away: ask again in a second
+                    continue
+                wait = int(out[0])
+                # Other workers add links at any time: look again within 0.5 s.
+                self._shard_ready[index] = now + (0.5 if wait < 0 else min(wait / 1000.0, 0.5))
+                got = (len(out) - 1) // 4
+                # Entries are decoded leniently: one that is not UTF-8 (written
+                # into Redis by someone else) must reach the scheduler to be
+                # refused and settled, not fail the whole batch here.
+                leases += [Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape"),
+                                 int(out[i + 3]) / 1000.0) for i in range(1, len(out), 4)]
+                if ask and got == ask and wait == 0:
+                    more.append(index)
+            left = n - len(leases)
+            if not more or left <= 0:
+                break
+            share = -(-left // len(more))
+            asks = {i: share for i in more}
+        if errors and not leases:
+            # The caller holds on to ``downloaded`` and tries again: freeing
+            # a slot twice is a no-op.
+            raise errors[0]
+        return leases, max(min(self._shard_ready) - time.monotonic(), 0.0)
 
     def release(self, lease_ids: Sequence[str]) -> int:
         """Give unstarted leases back to the head of their site queues."""
-        if not lease_ids:
+        by_shard: dict[int, list[str]] = defaultdict(list)
+        for lease_id in lease_ids:
+            if self._lease_shard(lease_id) >= 0:
+                by_shard[self._lease_shard(lease_id)].append(lease_id)
+        if not by_shard:
             return 0
-        return int(self._run("RELEASE", self.node, self.conc, *lease_ids))
+        shards = self.keys.site_shards
+        calls = [("RELEASE", [*shards[i].fixed, shards[i].leases(self.node)], [self.node, self.conc, *ids])
+                 for i, ids in sorted(by_shard.items())]
+        return sum(int(r) for r in self.run_many(calls))
 
     def heartbeat(self, record: dict[str, Any] | None = None) -> tuple[int, int, set[str]]:
-        """Record this node alive and reap nodes whose heartbeat stopped.
-        Returns (leases returned to their queues, nodes reaped, the lease
-        ids Redis holds for this node)."""
+        """Record this node alive and reap nodes whose heartbeat stopped:
+        their leases go back to the head of their queues. Returns (leases
+        reaped, nodes reaped, the lease ids Redis holds for this node)."""
         rec = {"node": self.node, "host": socket.gethostname(), "pid": os.getpid(),
-               "started": self.started, "heartbeat": time.time(), "state": "running",
-               **(record or {})}
-        reaped, nodes, mine = self._run("HEARTBEAT", self.node, json.dumps(rec), self.lease_timeout_ms, self.conc)
-        return int(reaped), int(nodes), {_s(x) for x in mine}
-
-    def near_duplicate(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
-                       max_distance: int = 3, max_candidates: int = 1000, mirror_min_pages: int = 20,
-                       mirror_share: float = 0.5) -> Duplicate:
-        """Is ``url``'s content a copy of a page seen before, anywhere in the
-        crawl? A copy on ``url``'s own site is preferred to one elsewhere. A new
-        page (or a copy of another site's page) is indexed, atomically with
-        the check. ``fingerprint`` is an unsigned 64-bit SimHash."""
-        fp = f"{fingerprint:016x}" if fingerprint is not None else ""
-        out = self._run("NEAR_DUPLICATE", url, site, content_key or "", fp, max_distance, max_candidates,
-                        mirror_min_pages, mirror_share)
-        kind = _s(out[0])
-        if kind == "new":
-            return Duplicate("new")
-        return Duplicate(kind, _s(out[1]), int(out[2]), bool(int(out[3])), _s(out[4]) or None)
-
-    def reserve_send(self, site: str) -> float:
-        """A request to ``site`` goes on the wire: seconds to wait first, so
-        that it follows the last one any worker sent there by the site's gap
-        (its delay, backoff and margin). 0 for sites without a delay."""
-        return int(self._run("SEND", site, self.default_delay_ms, self.margin_ms)) / 1000.0
-
-    def touch(self, site: str, delay: float) -> None:
-        """A request went to ``site`` outside the frontier (robots.txt): hold
-        its next request back for ``delay`` seconds, for every worker."""
-        self._run("TOUCH", site, int(delay * 1000))
+               "started": self.started, "heartbeat": time.time(), "state": "running", **(record or {})}
+        k = self.keys
+        dead = [_s(d) for d in self._run("HEARTBEAT", [k.nodes, k.hb],
+                                         [self.node, json.dumps(rec), self.lease_timeout_ms])]
+        dead = [d for d in dead if d != self.node]
+        calls = [("REAP", [*sk.fixed, sk.leases(self.node), *(sk.leases(d) for d in dead)],
+                  [self.node, self.conc, *dead]) for sk in k.site_shards]
+        reaped = 0
+        mine: set[str] = set()
+        for out in self.run_many(calls):
+            reaped += int(out[0])
+            mine.update(_s(x) for x in out[1])
+        if dead:
+            self._run("FORGET", [k.nodes, k.hb], [self.lease_timeout_ms, *dead])
+        return reaped, len(dead), mine
 
     def leave(self, record: dict[str, Any] | None = None) -> None:
         """This node stops: it is no longer watched for heartbeats. Its record
         stays for the operator, marked stopped. Shared state is untouched."""
         rec = {"node": self.node, "host": socket.gethostname(), "pid": os.getpid(),
-               "started": self.started, "heartbeat": time.time(), "state": "stopped",
-               **(record or {})}
-        self.round_trips += 1
-        pipe = self.client.pipeline(transaction=True)
-        pipe.zrem(self.key("hb"), self.node)
-        pipe.hset(self.key("nodes"), self.node, json.dumps(rec))
-        pipe.execute()
+               "started": self.started, "heartbeat": time.time(), "state": "stopped", **(record or {})}
+        self.run_many([("ZREM", [self.keys.hb], [self.node]),
+                       ("HSET", [self.keys.nodes], [self.node, json.dumps(rec)])])
+
+    # -- politeness ------------------------------------------------------------
+    def reserve_send(self, site: str) -> float:
+        """A request to ``site`` goes on the wire: seconds to wait first, so
+        that it follows the last one any worker sent there by the site's gap
+        (its delay, backoff and margin). 0 for sites without a delay."""
+        sk = self.shard(site)
+        return int(self._run("SEND", [*sk.fixed, sk.sent], [site, self.default_delay_ms, self.margin_ms])) / 1000.0
+
+    def touch(self, site: str, delay: float) -> None:
+        """A request went to ``site`` outside the frontier (robots.txt): hold
+        its next request back for ``delay`` seconds, for every worker."""
+        self._run("TOUCH", self.shard(site).fixed, [site, int(delay * 1000)])
 
     def backoff(self, site: str, minimum: float, maximum: float) -> float:
         """Back ``site`` off (429, 503, timeouts); returns the backoff in seconds."""
-        return int(self._run("BACKOFF", site, int(minimum * 1000), int(maximum * 1000))) / 1000.0
+        return int(self._run("BACKOFF", self.shard(site).fixed,
+                             [site, int(minimum * 1000), int(maximum * 1000)])) / 1000.0
 
     def set_site_delay(self, site: str, delay: float) -> None:
         """The delay between two fetches from ``site`` (robots.txt Crawl-delay)."""
-        self.round_trips += 1
-        self.client.hset(self.key("delay"), site, int(delay * 1000))
+        self._run("HSET", [self.shard(site).delay], [site, int(delay * 1000)])
 
+    def site_delay(self, site: str) -> float | None:
+        """The delay set for ``site`` (None: the default)."""
+        v = self._run("HGET", [self.shard(site).delay], [site])
+        return None if v is None else int(v) / 1000.0
+
+    # -- duplicates ------------------------------------------------------------
+    def near_duplicate(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
+                       max_distance: int = 3, max_candidates: int = 1000, mirror_min_pages: int = 20,
+                       mirror_share: float = 0.5) -> Duplicate:
+        """See ``DuplicateIndex.check``."""
+        return self.duplicates.check(url, site, content_key, fingerprint, max_distance, max_candidates,
+                                     mirror_min_pages, mirror_share)
+
+    def mirror_of(self, site: str) -> str | None:
+        v = self._run("HGET", [self.shard(site).mirrors], [site])
+        return _s(v) if v is not None else None
+
+    # -- scope -------------------------------------------------------------------
+    def scope(self, add_sites: Sequence[str] = (), add_hosts: Sequence[str] = ()) -> tuple[set[str], set[str]]:
+        """Add to the crawl's scope (the seeds' sites and hosts) and read it."""
+        k = self.keys
+        calls: list[tuple[str, Sequence[Any], Sequence[Any]]] = []
+        if add_sites:
+            calls.append(("SADD", [k.scope_sites], list(add_sites)))
+        if add_hosts:
+            calls.append(("SADD", [k.scope_hosts], list(add_hosts)))
+        calls += [("SMEMBERS", [k.scope_sites], []), ("SMEMBERS", [k.scope_hosts], [])]
+        *_, sites, hosts = self.run_many(calls)
+        return {_s(x) for x in sites}, {_s(x) for x in hosts}
+
+    # -- robots.txt cache -----------------------------------------------------------
+    def _robots_key(self, kind: str, site: str, host: str) -> str:
+        # Without the user:password of a URL that has one: key names are
+        # listed to whoever can SCAN.
+        return self.shard(site).robots(kind, host.rpartition("@")[2])
+
+    def robots_get(self, site: str, host: str, limit: int) -> tuple[bool, bytes]:
+        """(whether the cached entry exists, its first ``limit`` + 1 bytes)."""
+        key = self._robots_key("body", site, host)
+        exists, raw = self.run_many([("EXISTS", [key], []), ("GETRANGE", [key], [0, limit])])
+        return bool(exists), bytes(raw or b"")
+
+    def robots_put(self, site: str, host: str, entry: bytes, ttl: int) -> None:
+        self._run("SET", [self._robots_key("body", site, host)], [entry, "EX", max(1, ttl)])
+
+    def robots_lock(self, site: str, host: str, ttl: int) -> bool:
+        """Take the right to fetch ``host``'s robots.txt for ``ttl`` seconds."""
+        return bool(self._run("SET", [self._robots_key("lock", site, host)],
+                              [self.node, "NX", "EX", max(1, ttl)]))
+
+    def robots_unlock(self, site: str, host: str) -> None:
+        self._run("DEL", [self._robots_key("lock", site, host)], [])
+
+    # -- reading -----------------------------------------------------------------------
     def pending(self) -> int:
         """Requests queued, waiting for a retry, or leased, anywhere."""
-        return int(self._run("PENDING"))
+        calls = [("HMGET", [sk.stats], ["queued", "delayed", "leased"]) for sk in self.keys.site_shards]
+        return sum(int(x or 0) for row in self.run_many(calls) for x in row)
 
     def stats(self) -> dict[str, int]:
+        """The crawl's counters, summed over its shards."""
+        out: dict[str, int] = {}
+        for row in self.run_many([("HGETALL", [sk.stats], []) for sk in self.keys.site_shards]):
+            items = row.items() if isinstance(row, dict) else zip(row[::2], row[1::2])
+            for k, v in items:
+                name = _s(k)
+                if name != "lease_seq":
+                    out[name] = out.get(name, 0) + int(v)
+        return out
+
+    def node_counters(self, node: str | None = None) -> dict[str, int]:
+        """A node's counters (pages, errors), summed over the shards."""
+        out: dict[str, int] = {}
+        rows = self.run_many([("HGETALL", [sk.node(node or self.node)], []) for sk in self.keys.site_shards])
+        for row in rows:
+            items = row.items() if isinstance(row, dict) else zip(row[::2], row[1::2])
+            for k, v in items:
+                out[_s(k)] = out.get(_s(k), 0) + int(v)
+        return out
+
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        """The nodes' records (JSON objects; malformed ones skipped)."""
+        raw = self.client.hgetall(self.keys.nodes)
         self.round_trips += 1
-        raw = self.client.hgetall(self.key("stats"))
-        return {_s(k): int(v) for k, v in raw.items()}
+        out: dict[str, dict[str, Any]] = {}
+        for k, v in raw.items():
+            try:
+                rec = json.loads(v)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out[_s(k)] = rec
+        return out
+
+    def errors(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """The latest final errors, newest first (malformed entries skipped)."""
+        rows = self.run_many([("LRANGE", [sk.errors], [0, limit - 1]) for sk in self.keys.site_shards])
+        out: list[dict[str, Any]] = []
+        for row in rows:
+            for v in row:
+                try:
+                    rec = json.loads(v)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+        out.sort(key=lambda r: -float(r.get("at") or 0) if isinstance(r.get("at"), (int, float)) else 0.0)
+        return out[:limit]
+
+    def queue_length(self, site: str) -> int:
+        return int(self._run("LLEN", [self.shard(site).queue(site)], []))
+
+    def held_leases(self, node: str | None = None) -> int:
+        """Leases a node holds, over all shards."""
+        rows = self.run_many([("HLEN", [sk.leases(node or self.node)], []) for sk in self.keys.site_shards])
+        return sum(int(r) for r in rows)
+
+    def all_keys(self) -> list[str]:
+        """Every key of this crawl (SCAN; on a cluster, over every master)."""
+        out: list[str] = []
+        for pattern in self.keys.patterns():
+            out += [_s(k) for k in self.client.scan_iter(match=pattern, count=1000)]
+        return sorted(set(out))
 
     def dedup_keys(self) -> list[str]:
-        return [_s(k) for k in self.client.scan_iter(match=self.prefix.replace("{", "[{]") + "seen:*", count=1000)]
+        return [k for k in self.all_keys() if ":seen:" in k]
 
     def delete_all(self) -> int:
         """Remove every key of this crawl (tests, and an explicit reset)."""
-        keys = list(self.client.scan_iter(match=self.prefix.replace("{", "[{]") + "*", count=1000))
+        keys = self.all_keys()
         for i in range(0, len(keys), 500):
-            self.client.delete(*keys[i:i + 500])
+            pipe = self.client.pipeline(transaction=False)
+            for key in keys[i:i + 500]:
+                pipe.delete(key)
+            pipe.execute()
         return len(keys)
 
 

@@ -48,6 +48,7 @@ import logging
 import math
 import time
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 import redis
 from protego import Protego
@@ -60,7 +61,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from crawler.config import product_token
-from crawler.frontier.scheduler import frontier_of
+from crawler.frontier.service import FrontierService
 from crawler.urls import queue_key
 
 if TYPE_CHECKING:
@@ -160,10 +161,10 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             # Scrapy annotates the parser class as an instance of it.
             self._parserimpl = cast("RobotParser", ProductTokenRobotParser)
         self._malformed_hosts: set[str] = set()
-        self._legacy_cache_dropped = False
 
     def _frontier(self) -> Frontier | None:
-        return frontier_of(self.crawler)
+        service = FrontierService.of(self.crawler)
+        return service.frontier if service.is_open else None
 
     def parse(self, body: bytes) -> RobotParser:
         """The parser of a robots.txt body (cut at ``ROBOTSTXT_MAX_BODY``)."""
@@ -216,43 +217,34 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             # Nothing to share: let the workers waiting for our answer fetch it
             # themselves now rather than when the lock expires.
             try:
-                frontier.client.delete(self._key(frontier, "lock", netloc))
+                frontier.robots_unlock(self._site(netloc), netloc)
             except redis.RedisError:
                 pass
         self._apply_crawl_delay(rp, request)
 
-    @staticmethod
-    def _key(frontier: Frontier, kind: str, netloc: str) -> str:
-        # Without the user:password of a URL that has one: key names are
-        # listed to whoever can SCAN.
-        return frontier.key(f"robots:{kind}:{netloc.rpartition('@')[2]}")
+    def _site(self, netloc: str) -> str:
+        """The frontier site (queue) of a robots.txt's host: its cache lives
+        in that site's shard."""
+        try:
+            host = urlsplit("//" + netloc).hostname or ""
+        except ValueError:
+            host = ""
+        return queue_key(host, self.queue_by)
 
     def cache_body(self, frontier: Frontier, netloc: str, body: bytes) -> None:
         """Share ``body`` (already cut) with the cluster for ``ROBOTSTXT_CACHE_TTL``."""
         try:
-            frontier.round_trips += 1
-            frontier.client.set(self._key(frontier, "body", netloc), encode_entry(body, time.time()),
-                                ex=max(1, math.ceil(self.ttl)))
+            frontier.robots_put(self._site(netloc), netloc, encode_entry(body, time.time()), math.ceil(self.ttl))
         except redis.RedisError as exc:
             logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
 
     def cached_body(self, frontier: Frontier, netloc: str) -> bytes | None:
         """The cluster's robots.txt body for ``netloc``; None if there is none
         fresh and well-formed (or Redis is away): then it is fetched."""
-        key = self._key(frontier, "body", netloc)
         try:
-            frontier.round_trips += 1
-            pipe = frontier.client.pipeline(transaction=False)
-            if not self._legacy_cache_dropped:
-                # Earlier versions kept every body in one hash that never
-                # expired; nothing reads it any more.
-                pipe.delete(frontier.key("robots"))
-            pipe.exists(key)
             # One byte past the largest entry we write: enough to tell a huge
             # value without moving it.
-            pipe.getrange(key, 0, _ENTRY_MAX)
-            *_, exists, raw = pipe.execute()
-            self._legacy_cache_dropped = True
+            exists, raw = frontier.robots_get(self._site(netloc), netloc, _ENTRY_MAX)
         except redis.ResponseError as exc:
             if "WRONGTYPE" in str(exc):
                 self._malformed(netloc, "not a string")
@@ -280,9 +272,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def _lock(self, frontier: Frontier, netloc: str) -> bool:
         try:
-            frontier.round_trips += 1
-            return bool(frontier.client.set(self._key(frontier, "lock", netloc), frontier.node,
-                                             nx=True, ex=int(self.lock_timeout)))
+            return frontier.robots_lock(self._site(netloc), netloc, int(self.lock_timeout))
         except redis.RedisError:
             return True  # no Redis: fetch it ourselves
 

@@ -17,10 +17,15 @@ crawler itself writes:
 - ``m``: only the meta keys in ``META_KEYS``, each of its type and size.
   Keys that would lift a limit or skip a guard (``download_maxsize``,
   ``proxy``, ``dont_obey_robotstxt``, ``dont_trap_guard``, ...) are refused;
-- ``p``: a bounded integer priority; ``f``: dont_filter flag.
+- ``p``: a bounded integer priority; ``f``: dont_filter flag;
+- ``r``: the referring page (becomes meta ``referer_url`` and the
+  ``Referer`` header): ".<name>" in the URL's directory, "/<path>" on its
+  origin, else the whole URL.
 
 The encoding is compact (a queued request costs Redis memory): only fields
-that differ from a plain GET are written, and only the meta keys above.
+that differ from a plain GET are written, only the meta keys above, and the
+referring page once (not as header and meta both), as a path on the same
+origin.
 """
 
 from __future__ import annotations
@@ -112,15 +117,22 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
         d["e"] = eb
     if request.method != "GET":
         d["x"] = request.method
+    referer = request.meta.get("referer_url")
     headers = {k.decode("latin-1"): [v.decode("latin-1") for v in vs]
                for k, vs in request.headers.items() if k.decode("latin-1").lower() in ALLOWED_HEADERS}
+    if isinstance(referer, str) and referer and headers.get("Referer") in (None, [referer]):
+        headers.pop("Referer", None)
+        d["r"] = _compact_referer(referer, request.url)
+    else:
+        referer = None
     if headers:
         d["h"] = headers
     if request.priority:
         d["p"] = request.priority
     # Only the crawler's own keys travel; per-attempt keys (download_slot,
     # download_latency, the lease) and other components' keys stay behind.
-    meta = {k: v for k, v in request.meta.items() if k in META_KEYS and _valid(META_KEYS[k], v)}
+    meta = {k: v for k, v in request.meta.items()
+            if k in META_KEYS and _valid(META_KEYS[k], v) and not (k == "referer_url" and referer)}
     if meta:
         d["m"] = meta
     if request.dont_filter:
@@ -197,7 +209,36 @@ def _meta(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-_FIELDS = frozenset("ucexmkpfhb")
+_FIELDS = frozenset("ucexmkpfhbr")
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port] of a URL in normal form."""
+    scheme, _, rest = url.partition("://")
+    return scheme + "://" + rest.split("/", 1)[0].split("?", 1)[0]
+
+
+def _compact_referer(referer: str, url: str) -> str:
+    """The referring page as few characters as it takes: ".<rest>" in the
+    URL's own directory, "/<path>" on its origin, else whole."""
+    origin = _origin(url)
+    base = url[:url.rfind("/") + 1]
+    if len(base) > len(origin) + 1 and referer.startswith(base):
+        return "." + referer[len(base):]
+    if referer.startswith(origin + "/"):
+        return referer[len(origin):]
+    return referer
+
+
+def _referer(value: Any, url: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_URL_CHARS \
+            or any(c < " " or c == "\x7f" for c in value):
+        raise SerializationError("bad referring page ('r')")
+    if value.startswith("."):
+        return url[:url.rfind("/") + 1] + value[1:]
+    return _origin(url) + value if value.startswith("/") else value
 
 
 def request_from_dict(d: Any, spider: Spider) -> Request:
@@ -217,15 +258,21 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
     priority = d.get("p", 0)
     if type(priority) is not int or abs(priority) > MAX_INT:
         raise SerializationError(f"bad priority {str(priority)[:20]!r}")
+    referer = _referer(d.get("r"), url)
+    headers = _headers(d.get("h"))
+    meta = _meta(d.get("m"))
+    if referer is not None:
+        meta = {**(meta or {}), "referer_url": referer}
+        headers = {"Referer": [referer], **(headers or {})}
     try:
         return Request(
             url,
             callback=_method(spider, d.get("c"), "callbacks"),
             errback=_method(spider, d.get("e"), "errbacks"),
             method=method,
-            headers=_headers(d.get("h")),
+            headers=headers,
             priority=priority,
-            meta=_meta(d.get("m")),
+            meta=meta,
             dont_filter=bool(d.get("f")),
         )
     except SerializationError:

@@ -85,10 +85,9 @@ import redis
 
 from crawler.classify import INDEX, INFO, classify
 from crawler.config import ConfigError, check_settings
-from crawler.crawldir import crawl_dir, crawl_name
+from crawler.crawldir import crawl_name
 from crawler.fingerprint import content_hash, signed, simhash
-from crawler.frontier.connection import get_redis
-from crawler.frontier.scheduler import frontier_of
+from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
 from crawler.extract import analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
@@ -219,7 +218,6 @@ class SiteSpider(Spider):
         self.depth_limit = 0
         self._seen = UrlCache(100_000)
         self._site_encodings: OrderedDict[str, str] = OrderedDict()
-        self._scope_client: redis.Redis | None = None
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
 
@@ -272,24 +270,17 @@ class SiteSpider(Spider):
         """Share this worker's seed sites and hosts with the crawl, and learn
         those of the others (a worker without seeds joins with theirs)."""
         self._scope_checked = time.monotonic()
-        client = self._scope_client
-        if client is None:
+        service = FrontierService.of(self.crawler)
+        if not service.is_open:
             return
-        prefix = "{" + crawl_name(self.crawler.settings, self.name) + "}:"
         try:
-            pipe = client.pipeline(transaction=False)
-            if self.seed_sites:
-                pipe.sadd(prefix + "scope:sites", *self.seed_sites)
-                pipe.sadd(prefix + "scope:hosts", *self.seed_hosts)
-            pipe.smembers(prefix + "scope:sites")
-            pipe.smembers(prefix + "scope:hosts")
-            *_, sites, hosts = pipe.execute()
+            sites, hosts = service.frontier.scope(sorted(self.seed_sites), sorted(self.seed_hosts))
         except redis.RedisError as exc:
             logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc},
                            extra={"spider": self})
             return
-        self.seed_sites = self.seed_sites | {v.decode() for v in sites}
-        self.seed_hosts = self.seed_hosts | {v.decode() for v in hosts}
+        self.seed_sites = self.seed_sites | sites
+        self.seed_hosts = self.seed_hosts | hosts
 
     def _request(self, url: str, referer: str | None = None) -> Request:
         return Request(url, callback=self.parse, errback=self.errback,
@@ -297,7 +288,6 @@ class SiteSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         settings = self.crawler.settings
-        self._scope_client = get_redis(settings, crawl_dir(settings))
         self._load_scope()
         if not self.seed_urls:
             logger.info("No seeds: joining crawl %(crawl)s (scope: %(sites)s)",
@@ -484,11 +474,8 @@ class SiteSpider(Spider):
         else:
             self.crawler.stats.inc_value("simhash/skipped_short")
             key = content_hash(item.content_hash + "\n" + "\n".join(sorted(x["url"] for x in item.links)))
-        frontier = frontier_of(self.crawler)
-        if frontier is None:
-            return False
         try:
-            verdict = frontier.near_duplicate(
+            verdict = FrontierService.of(self.crawler).frontier.near_duplicate(
                 item.url, item.site, key, fp, self.simhash_max_distance,
                 mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share)
         except redis.RedisError as exc:

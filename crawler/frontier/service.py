@@ -1,0 +1,238 @@
+"""The frontier service: one per crawl process, the frontier's only door.
+
+``FrontierService`` is a Scrapy extension (``EXTENSIONS``), built once per
+crawler. It holds the process's single Redis client, the ``Frontier``, the
+lease book (``leasebook.py``: what this worker holds and owes), the
+heartbeat that reaps stopped workers, and the "Redis is down" state. Every
+component finds it through Scrapy's public API::
+
+    service = FrontierService.of(crawler)   # crawler.get_extension(...)
+    service.frontier.backoff(site, ...)
+
+The scheduler (``scheduler.py``) opens it and adapts Scrapy's scheduler
+interface to it; the spider reads the crawl's scope and the duplicate index
+through it; the middlewares report backoffs, send times and robots.txt
+through it.
+
+Settings: ``REDIS_URL``, ``REDIS_PARAMS``, ``CRAWL_NAME``, ``CRAWL_DIR``,
+``DOWNLOAD_DELAY``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
+``FRONTIER_DELAY_MARGIN``, ``FRONTIER_MAX_PAGES_PER_SITE``,
+``FRONTIER_LEASE_TIMEOUT``, ``FRONTIER_HEARTBEAT_INTERVAL``,
+``FRONTIER_SHARDS``, ``DUPEFILTER_BUCKETS`` (see ``docs/reference.md``).
+
+Stats: ``frontier/redis_round_trips``, ``frontier/redis_calls/<script>``,
+``frontier/redis_error``, ``frontier/reaped``, ``frontier/released``,
+``frontier/released_orphans``, ``frontier/stale_ack``, ``frontier/enqueued``,
+``frontier/duplicates``, ``frontier/capped``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import redis
+from twisted.internet.task import LoopingCall
+
+from crawler import compat
+from crawler.crawldir import crawl_dir, crawl_name
+from crawler.frontier.connection import get_redis
+from crawler.frontier.frontier import Frontier
+from crawler.frontier.leasebook import LeaseBook
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FrontierService"]
+
+
+class FrontierService:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        s = crawler.settings
+        self.heartbeat_interval = s.getfloat("FRONTIER_HEARTBEAT_INTERVAL")
+        self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
+        self.book = LeaseBook()
+        self._frontier: Frontier | None = None
+        self.spider: Spider | None = None
+        self._loop: LoopingCall | None = None
+        self._down_since: float | None = None
+        self._heartbeat_listeners: list[Callable[[int, int, set[str]], None]] = []
+        # Set by the scheduler: this node's record for operators, and the
+        # leases it took but has not yet handed to Scrapy.
+        self.node_record: Callable[[], dict[str, Any]] = dict
+        self.buffered_leases: Callable[[], set[str]] = set
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> FrontierService:
+        """The crawler's frontier service; a clear error if it is not enabled
+        (the frontier is required, never switched off quietly)."""
+        service = crawler.get_extension(cls)
+        if service is None:
+            raise RuntimeError("crawler.frontier.service.FrontierService is not in EXTENSIONS: the "
+                               "frontier is required (see crawler/settings.py)")
+        return service
+
+    @property
+    def frontier(self) -> Frontier:
+        if self._frontier is None:
+            raise RuntimeError("the frontier service is not open yet (the scheduler opens it)")
+        return self._frontier
+
+    @property
+    def is_open(self) -> bool:
+        return self._frontier is not None
+
+    # -- lifecycle -----------------------------------------------------------
+    def open(self, spider: Spider) -> Frontier:
+        if self._frontier is not None:
+            return self._frontier
+        self.spider = spider
+        s = self.crawler.settings
+        client = get_redis(s, crawl_dir(s))
+        frontier = Frontier(
+            client, crawl_name(s, spider.name),
+            default_delay=s.getfloat("DOWNLOAD_DELAY"), concurrency_per_site=s.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+            delay_margin=s.getfloat("FRONTIER_DELAY_MARGIN"), max_pages_per_site=s.getint("FRONTIER_MAX_PAGES_PER_SITE"),
+            buckets=s.getint("DUPEFILTER_BUCKETS"), lease_timeout=self.lease_timeout,
+            shards=s.getint("FRONTIER_SHARDS"),
+        )
+        frontier.check_layout()
+        self._frontier = frontier
+        # The frontier spaces requests to a site for the whole cluster; the
+        # local downloader must not add DOWNLOAD_DELAY (and its jitter) on top.
+        compat.disable_downloader_delay(self.crawler)
+        logger.info("Frontier %(crawl)s on %(redis)s (%(shards)d shards), node %(node)s",
+                    {"crawl": frontier.crawl, "redis": _where(client), "shards": frontier.keys.shards,
+                     "node": frontier.node}, extra={"spider": spider})
+        # The first heartbeat may already reap a dead worker's leases (a
+        # worker restarted after FRONTIER_LEASE_TIMEOUT).
+        self.heartbeat()
+        self._loop = LoopingCall(self.heartbeat)
+        self._loop.start(self.heartbeat_interval, now=False)
+        return frontier
+
+    def close(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        frontier = self._frontier
+        if frontier is None:
+            return
+        self.book.settle_finished()
+        try:
+            self.flush()
+            frontier.leave(self.node_record())
+        except redis.RedisError as exc:
+            logger.error("Could not settle the frontier on close (%(exc)s); leases return "
+                         "after FRONTIER_LEASE_TIMEOUT", {"exc": exc}, extra={"spider": self.spider})
+        self.stats.set_value("frontier/redis_round_trips", frontier.round_trips)
+        for name, count in frontier.calls.items():
+            self.stats.set_value(f"frontier/redis_calls/{name.lower()}", count)
+
+    # -- the write buffer ------------------------------------------------------
+    def flush(self) -> bool:
+        """Send what the lease book gathered (links, acknowledgements,
+        retries, downloads over, releases) in one round trip. False if Redis
+        was away: the book keeps it for the next flush."""
+        frontier = self.frontier
+        book = self.book
+        releases = book.take_releases()
+        if releases:
+            try:
+                self.stats.inc_value("frontier/released", frontier.release(releases))
+            except redis.RedisError as exc:
+                book.restore(releases=releases)
+                self.redis_error(exc)
+                return False
+        commit = book.take()
+        if not commit:
+            return True
+        try:
+            result = frontier.commit(commit.links, commit.acks, commit.requeues, commit.downloaded)
+        except redis.RedisError as exc:
+            book.restore(commit)
+            self.redis_error(exc)
+            return False
+        if result.error is not None:
+            book.restore(result=result)  # a shard's Redis was away: that part waits
+            self.redis_error(result.error)
+        else:
+            self.redis_ok()
+        self.stats.inc_value("frontier/enqueued", result.added)
+        self.stats.inc_value("frontier/duplicates", result.duplicates)
+        if result.capped:
+            self.stats.inc_value("frontier/capped", result.capped)
+        if result.stale:
+            self.stats.inc_value("frontier/stale_ack", result.stale)
+            logger.warning("%(n)d acknowledgements came after their leases expired; those "
+                           "URLs may be fetched twice", {"n": result.stale}, extra={"spider": self.spider})
+        self.stats.set_value("frontier/redis_round_trips", frontier.round_trips)
+        return result.error is None
+
+    # -- heartbeat ---------------------------------------------------------------
+    def on_heartbeat(self, listener: Callable[[int, int, set[str]], None]) -> None:
+        """Call ``listener(reaped, nodes, held)`` after each heartbeat."""
+        self._heartbeat_listeners.append(listener)
+
+    def heartbeat(self) -> None:
+        frontier = self.frontier
+        try:
+            reaped, nodes, held = frontier.heartbeat(self.node_record())
+        except redis.RedisError as exc:
+            self.redis_error(exc)
+            return
+        self.redis_ok()
+        orphans = self.book.orphans(held, self.buffered_leases())
+        if orphans:
+            try:
+                released = frontier.release(sorted(orphans))
+            except redis.RedisError as exc:
+                self.redis_error(exc)
+            else:
+                self.stats.inc_value("frontier/released_orphans", released)
+                logger.warning("Gave back %(n)d leases Redis held for this worker without its "
+                               "knowing (lost acknowledgements)", {"n": released}, extra={"spider": self.spider})
+        if reaped:
+            self.stats.inc_value("frontier/reaped", reaped)
+            logger.warning("%(n)d leases of %(nodes)d stopped worker(s) went back to their queues",
+                           {"n": reaped, "nodes": nodes}, extra={"spider": self.spider})
+        for listener in self._heartbeat_listeners:
+            listener(reaped, nodes, held)
+
+    # -- Redis down / back -----------------------------------------------------------
+    @property
+    def redis_down(self) -> bool:
+        return self._down_since is not None
+
+    def redis_error(self, exc: Exception) -> None:
+        self.stats.inc_value("frontier/redis_error")
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            logger.error("Redis unavailable (%(exc)s); holding work until it is back", {"exc": exc},
+                         extra={"spider": self.spider})
+
+    def redis_ok(self) -> None:
+        if self._down_since is not None:
+            logger.warning("Redis is back after %(s).1fs", {"s": time.monotonic() - self._down_since},
+                           extra={"spider": self.spider})
+            self._down_since = None
+
+
+def _where(client: Any) -> str:
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:  # a cluster client
+        nodes = client.get_primaries() if hasattr(client, "get_primaries") else []
+        return "Redis Cluster " + ",".join(f"{n.host}:{n.port}" for n in nodes)
+    kw = pool.connection_kwargs
+    return str(kw.get("path") or f"{kw.get('host')}:{kw.get('port')}")

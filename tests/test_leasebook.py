@@ -1,0 +1,119 @@
+"""The lease book on its own: pure bookkeeping, no Scrapy, no Redis."""
+
+from __future__ import annotations
+
+from crawler.frontier.frontier import CommitResult, Lease, LinkEntry
+from crawler.frontier.leasebook import LeaseBook
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def book_with(*ids: str, clock: Clock | None = None) -> LeaseBook:
+    book = LeaseBook(clock or Clock())
+    for lease_id in ids:
+        book.add(Lease(lease_id, "a", "{}"))
+    return book
+
+
+def test_a_lease_is_acknowledged_once_its_output_and_items_are_settled():
+    book = book_with("0.1")
+    book.item_yielded("0.1")
+    book.item_yielded("0.1")
+    book.output_done("0.1")
+    assert book.acks == []  # two items still in the pipelines
+    book.item_settled("0.1")
+    assert book.acks == []
+    book.item_settled("0.1")
+    assert book.acks == [("0.1", "C", "")]
+    assert not book.holds("0.1")
+    book.item_settled("0.1")  # a late signal changes nothing
+    assert book.acks == [("0.1", "C", "")]
+    assert book.acked == {"C": 1, "E": 0}
+
+
+def test_an_error_record_or_a_failed_item_settles_as_an_error():
+    book = book_with("0.1", "0.2", "0.3")
+    book.item_yielded("0.1", error="HTTP 404")
+    book.item_settled("0.1")
+    book.output_done("0.1")
+    book.item_yielded("0.2")
+    book.output_done("0.2")
+    book.item_settled("0.2", error="item not stored: too large")
+    book.output_done("0.3", error="spider error: ValueError: x")
+    assert book.acks == [("0.1", "E", "HTTP 404"), ("0.2", "E", "item not stored: too large"),
+                         ("0.3", "E", "spider error: ValueError: x")]
+
+
+def test_an_item_the_store_could_not_take_gives_the_url_back():
+    book = book_with("0.1")
+    book.item_yielded("0.1")
+    book.output_done("0.1")
+    book.item_settled("0.1", unstored=True)
+    assert (book.acks, book.take_releases()) == ([], ["0.1"])
+
+
+def test_a_retry_moves_the_lease_to_the_retry_queue():
+    book = book_with("0.1")
+    assert book.retry("0.1", 4.0, '{"u":"x"}')
+    assert book.requeues == [("0.1", 4.0, "a", '{"u":"x"}')]
+    assert not book.retry("0.1", 4.0, "{}")  # no longer held
+    book.output_done("0.1")  # the first attempt's callback: nothing to settle
+    assert book.acks == []
+
+
+def test_downloads_over_are_sent_once_with_the_next_commit():
+    book = book_with("0.1")
+    assert book.download_over("0.1")
+    assert not book.download_over("9.9")
+    book.enqueue(LinkEntry("1", "2", "a", "{}"))
+    commit = book.take()
+    assert (commit.downloaded, len(commit.links)) == (["0.1"], 1)
+    assert not book.take()
+
+
+def test_what_redis_did_not_take_goes_first_next_time():
+    book = book_with("0.1", "0.2")
+    book.output_done("0.1")
+    commit = book.take()
+    book.output_done("0.2")
+    book.restore(commit)
+    assert [a[0] for a in book.acks] == ["0.1", "0.2"]
+    sent = book.take()
+    book.restore(result=CommitResult(unsent_acks=sent.acks[1:]))
+    assert [a[0] for a in book.acks] == ["0.2"]
+
+
+def test_orphans_are_leases_unknown_twice_in_a_row():
+    book = book_with("0.1")
+    assert book.orphans({"0.1", "0.7"}, buffered=set()) == set()
+    assert book.orphans({"0.1", "0.7", "0.8"}, buffered=set()) == {"0.7"}
+    assert book.orphans({"0.8", "0.9"}, buffered={"0.9"}) == {"0.8"}
+
+
+def test_overdue_leases_are_those_whose_items_never_settled():
+    clock = Clock()
+    book = book_with("0.1", "0.2", clock=clock)
+    book.item_yielded("0.1")
+    book.output_done("0.1")
+    book.item_yielded("0.2")  # output not done: still being processed
+    clock.now += 61
+    assert book.overdue(60) == ["0.1"]
+    book.settle("0.1")
+    assert book.acks == [("0.1", "C", "")]
+
+
+def test_busy_until_everything_is_sent():
+    book = book_with("0.1")
+    assert book.busy()
+    book.output_done("0.1")
+    assert book.busy()  # the acknowledgement is not sent yet
+    book.take()
+    assert not book.busy()
+    book.give_back(["0.5"])
+    assert book.busy() and book.take_releases() == ["0.5"]

@@ -47,6 +47,7 @@ from twisted.python.threadpool import ThreadPool
 
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
+from crawler.frontier.service import FrontierService
 from crawler.store import open_store
 from crawler.store.buffer import WriteBuffer
 
@@ -58,16 +59,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NotStored", "StorePipeline", "store_waiting"]
-
-
-def store_waiting(crawler: Crawler) -> int:
-    """Pages of ``crawler`` waiting for the store (0 without the pipeline)."""
-    try:
-        pipeline = crawler.get_item_pipeline(StorePipeline)
-    except RuntimeError:  # no engine yet
-        return 0
-    return pipeline.waiting if pipeline is not None else 0
+__all__ = ["NotStored", "StorePipeline"]
 
 
 class NotStored(DropItem):
@@ -121,6 +113,9 @@ class StorePipeline:
         buffer = self.open_buffer(open_store(settings, name), spill_path)
         logger.info("Storing pages in %(store)s", {"store": buffer.store.describe()},
                     extra={"spider": self.crawler.spider})
+        # The frontier's safety net (leases whose items never settle) must
+        # not fire while pages wait for an absent store.
+        FrontierService.of(self.crawler).store_waiting = lambda: self.waiting
         self._pool.start()
         from twisted.internet import reactor  # not at import: Scrapy installs the reactor
 

@@ -308,21 +308,12 @@ class FrontierScheduler(BaseScheduler):
         # Safety net: output done but an item never settled (a middleware
         # swallowed it): acknowledge after the lease timeout, unless items
         # wait for the store (an outage): they will settle.
-        if self._store_waiting():
+        if self.service.store_waiting():
             return
         for lease_id in self.book.overdue(self.lease_timeout):
             logger.warning("Acknowledging lease %(id)s: its items never settled", {"id": lease_id},
                            extra={"spider": self.spider})
             self._count_acks(lambda: self.book.settle(lease_id))  # noqa: B023
-
-    def _store_waiting(self) -> int:
-        from crawler.pipelines import StorePipeline
-
-        try:
-            pipeline = self.crawler.get_item_pipeline(StorePipeline)
-        except RuntimeError:
-            return 0
-        return pipeline.waiting if pipeline is not None else 0
 
     def _node_record(self) -> dict[str, Any]:
         get = self.stats.get_value

@@ -69,6 +69,8 @@ class FrontierService:
         # leases it took but has not yet handed to Scrapy.
         self.node_record: Callable[[], dict[str, Any]] = dict
         self.buffered_leases: Callable[[], set[str]] = set
+        # Set by the store's pipeline: pages handed to it and not yet settled.
+        self.store_waiting: Callable[[], int] = lambda: 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -131,3 +131,17 @@ def test_redis_url_and_mongo_uri_come_from_the_environment(server, tmp_path, red
     assert f"Storing pages in MongoDB at {mongo_uri}, database {crawl_name}" in result.log
     assert not (tmp_path / "redis").exists()  # no embedded Redis was started
     assert not (tmp_path / f"{crawl_name}.sqlite3").exists()
+
+
+def test_a_worker_with_another_shard_count_stops_with_one_line(tmp_path, redis_url, crawl_name):
+    from tests.conftest import ROOT, crawl_cmd
+
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+    client = redis.Redis.from_url(redis_url)
+    Frontier(client, crawl_name, shards=16).check_layout()
+    proc = subprocess.run(crawl_cmd(["seeds=http://127.0.0.1:9/"], {**settings, "FRONTIER_SHARDS": 4}, tmp_path),
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"Error: crawl '{crawl_name}' was started with FRONTIER_SHARDS=16; this worker has FRONTIER_SHARDS=4: "
+        "set it to 16 to join the crawl")

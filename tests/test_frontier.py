@@ -336,3 +336,22 @@ def test_leases_carry_their_site_gap(client, crawl_name):
     f.enqueue([link(f, "http://b/1", "b")])
     gaps = {lease.site: lease.gap for lease in f.lease(10)[0]}
     assert gaps == {"a": 0.55, "b": 2.05}
+
+
+def test_a_worker_with_another_shard_count_is_refused(client, crawl_name):
+    from crawler.frontier.frontier import FrontierLayoutError
+
+    make(client, crawl_name, shards=16).check_layout()
+    make(client, crawl_name, shards=16).check_layout()  # the same layout joins
+    with pytest.raises(FrontierLayoutError, match=r"^crawl '.*' was started with FRONTIER_SHARDS=16; this worker "
+                                                  r"has FRONTIER_SHARDS=8: set it to 16 to join the crawl$"):
+        make(client, crawl_name, shards=8).check_layout()
+
+
+def test_a_crawl_of_the_one_slot_layout_is_refused(client, crawl_name):
+    from crawler.frontier.frontier import FrontierLayoutError
+
+    client.hset("{" + crawl_name + "}:stats", "queued", 3)  # as the earlier version kept it
+    with pytest.raises(FrontierLayoutError, match="started by an earlier version"):
+        make(client, crawl_name).check_layout()
+    assert not client.exists("{" + crawl_name + "}:meta")  # nothing recorded: still refused next time

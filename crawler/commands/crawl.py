@@ -18,6 +18,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.config import ConfigError, check_settings
 from crawler.frontier.connection import RedisUnavailable
+from crawler.frontier.frontier import FrontierLayoutError
 from crawler.store import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Errors whose message says everything an operator needs.
-START_ERRORS = (ConfigError, RedisUnavailable, StoreUnavailable, OSError)
+START_ERRORS = (ConfigError, RedisUnavailable, FrontierLayoutError, StoreUnavailable, OSError)
 
 
 def preflight(settings: BaseSettings, spider_name: str) -> None:
@@ -39,10 +40,18 @@ def preflight(settings: BaseSettings, spider_name: str) -> None:
     from crawler.frontier.connection import get_redis
     from crawler.store import open_store
 
+    from crawler.frontier.frontier import Frontier
+
     name = crawl_name(settings, spider_name)
     if settings.get("MONGO_URI"):
         open_store(settings, name).close()
-    get_redis(settings, crawl_dir(settings)).close()
+    client = get_redis(settings, crawl_dir(settings))
+    try:
+        # A worker whose FRONTIER_SHARDS differs from the crawl's (or a crawl
+        # an earlier version started) is refused here, in one line.
+        Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS")).check_layout()
+    finally:
+        client.close()
 
 
 class Command(ScrapyCrawlCommand):

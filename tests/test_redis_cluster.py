@@ -1,0 +1,235 @@
+"""test_cluster.py's multi-worker scenarios on a Redis Cluster of three
+masters (tests/redis_cluster.py): ``REDIS_URL=redis+cluster://...``, the
+crawl's shards spread over the masters, and a master going away mid-crawl.
+
+The session's ``redis_cluster`` serves the scenarios that leave it as they
+found it; the one that stops a master starts a cluster of its own."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+import tests.test_cluster as multi
+from crawler.frontier import Frontier
+from crawler.store import SQLiteStore
+from tests.mockserver import GRID_HOSTS, grid_paths
+from tests.redis_cluster import HASH_SLOTS, start_cluster
+from tests.test_cluster import DELAY, EXPECTED, Worker, fetched, seeds, wait_for_requests
+
+pytestmark = pytest.mark.slow
+
+# test_cluster's fixtures, for this module too: its grid sites, and no
+# worker process outliving its test.
+grid_server = multi.grid_server
+_no_worker_outlives_its_test = multi._no_worker_outlives_its_test
+
+PAGES = len(GRID_HOSTS) * len(grid_paths())
+
+
+def new_crawl_name(what: str) -> str:
+    return f"{what}_{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def cluster_crawl(redis_cluster):
+    """A crawl name of this test's own on the session cluster; its keys go after."""
+    redis_cluster.wait_ok()
+    name = new_crawl_name("cluster")
+    yield name
+    redis_cluster.wait_ok()
+    Frontier(redis_cluster.client(), name).delete_all()
+
+
+def stored_pages(crawl_dir: Path, name: str) -> Counter[str]:
+    """Stored completed pages per host."""
+    with SQLiteStore(crawl_dir / f"{name}.sqlite3") as store:
+        return Counter(p["url"].split("/", 3)[2].split(":")[0] for p in store.iter_pages() if p["state"] == "C")
+
+
+def keys_per_master(cluster, frontier: Frontier) -> dict[int, list[str]]:
+    """Master port -> the crawl's keys it masters: as the cluster places them
+    (``node_of_key``, asked once per hash tag, for every key of a tag shares
+    its slot), checked against what each master itself holds (SCAN there)."""
+    by_tag: dict[str, list[str]] = defaultdict(list)
+    for key in frontier.all_keys():
+        by_tag[re.match(r"\{([^}]*)\}", key).group(1)].append(key)  # type: ignore[union-attr]
+    placed: dict[int, list[str]] = defaultdict(list)
+    for tag, keys in by_tag.items():
+        placed[cluster.node_of_key("{" + tag + "}").port] += keys
+    for master in cluster.masters():
+        client = master.connect()
+        try:
+            held = sorted(k.decode() for p in frontier.keys.patterns() for k in client.scan_iter(match=p, count=1000))
+        finally:
+            client.close()
+        assert held == sorted(placed.get(master.port, [])), master.address
+    return dict(placed)
+
+
+# -- two workers on the cluster ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_workers_on_cluster(grid_server, redis_cluster, tmp_path_factory):
+    """Worker A with the seeds, worker B joining without seeds, as in
+    test_cluster's ``two_workers``, on the session's three-master cluster."""
+    redis_cluster.wait_ok()
+    name = new_crawl_name("two_on_cluster")
+    settings = {"REDIS_URL": redis_cluster.url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": DELAY,
+                "FRONTIER_DELAY_MARGIN": 0.1, "CONCURRENT_REQUESTS": 8}
+    crawl_dir = tmp_path_factory.mktemp("two_on_cluster")
+    mark = grid_server.mark()
+    a = Worker([seeds(grid_server)], settings, crawl_dir)
+    wait_for_requests(grid_server, mark, 4)
+    b = Worker([], settings, crawl_dir)
+    assert a.wait() == 0, a.log[-3000:]
+    assert b.wait() == 0, b.log[-3000:]
+    frontier = Frontier(redis_cluster.client(), name, node="reader")
+    yield {"a": a, "b": b, "requests": grid_server.requests(mark), "crawl_dir": crawl_dir, "name": name,
+           "frontier": frontier, "stats": frontier.stats(), "placed": keys_per_master(redis_cluster, frontier)}
+    frontier.delete_all()
+
+
+def test_two_workers_on_a_cluster_fetch_every_url_once_and_store_every_page_once(two_workers_on_cluster):
+    run = two_workers_on_cluster
+    a, b = run["a"], run["b"]
+    assert Counter((str(r["host"]), str(r["path"])) for r in run["requests"]) == EXPECTED
+    assert "Redis Cluster" in a.log and "No seeds: joining crawl" in b.log
+    assert a.stat("response_received_count") + b.stat("response_received_count") == sum(EXPECTED.values())
+    assert a.stat("frontier/redis_error") == b.stat("frontier/redis_error") == 0
+    stats = run["stats"]
+    assert (stats["done"], stats["queued"], stats["leased"], stats.get("delayed", 0)) == (PAGES, 0, 0, 0)
+    assert stored_pages(run["crawl_dir"], run["name"]) == {h: len(grid_paths()) for h in GRID_HOSTS}
+
+
+def test_two_workers_on_a_cluster_keep_the_per_site_gaps(two_workers_on_cluster):
+    times = defaultdict(list)
+    for r in two_workers_on_cluster["requests"]:
+        times[r["host"]].append(float(r["t"]))
+    gaps = sorted(b - a for ts in map(sorted, times.values()) for a, b in zip(ts, ts[1:]))
+    assert len(gaps) == sum(EXPECTED.values()) - len(GRID_HOSTS)
+    assert gaps[0] >= DELAY, gaps[:5]
+
+
+def test_the_crawls_keys_spread_over_the_three_masters(two_workers_on_cluster, redis_cluster):
+    """Every master holds part of the crawl, and shard i's tag lies in the
+    i-th sixteenth of the slots, on that range's master (a range split
+    between two masters: on either). The keys that grow with a crawl are its
+    sites' URL-dedup buckets (``seen:``), in each site's shard: crc32 puts
+    the four grid sites in shards 1, 11, 12 and 13 whatever the crawl is
+    called, and equal slot ranges put shard 1 on the first master and 11-13
+    on the third. So the third master holds about 70 % of this crawl's keys
+    (measured: 119-126 of 172-176; the first 43-48, the second 5-10), and
+    60 % cannot hold with 16 shards and these four sites: the bound here is
+    75 %, what three sites of four and nothing else would give."""
+    run = two_workers_on_cluster
+    placed, keys = run["placed"], run["frontier"].keys
+    counts = {port: len(held) for port, held in placed.items()}
+    assert sorted(counts) == sorted(m.port for m in redis_cluster.masters()), counts
+    assert max(counts.values()) <= 0.75 * sum(counts.values()), counts
+    view = next(iter(redis_cluster.slot_owners().values()))  # (first slot, master port), sorted
+
+    def owner(slot: int) -> int:
+        return max((first, port) for first, port in view if first <= slot)[1]
+
+    for sk in keys.site_shards + keys.dup_shards:
+        lo, hi = sk.index * HASH_SLOTS // keys.shards, (sk.index + 1) * HASH_SLOTS // keys.shards - 1
+        assert redis_cluster.node_of_key(sk.stats).port in {owner(lo), owner(hi)}, sk.prefix
+
+
+# -- a worker killed ------------------------------------------------------------------------------
+
+def test_sigkill_a_worker_on_a_cluster_loses_nothing(grid_server, redis_cluster, cluster_crawl, tmp_path):
+    settings = {"REDIS_URL": redis_cluster.url, "CRAWL_NAME": cluster_crawl, "DOWNLOAD_DELAY": 0.05,
+                "FRONTIER_LEASE_TIMEOUT": 2, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
+                "CONCURRENT_REQUESTS": 8, "FRONTIER_DELAY_MARGIN": 0}
+    mark = grid_server.mark()
+    a = Worker([seeds(grid_server)], settings, tmp_path)
+    wait_for_requests(grid_server, mark, 4)  # B finds work (else it stops at once)
+    b = Worker([], settings, tmp_path)
+    wait_for_requests(grid_server, mark, 40)
+    a.proc.send_signal(signal.SIGKILL)
+    a.wait()
+    frontier = Frontier(redis_cluster.client(), cluster_crawl, node="reader")
+    node_a = next(k for k, v in frontier.nodes().items() if v["pid"] == a.proc.pid)
+    held = frontier.held_leases(node_a)
+    again = Worker([], settings, tmp_path)  # A restarted: a new node, no seeds
+    assert b.wait() == 0, b.log[-3000:]
+    assert again.wait() == 0, again.log[-3000:]
+    got = Counter(fetched(grid_server, mark))
+    assert set(got) == set(EXPECTED)  # nothing lost
+    refetched = sum(got.values()) - sum(EXPECTED.values())
+    assert refetched <= held, (refetched, held)
+    assert b.stat("frontier/reaped") + again.stat("frontier/reaped") == held
+    assert frontier.held_leases(node_a) == 0
+    assert stored_pages(tmp_path, cluster_crawl) == {h: len(grid_paths()) for h in GRID_HOSTS}
+
+
+# -- a master down, then back -------------------------------------------------------------------------
+
+def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
+    """No replicas: while the master is down its slots have no server, and
+    once the others mark it failed (cluster-node-timeout, 2 s here) the whole
+    cluster answers CLUSTERDOWN. The workers hold their work meanwhile.
+
+    Exactly once: SIGTERM has the master write its append-only file, so no
+    write Redis acknowledged is lost; the lease timeout outlasts the outage,
+    so no worker's leases are reaped; a LEASE that ran but whose reply was
+    lost leaves a lease its worker never saw (given back at its next
+    heartbeat, unfetched); a COMMIT sent again is a no-op (its links are
+    seen, its acknowledgements stale)."""
+    cluster = start_cluster(tmp_path / "cluster", masters=3, replicas=0)
+    name = new_crawl_name("master_down")
+    # A lease timeout longer than the outage: no worker's heartbeat can
+    # reach Redis meanwhile, and none is to be taken for dead.
+    settings = {"REDIS_URL": cluster.url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": 0.05,
+                "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
+                "FRONTIER_LEASE_TIMEOUT": 30, "CONCURRENT_REQUESTS": 8,
+                "REDIS_PARAMS": json.dumps({"socket_timeout": 2, "socket_connect_timeout": 1})}
+    try:
+        # The master of the crawl-wide keys (heartbeats), and of some shards.
+        victim = cluster.node_of_key(Frontier(cluster.client(), name).keys.hb)
+        mark = grid_server.mark()
+        a = Worker([seeds(grid_server)], settings, tmp_path)
+        wait_for_requests(grid_server, mark, 4)
+        b = Worker([], settings, tmp_path)
+        reader = Frontier(cluster.client(), name, node="reader")
+        deadline = time.monotonic() + 30
+        while len(reader.nodes()) < 2:  # B is in: it holds work when the master goes
+            assert time.monotonic() < deadline and b.proc.poll() is None, "B did not join"
+            time.sleep(0.05)
+        wait_for_requests(grid_server, mark, 30)
+        cluster.stop_node(victim.index)
+        down_at = time.monotonic()
+        states = set()
+        witness = next(n for n in cluster.masters() if n is not victim).connect()
+        while time.monotonic() - down_at < 4.0:  # past cluster-node-timeout: CLUSTERDOWN
+            states.add(str(witness.cluster("INFO").get("cluster_state")))
+            time.sleep(0.1)
+        witness.close()
+        during = len(grid_server.requests(mark))
+        cluster.start_node(victim.index)
+        cluster.wait_ok()
+        outage = time.monotonic() - down_at
+        assert a.wait() == 0, a.log[-5000:]
+        assert b.wait() == 0, b.log[-5000:]
+        stats = reader.stats()
+    finally:
+        cluster.stop()
+    assert states == {"ok", "fail"}, states
+    got = Counter(fetched(grid_server, mark))
+    assert set(got) == set(EXPECTED), set(EXPECTED) - set(got)
+    assert got == EXPECTED, (+(got - EXPECTED), outage, during)
+    for w in (a, b):
+        assert "Traceback" not in w.log, w.log[-5000:]
+        assert w.stat("frontier/redis_error") > 0
+    assert "Redis unavailable" in a.log + b.log and "Redis is back after" in a.log + b.log
+    assert (stats["done"], stats["queued"], stats["leased"], stats.get("delayed", 0)) == (PAGES, 0, 0, 0)
+    assert stored_pages(tmp_path, name) == {h: len(grid_paths()) for h in GRID_HOSTS}

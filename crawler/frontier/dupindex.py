@@ -11,9 +11,16 @@ Two indexes, spread over the duplicate-index shards by fingerprint bits
   table, each keyed by the block's value and living in the shard that value
   chooses. ``shurl`` maps each fingerprint to its first page (and to the
   first on each other site), in the shard of the fingerprint's low bits.
-- **Exact copies of short pages** (no SimHash: the text alone is too short
-  to fingerprint, so the key is the text with its links): ``content``, in
-  the shard of the key's hash.
+- **Exact copies** (same text: the content key; for a short page, the
+  text with its links): ``content``, in the shard of the key's hash.
+
+Memory (Redis keeps each page's entries, so every byte counts): records
+and content entries live in ``DUPEFILTER_BUCKETS`` small hashes per shard,
+which Redis keeps in its compact listpack encoding while their values fit
+``hash-max-listpack-value``; a site is named by a 10-digit tag
+(``site_tag``), not its name; a page with a SimHash is named in the content
+index by that fingerprint ("=<simhash>"), its URL kept once, in its
+record; only 64 bits of a content key are kept.
 
 Atomicity, argued. A page's check touches up to six shards, so it cannot be
 one script. Instead:
@@ -22,8 +29,8 @@ one script. Instead:
    candidates already there in one script (``BLOCK``): per table the check
    and the insert are atomic. Of two fingerprints within distance 3 that
    share block table i, whichever reaches table i second sees the other.
-2. Every page carries an order key (its worker's clock in ms, the worker,
-   a counter), written with its ``shurl`` record in the same pipeline. A
+2. Every page carries an order key (its worker's clock in ms; ties broken
+   by URL), written with its ``shurl`` record in the same pipeline. A
    candidate counts only if its record is there and its order is earlier.
    So two pages never both count as copies of each other: of a pair, at
    most the later is a copy.
@@ -47,13 +54,13 @@ that site (``MIRROR``, in the site's own shard).
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import time
-from collections import defaultdict
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.frontier.keys import shard_of
+from crawler.urls import url_site
 
 if TYPE_CHECKING:
     from crawler.frontier.frontier import Frontier
@@ -89,19 +96,31 @@ class DuplicateIndex:
     def __init__(self, frontier: Frontier) -> None:
         self.frontier = frontier
         self.keys = frontier.keys
-        self._tag = frontier.node_tag
-        self._counter = itertools.count()
+        self.buckets = frontier.buckets
+        self._last_order = ""
 
     def _order(self) -> str:
-        # Fixed width: ms in 11 hex digits (until year 7541), the node's tag,
-        # a per-node counter; compared as strings.
-        return f"{int(time.time() * 1000):011x}{self._tag}{next(self._counter) % 4096:03x}"
+        """This check's place in time: ms in 11 hex digits (until year 7541),
+        made unique and increasing for this worker; compared as strings,
+        ties between workers broken by URL."""
+        order = f"{int(time.time() * 1000):011x}"
+        if order <= self._last_order:
+            order = f"{int(self._last_order, 16) + 1:011x}"
+        self._last_order = order
+        return order
 
-    def _block_shard(self, i: int, block: int) -> Any:
-        return self.keys.dup_shards[(i * 65536 + block) % self.keys.shards]
+    def _block_key(self, i: int, block: int) -> str:
+        return self.keys.dup_shards[(i * 65536 + block) % self.keys.shards].block(i, block)
 
-    def _record_shard(self, fp: int) -> Any:
-        return self.keys.dup_shards[(fp >> 16) % self.keys.shards]
+    def _record_key(self, fp: int) -> str:
+        shards = self.keys.shards
+        return self.keys.dup_shards[(fp >> 16) % shards].shurl((fp >> 32) % self.buckets)
+
+    def _content_key(self, content_key: str) -> tuple[str, str]:
+        """(bucket key, field) of a content key: 64 bits of it suffice."""
+        crc = zlib.crc32(content_key.encode("utf-8", "surrogatepass"))
+        shard = self.keys.dup_shards[crc % self.keys.shards]
+        return shard.content((crc // self.keys.shards) % self.buckets), content_key[:16]
 
     def check(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
               max_distance: int = 3, max_candidates: int = 1000, mirror_min_pages: int = 20,
@@ -112,31 +131,35 @@ class DuplicateIndex:
         copies a page of its own site."""
         f = self.frontier
         site_keys = self.keys.site(site)
+        tag = site_tag(site)
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("MIRROR", [*site_keys.fixed, site_keys.mirror(site)], [site, "", mirror_min_pages, mirror_share])]
+        fp_hex = f"{fingerprint:016x}" if fingerprint is not None else ""
         if content_key:
-            shard = self.keys.dup_shards[shard_of(content_key, self.keys.shards)]
-            calls.append(("EXACT", [shard.content], [content_key, site, url]))
+            bucket, field = self._content_key(content_key)
+            # A page with a SimHash is named by it: its URL is in its record.
+            calls.append(("EXACT", [bucket], [field, tag, "=" + fp_hex if fp_hex else url]))
         first_block = len(calls)
         order = self._order()
         if fingerprint is not None:
             for i in range(4):
                 block = (fingerprint >> (48 - 16 * i)) & _MASK16
                 rest = _without_block(fingerprint, i)
-                calls.append(("BLOCK", [self._block_shard(i, block).block(i, block)],
+                calls.append(("BLOCK", [self._block_key(i, block)],
                               [rest >> 32, rest & 0xFFFFFFFF, max_distance, max_candidates, rest]))
-            calls.append(("RECORD", [self._record_shard(fingerprint).shurl],
-                          [f"{fingerprint:016x}", site, f"{order}\t{url}"]))
+            calls.append(("RECORD", [self._record_key(fingerprint)], [fp_hex, tag, f"{order}\t{url}"]))
         results = f.run_many(calls)
         mirror = _s(results[0]) or None
         exact_other: _Candidate | None = None
         if content_key:
             out = [_s(x) for x in results[1]]
-            if out[0] == "own":
-                self._undo(calls, results, first_block, site_keys.stats, "exact")
-                return Duplicate("exact", out[1], 0, True, mirror)
-            if out[0] == "other":
-                exact_other = _Candidate(out[1], out[2], 0, "")
+            if out[0] != "new":
+                first = self._resolve(out[1], tag if out[0] == "own" else None)
+                if first is not None and first != url:
+                    if out[0] == "own":
+                        self._undo(calls, results, first_block, site_keys.stats, "exact")
+                        return Duplicate("exact", first, 0, True, mirror)
+                    exact_other = _Candidate(first, url_site(first), 0, "")
         near_other: _Candidate | None = None
         if fingerprint is not None:
             found: dict[int, int] = {}
@@ -146,7 +169,7 @@ class DuplicateIndex:
                 for j in range(1, len(out), 3):
                     fp = _with_block((int(out[j]) << 32) | int(out[j + 1]), i, block)
                     found[fp] = int(out[j + 2])
-            own, near_other = self._candidates(found, url, site, order)
+            own, near_other = self._candidates(found, url, tag, order)
             if own is not None:
                 self._undo(calls, results, first_block, site_keys.stats, "near")
                 return Duplicate("near", own.url, own.distance, True, mirror)
@@ -157,60 +180,80 @@ class DuplicateIndex:
                                  [site, copy.site, mirror_min_pages, mirror_share, kind])])[0]) or None
         return Duplicate(kind, copy.url, copy.distance, False, mirror)
 
+    def _resolve(self, page: str, tag: str | None) -> str | None:
+        """The URL of a page as the exact index names it: a URL, or
+        "=<simhash>": the first page with that fingerprint on the site of
+        ``tag`` (when given and there is one), else the first anywhere.
+        None if there is no such record."""
+        if not page.startswith("="):
+            return page
+        fields = [page[1:]] + ([f"{page[1:]}\t{tag}"] if tag else [])
+        try:
+            key = self._record_key(int(page[1:], 16))
+        except ValueError:
+            return None
+        values = self.frontier.run_many([("HMGET", [key], fields)])[0]
+        if tag and values[1] is not None:
+            cand = _parse(_s(values[1]), "", 0)
+        elif values[0] is not None:
+            cand = _parse(_s(values[0])[10:], "", 0)
+        else:
+            return None
+        return cand.url if cand is not None else None
+
     def _undo(self, calls: list[tuple[str, list[str], list[Any]]], results: list[Any], first_block: int,
               stats: str, kind: str) -> None:
         """A copy of a page of its own site: counted, and taken out of the
-        near-duplicate index (what its check added there, and only that: a
-        fingerprint another page had added stays)."""
+        near-duplicate candidates (what its check added to the block tables,
+        and only that: a fingerprint another page had added stays). Its
+        record stays: the exact index may name the page by it."""
         undo: list[tuple[str, list[str], list[Any]]] = [("HINCRBY", [stats], [f"{kind}_duplicates", 1])]
-        if len(calls) <= first_block:
-            self.frontier.run_many(undo)
-            return
-        for i in range(4):
-            name, keys, args = calls[first_block + i]
+        for i in range(4 if len(calls) > first_block else 0):
+            _, keys, args = calls[first_block + i]
             if int(results[first_block + i][0]):
                 undo.append(("SREM", keys, [args[4]]))
-        field = _s(results[first_block + 4])
-        if field:
-            undo.append(("HDEL", calls[first_block + 4][1], [field]))
         self.frontier.run_many(undo)
 
-    def _candidates(self, found: dict[int, int], url: str, site: str,
+    def _candidates(self, found: dict[int, int], url: str, tag: str,
                     order: str) -> tuple[_Candidate | None, _Candidate | None]:
         """The nearest earlier page of this site and of another site among
         the fingerprints ``found`` (fingerprint -> distance)."""
         if not found:
             return None, None
-        by_shard: dict[Any, list[int]] = defaultdict(list)
-        for fp in found:
-            by_shard[self._record_shard(fp)].append(fp)
-        calls: list[tuple[str, list[str], list[Any]]] = []
-        plan: list[int] = []
-        for shard, fps in by_shard.items():
-            for fp in fps:
-                calls.append(("HMGET", [shard.shurl], [f"{fp:016x}", f"{fp:016x}\t{site}"]))
-                plan.append(fp)
-        results = self.frontier.run_many(calls)
+        plan = list(found)
+        results = self.frontier.run_many(
+            [("HMGET", [self._record_key(fp)], [f"{fp:016x}", f"{fp:016x}\t{tag}"]) for fp in plan])
         own: _Candidate | None = None
         other: _Candidate | None = None
         for fp, (first, mine) in zip(plan, results):
             d = found[fp]
             if first is None:
                 continue  # its page's record is not written yet: a later page
-            fsite, _, rest = _s(first).partition("\t")
-            cand = _parse(rest, fsite, d)
-            if cand is None or cand.url == url or cand.order >= order:
+            text = _s(first)
+            same_site = text[:10] == tag
+            cand = _parse(text[10:], "", d)
+            if cand is None or cand.url == url or (cand.order, cand.url) >= (order, url):
                 continue
-            if fsite != site and mine is not None:
-                own_cand = _parse(_s(mine), site, d)
-                if own_cand is not None and own_cand.url != url and own_cand.order < order:
-                    cand = own_cand
-            if cand.site == site:
+            if not same_site and mine is not None:
+                own_cand = _parse(_s(mine), "", d)
+                if own_cand is not None and own_cand.url != url and (own_cand.order, own_cand.url) < (order, url):
+                    cand, same_site = own_cand, True
+            if same_site:
                 if own is None or (cand.distance, cand.order) < (own.distance, own.order):
                     own = cand
             elif other is None or (cand.distance, cand.order) < (other.distance, other.order):
                 other = cand
+        if other is not None:
+            other.site = url_site(other.url)
         return own, other
+
+
+def site_tag(site: str) -> str:
+    """10 hex digits (40 bits) naming a site in the duplicate index's values,
+    shorter than the site itself: two sites share one with probability
+    about 10^-12 a pair (for 100,000 sites, 0.5 % that any two do)."""
+    digest = hashlib.blake2b(site.encode("utf-8", "surrogatepass"), digest_size=5).hexdigest()
+    return digest
 
 
 def _parse(value: str, site: str, distance: int) -> _Candidate | None:

@@ -129,6 +129,7 @@ class Frontier:
         if buckets < 1:
             raise ValueError(f"DUPEFILTER_BUCKETS ({buckets!r}) must be at least 1")
         self.client = client
+        self._cluster = not hasattr(client, "connection_pool")  # a RedisCluster has none
         self.crawl = crawl
         self.keys = Keys(crawl, shards)
         self.node = node or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -173,6 +174,26 @@ class Frontier:
         return results
 
     def _pipeline(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
+        results = self._pipeline_once(calls)
+        if len(calls) > 1 and self._cluster and all(isinstance(r, redis.exceptions.ConnectionError) for r in results):
+            # redis-py fails a whole cluster pipeline when one node is
+            # unreachable: send each node its own calls, so that the shards
+            # on the masters still up go on (one round trip per node, only
+            # while a node is away).
+            by_node: dict[str, list[int]] = defaultdict(list)
+            for i, (_, keys, _) in enumerate(calls):
+                try:
+                    node = self.client.get_node_from_key(keys[0]).name if keys else ""
+                except Exception:  # noqa: BLE001 (no slot map at all: leave it failed)
+                    node = ""
+                by_node[node].append(i)
+            if len(by_node) > 1:
+                for indexes in by_node.values():
+                    for i, r in zip(indexes, self._pipeline_once([calls[i] for i in indexes])):
+                        results[i] = r
+        return results
+
+    def _pipeline_once(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
         for name, keys, args in calls:
             sha = self._shas.get(name)

@@ -38,11 +38,15 @@ touches one slot only:
   near-duplicate indexes are spread by fingerprint bits
   (``crawler/frontier/dupindex.py`` argues why that stays atomic enough):
 
-  ``content``        hash content key -> "<site>\\t<url>"; "<key>\\t<site>" -> url (short pages)
+  ``content:<b>``    hash content key (16 hex digits) -> "<site tag><page>": the first page
+                     with that text, as "=<simhash>" (a page with one) or its URL;
+                     "<key>\\t<site tag>" -> "<page>", the first on that site
   ``sh:<i>:<block>`` set of the SimHashes whose i-th 16-bit block is <block>, as
                      their other 48 bits (intset: 8 bytes each)
-  ``shurl``          hash SimHash -> "<site>\\t<order>\\t<url>" of its first page;
-                     "<simhash>\\t<site>" -> "<order>\\t<url>", the first on that site
+  ``shurl:<b>``      hash SimHash -> "<site tag><order>\\t<url>" of its first page;
+                     "<simhash>\\t<site tag>" -> "<order>\\t<url>", the first on that site
+  (``<b>``: one of ``DUPEFILTER_BUCKETS`` small hashes, which Redis keeps in its
+  compact listpack encoding; a site tag is 10 hex digits, ``dupindex.site_tag``)
 
 Shard tags carry a short suffix ``.<t>`` chosen so that shard i's slot falls
 in the i-th of ``shards`` equal ranges of Redis Cluster's 16,384 slots: a
@@ -123,16 +127,14 @@ class ShardKeys:
         return f"{self.prefix}robots:{kind}:{host}"
 
     # Duplicate-index shard keys:
-    @property
-    def content(self) -> str:
-        return self.prefix + "content"
+    def content(self, bucket: int) -> str:
+        return f"{self.prefix}content:{bucket}"
 
     def block(self, i: int, block: int) -> str:
         return f"{self.prefix}sh:{i}:{block:04x}"
 
-    @property
-    def shurl(self) -> str:
-        return self.prefix + "shurl"
+    def shurl(self, bucket: int) -> str:
+        return f"{self.prefix}shurl:{bucket}"
 
 
 class Keys:

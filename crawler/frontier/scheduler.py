@@ -202,7 +202,6 @@ class FrontierScheduler(BaseScheduler):
             self.service.redis_error(exc)
             self._wake_in(1.0)
             return
-        self.service.redis_ok()
         for lease in leases:
             try:
                 request = request_from_json(lease.entry, self.spider)

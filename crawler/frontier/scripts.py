@@ -393,25 +393,27 @@ end
 return n
 """
 
-# Duplicate index, exact copies of short pages (crawler/frontier/dupindex.py).
-# KEYS: the content bucket. ARGV: content key, site, url.
-# Returns {'new'}, {'own', first url} or {'other', first url, its site}.
+# Duplicate index, exact copies (crawler/frontier/dupindex.py). Values are
+# "<site tag><page>": a 10-character tag of the site, then the page as a URL,
+# or as "=<simhash>" (its URL is in that fingerprint's record).
+# KEYS: the content bucket. ARGV: content key, site tag, this page's value.
+# Returns {'new'}, {'own', page} or {'other', page}; a page given as a
+# reference may be this very page (the caller resolves it and tells).
 EXACT = r"""
-local h, ch, site, url = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local h, ch, tag, mine = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local v = redis.call('HGET', h, ch)
 if not v then
-  redis.call('HSET', h, ch, site .. '\t' .. url)
+  redis.call('HSET', h, ch, tag .. mine)
   return {'new'}
 end
-local i = string.find(v, '\t', 1, true)
-local fsite, first = site, v
-if i then fsite, first = string.sub(v, 1, i - 1), string.sub(v, i + 1) end
-if first == url then return {'new'} end
-if fsite == site then return {'own', first} end
-local own = redis.call('HGET', h, ch .. '\t' .. site)
-if own and own ~= url then return {'own', own} end
-if not own then redis.call('HSET', h, ch .. '\t' .. site, url) end
-return {'other', first, fsite}
+local ref = string.sub(mine, 1, 1) == '='
+local first = string.sub(v, 11)
+if first == mine and not ref then return {'new'} end
+if string.sub(v, 1, 10) == tag then return {'own', first} end
+local own = redis.call('HGET', h, ch .. '\t' .. tag)
+if own and (own ~= mine or ref) then return {'own', own} end
+if not own then redis.call('HSET', h, ch .. '\t' .. tag, mine) end
+return {'other', first}
 """
 
 # Duplicate index, one SimHash block table (Manku, Jain and Das Sarma 2007):
@@ -456,14 +458,14 @@ return out
 
 # Duplicate index, the page of a SimHash: the first page anywhere with this
 # fingerprint, and the first on each other site. KEYS: the record bucket.
-# ARGV: fingerprint (16 hex digits), site, "<order>\t<url>".
+# ARGV: fingerprint (16 hex digits), site tag, "<order>\t<url>".
 # Returns the field it created ('' if none).
 RECORD = r"""
-local h, fp, site, rec = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-if redis.call('HSETNX', h, fp, site .. '\t' .. rec) == 1 then return fp end
-local v = redis.call('HGET', h, fp)
-if string.sub(v, 1, #site + 1) ~= site .. '\t' and redis.call('HSETNX', h, fp .. '\t' .. site, rec) == 1 then
-  return fp .. '\t' .. site
+local h, fp, tag, rec = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+if redis.call('HSETNX', h, fp, tag .. rec) == 1 then return fp end
+if string.sub(redis.call('HGET', h, fp), 1, 10) ~= tag
+   and redis.call('HSETNX', h, fp .. '\t' .. tag, rec) == 1 then
+  return fp .. '\t' .. tag
 end
 return ''
 """

@@ -169,8 +169,6 @@ class FrontierService:
         if result.error is not None:
             book.restore(result=result)  # a shard's Redis was away: that part waits
             self.redis_error(result.error)
-        else:
-            self.redis_ok()
         self.stats.inc_value("frontier/enqueued", result.added)
         self.stats.inc_value("frontier/duplicates", result.duplicates)
         if result.capped:
@@ -225,6 +223,9 @@ class FrontierService:
                          extra={"spider": self.spider})
 
     def redis_ok(self) -> None:
+        """Redis is back: called after a heartbeat, which touches every
+        shard (a call that reached some masters of a cluster says nothing of
+        the others)."""
         if self._down_since is not None:
             logger.warning("Redis is back after %(s).1fs", {"s": time.monotonic() - self._down_since},
                            extra={"spider": self.spider})

@@ -175,19 +175,26 @@ def test_a_stalled_worker_cannot_make_the_gaps_shorter(grid_server, redis_url, c
 
 
 def test_sigkill_a_worker_loses_nothing(grid_server, redis_url, crawl_name, tmp_path):
+    sigkill_scenario(grid_server, redis.Redis.from_url(redis_url), redis_url, crawl_name, tmp_path)
+
+
+def sigkill_scenario(grid_server, client, redis_url: str, crawl_name: str, tmp_path: Path) -> tuple[Frontier, str]:
+    """Worker A is SIGKILLed mid-crawl, B and a restarted A finish: nothing
+    lost, at most A's held leases fetched again, all of them reaped, every
+    page stored. Returns the frontier and A's node (on a single Redis and on
+    a Redis Cluster alike: tests/test_redis_cluster.py)."""
     settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": 0.05,
                 "FRONTIER_LEASE_TIMEOUT": 2, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
                 "CONCURRENT_REQUESTS": 8, "FRONTIER_DELAY_MARGIN": 0}
-    client = redis.Redis.from_url(redis_url)
     mark = grid_server.mark()
     a = Worker([seeds(grid_server)], settings, tmp_path)
+    wait_for_requests(grid_server, mark, 4)  # B finds work (else it stops at once)
     b = Worker([], settings, tmp_path)
     wait_for_requests(grid_server, mark, 40)
     a.proc.send_signal(signal.SIGKILL)
     a.wait()
     frontier = Frontier(client, crawl_name, node="reader")
-    nodes = frontier.nodes()
-    node_a = next(k for k, v in nodes.items() if v["pid"] == a.proc.pid)
+    node_a = next(k for k, v in frontier.nodes().items() if v["pid"] == a.proc.pid)
     held = frontier.held_leases(node_a)
     again = Worker([], settings, tmp_path)  # A restarted: a new node, no seeds
     assert b.wait() == 0, b.log[-3000:]
@@ -199,6 +206,7 @@ def test_sigkill_a_worker_loses_nothing(grid_server, redis_url, crawl_name, tmp_
     assert b.stat("frontier/reaped") + again.stat("frontier/reaped") == held
     with SQLiteStore(tmp_path / f"{crawl_name}.sqlite3") as store:
         assert store.count_pages(state="C") == len(GRID_HOSTS) * len(grid_paths())
+    return frontier, node_a
 
 
 def test_retry_sequence_backs_off_then_succeeds(server, tmp_path, frontier_settings):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -22,7 +21,7 @@ from crawler.frontier import Frontier
 from crawler.store import SQLiteStore
 from tests.mockserver import GRID_HOSTS, grid_paths
 from tests.redis_cluster import HASH_SLOTS, start_cluster
-from tests.test_cluster import DELAY, EXPECTED, Worker, fetched, seeds, wait_for_requests
+from tests.test_cluster import DELAY, EXPECTED, Worker, fetched, seeds, sigkill_scenario, wait_for_requests
 
 pytestmark = pytest.mark.slow
 
@@ -147,27 +146,8 @@ def test_the_crawls_keys_spread_over_the_three_masters(two_workers_on_cluster, r
 # -- a worker killed ------------------------------------------------------------------------------
 
 def test_sigkill_a_worker_on_a_cluster_loses_nothing(grid_server, redis_cluster, cluster_crawl, tmp_path):
-    settings = {"REDIS_URL": redis_cluster.url, "CRAWL_NAME": cluster_crawl, "DOWNLOAD_DELAY": 0.05,
-                "FRONTIER_LEASE_TIMEOUT": 2, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
-                "CONCURRENT_REQUESTS": 8, "FRONTIER_DELAY_MARGIN": 0}
-    mark = grid_server.mark()
-    a = Worker([seeds(grid_server)], settings, tmp_path)
-    wait_for_requests(grid_server, mark, 4)  # B finds work (else it stops at once)
-    b = Worker([], settings, tmp_path)
-    wait_for_requests(grid_server, mark, 40)
-    a.proc.send_signal(signal.SIGKILL)
-    a.wait()
-    frontier = Frontier(redis_cluster.client(), cluster_crawl, node="reader")
-    node_a = next(k for k, v in frontier.nodes().items() if v["pid"] == a.proc.pid)
-    held = frontier.held_leases(node_a)
-    again = Worker([], settings, tmp_path)  # A restarted: a new node, no seeds
-    assert b.wait() == 0, b.log[-3000:]
-    assert again.wait() == 0, again.log[-3000:]
-    got = Counter(fetched(grid_server, mark))
-    assert set(got) == set(EXPECTED)  # nothing lost
-    refetched = sum(got.values()) - sum(EXPECTED.values())
-    assert refetched <= held, (refetched, held)
-    assert b.stat("frontier/reaped") + again.stat("frontier/reaped") == held
+    frontier, node_a = sigkill_scenario(grid_server, redis_cluster.client(), redis_cluster.url, cluster_crawl,
+                                        tmp_path)
     assert frontier.held_leases(node_a) == 0
     assert stored_pages(tmp_path, cluster_crawl) == {h: len(grid_paths()) for h in GRID_HOSTS}
 

@@ -9,6 +9,7 @@ touches one slot only:
   ``meta``           hash: the crawl's layout (``shards``), checked by every worker
   ``nodes``          hash node -> JSON record (operators read it)
   ``hb``             zset node -> last heartbeat (ms, server time)
+  ``control``        hash: ``stop`` ("graceful" or "now", set by ``scrapy stop``), ``at``, ``by``
   ``scope:sites``    set of the registrable domains the seeds opened
   ``scope:hosts``    set of the seeds' hosts (``-a scope=host``)
 
@@ -149,6 +150,7 @@ class Keys:
         self.meta = self.prefix + "meta"
         self.nodes = self.prefix + "nodes"
         self.hb = self.prefix + "hb"
+        self.control = self.prefix + "control"
         self.scope_sites = self.prefix + "scope:sites"
         self.scope_hosts = self.prefix + "scope:hosts"
         self.site_shards = [ShardKeys(_spread_tag(f"{crawl}:s{i}", i, shards), i) for i in range(shards)]

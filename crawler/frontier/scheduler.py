@@ -50,6 +50,7 @@ Kept from scrapy-redis: its connection helper and setting names
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import time
@@ -60,10 +61,11 @@ from typing import TYPE_CHECKING, Any
 import redis
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from twisted.internet.task import LoopingCall
 
 from crawler import compat
+from crawler.crawldir import crawl_dir
 from crawler.frontier.frontier import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 from crawler.frontier.service import FrontierService
@@ -98,6 +100,7 @@ class FrontierScheduler(BaseScheduler):
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.max_concurrency = s.getint("CONCURRENT_REQUESTS")
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
+        self.crawl_dir = str(crawl_dir(s).resolve())
         self.service = FrontierService.of(crawler)
         self.book = self.service.book
         self.spider: Spider | None = None
@@ -105,6 +108,8 @@ class FrontierScheduler(BaseScheduler):
         self._wake_call: DelayedCall | None = None
         self._tick_loop: LoopingCall | None = None
         self._lease_after = 0.0
+        self.stopping: str | None = None  # "graceful" or "now", once an operator asked (scrapy stop)
+        self._rate: deque[tuple[float, int]] = deque()  # (time, pages acknowledged) samples, last minute
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -137,11 +142,21 @@ class FrontierScheduler(BaseScheduler):
         self.book.give_back(r.meta[LEASE_META] for r in self._buffer)
         self._buffer.clear()
         self.service.close()
+        done = self.service.resumed.get("done", 0) + self.service.resumed.get("errors", 0)
+        revisiting = self.spider is not None and self.spider.name == "recrawl"  # says what was due itself
+        if reason == "finished" and done and not revisiting and not self.stats.get_value("response_received_count"):
+            logger.warning("Crawl %(crawl)s was already finished: it holds %(done)d pages and nothing is "
+                           "pending, so this run fetched nothing. To crawl again, name a new crawl "
+                           "(-s CRAWL_NAME=...) or clear this one's frontier with `scrapy reset --yes`; "
+                           "`scrapy seed URL` adds pages to it",
+                           {"crawl": self.service.frontier.crawl, "done": done}, extra={"spider": self.spider})
 
     # -- engine interface ------------------------------------------------------
     def has_pending_requests(self) -> bool:
         if self._buffer or self.book.busy():
             return True
+        if self.stopping:
+            return False
         try:
             return self.service.frontier.pending() > 0
         except redis.RedisError as exc:
@@ -168,15 +183,26 @@ class FrontierScheduler(BaseScheduler):
         if request.dont_filter:
             bucket, member = "", ""
         else:
-            bucket, member = self.service.frontier.slot(self.crawler.request_fingerprinter.fingerprint(request))
+            bucket, member = self.service.frontier.slot(self._fingerprint(request))
         self.book.enqueue(LinkEntry(bucket, member, queue_key(host_of(request.url), self.queue_by), entry,
                                     request.priority > 0))
         if len(self.book.links) >= 1000:
             self._flush()
         return True
 
+    def _fingerprint(self, request: Request) -> bytes:
+        """The URL's fingerprint; a re-crawl's visit is one per page and due
+        time, so workers that find the same page due queue it once, and the
+        next visit (a later due time) is new again."""
+        due = request.meta.get("revisit")
+        if isinstance(due, int) and not isinstance(due, bool):
+            return hashlib.sha1(f"revisit\0{due}\0{request.url}".encode(), usedforsecurity=False).digest()
+        return self.crawler.request_fingerprinter.fingerprint(request)
+
     def next_request(self) -> Request | None:
         self._flush()
+        if self.stopping:
+            return None
         if not self._buffer:
             # Timers may fire a little early: 5 ms of tolerance.
             remaining = self._lease_after - time.monotonic()
@@ -302,6 +328,10 @@ class FrontierScheduler(BaseScheduler):
             self._wake_in(0)
 
     def _after_heartbeat(self, reaped: int, nodes: int, held: set[str]) -> None:
+        mode = self.service.frontier.stop_mode
+        if mode is not None and self.stopping != mode and self.stopping != "now":
+            self._stop(mode)
+            return
         if reaped:
             self._wake_in(0)
         # Safety net: output done but an item never settled (a middleware
@@ -316,8 +346,52 @@ class FrontierScheduler(BaseScheduler):
 
     def _node_record(self) -> dict[str, Any]:
         get = self.stats.get_value
-        return {"pages": get("response_received_count", 0), "items": get("item_scraped_count", 0),
-                "errors": get("frontier/acked/E", 0), "spider": self.spider.name if self.spider else None}
+        now, done = time.monotonic(), self.book.acked.get("C", 0)
+        self._rate.append((now, done))
+        while len(self._rate) > 2 and now - self._rate[1][0] >= 60.0:
+            self._rate.popleft()
+        t0, d0 = self._rate[0]
+        per_min = (done - d0) * 60.0 / (now - t0) if now - t0 >= 1.0 else 0.0
+        return {"pages": done, "fetched": get("response_received_count", 0), "errors": self.book.acked.get("E", 0),
+                "links": get("frontier/links_parsed", 0), "pages_per_min": round(per_min, 2),
+                "lease_timeout": self.lease_timeout, "state": "stopping" if self.stopping else "running",
+                "crawl_dir": self.crawl_dir,
+                "spider": self.spider.name if self.spider else None,
+                # The re-crawl's figures (crawler/recrawl.py), when it revisits.
+                "recrawl": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
+                            if k.startswith("recrawl/") and isinstance(v, int)}}
+
+    # -- an operator's stop (scrapy stop) ------------------------------------------------
+    def _stop(self, mode: str) -> None:
+        """Stop leasing. "graceful": what this worker holds is finished and
+        acknowledged, then the spider closes (reason "stopped"). "now":
+        what is done is acknowledged, everything else goes back to the
+        queues, and the process exits at once."""
+        self.stopping = mode
+        buffered = [str(r.meta[LEASE_META]) for r in self._buffer]
+        self._buffer.clear()
+        self.book.give_back(buffered)
+        if mode == "graceful":
+            logger.warning("Stop asked (scrapy stop): finishing the %(n)d requests in progress, then exiting; "
+                           "%(b)d not started go back to the queues",
+                           {"n": len(self.book.leases), "b": len(buffered)}, extra={"spider": self.spider})
+            self._flush()
+            self._wake_in(0)
+            return
+        self.book.settle_finished()
+        held = list(self.book.leases)
+        self.book.give_back(held)
+        logger.warning("Stop asked (scrapy stop --now): %(n)d requests go back to the queues; exiting now",
+                       {"n": len(held) + len(buffered)}, extra={"spider": self.spider})
+        self.stats.set_value("finish_reason", "stopped_now")
+        if self._tick_loop is not None and self._tick_loop.running:
+            self._tick_loop.stop()
+        self.service.close()
+        from twisted.internet import reactor  # not at import: Scrapy installs the reactor
+
+        clock: Any = reactor
+        if clock.running:
+            clock.stop()
 
     def _wake_in(self, seconds: float) -> None:
         """Ask the engine for requests again in ``seconds``: Scrapy polls an
@@ -332,6 +406,8 @@ class FrontierScheduler(BaseScheduler):
         self._wake_call = clock.callLater(max(seconds, 0.0), compat.wake_engine, self.crawler)
 
     def _spider_idle(self, spider: Spider) -> None:
+        if self.stopping:
+            raise CloseSpider("stopped")
         if self.wait_for_seeds:
             raise DontCloseSpider
 

@@ -470,5 +470,100 @@ end
 return ''
 """
 
-SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "BACKOFF", "MIRROR")
-ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "EXACT", "BLOCK", "RECORD")
+# What an operator sees of a shard (read only). KEYS: fixed... ARGV: how
+# many of the largest site queues to return, default delay ms, most sites
+# to look at. Returns {stats as a flat list, sites known, sites ready now,
+# sites backed off, sites looked at, then (site, queued, delay ms, backoff
+# ms) of the largest queues, largest first}.
+VIEW = _SHARD + r"""
+local top_n, ddelay, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local known, n_known = {}, 0
+local ready = redis.call('ZRANGE', READY, 0, limit - 1)
+for _, site in ipairs(ready) do known[site] = true; n_known = n_known + 1 end
+local nexts = redis.call('HLEN', NEXT)
+if nexts <= limit then
+  for _, site in ipairs(redis.call('HKEYS', NEXT)) do
+    if not known[site] then known[site] = true; n_known = n_known + 1 end
+  end
+else
+  n_known = math.max(n_known, nexts)
+end
+local top = {}
+for _, site in ipairs(ready) do
+  local n = redis.call('LLEN', qkey(site))
+  if n > 0 then
+    local k = #top
+    if k < top_n or n > top[k][2] then
+      if k >= top_n then table.remove(top) end
+      local at = #top + 1
+      while at > 1 and top[at - 1][2] < n do at = at - 1 end
+      table.insert(top, at, {site, n})
+    end
+  end
+end
+local out = {redis.call('HGETALL', STATS), n_known, redis.call('ZCOUNT', READY, '-inf', now),
+             redis.call('HLEN', BACKOFF), #ready}
+for _, t in ipairs(top) do
+  out[#out + 1] = t[1]
+  out[#out + 1] = t[2]
+  out[#out + 1] = tonumber(redis.call('HGET', DELAY, t[1]) or ddelay)
+  out[#out + 1] = tonumber(redis.call('HGET', BACKOFF, t[1]) or '0')
+end
+return out
+"""
+
+# An operator removes unprocessed requests of one site: all of them (no
+# ARGV after the site) or those whose entry starts with one of the given
+# prefixes ('{"u":<url as JSON>,': the entry of that URL). Queued and
+# delayed (retry) entries go; leased ones are being fetched and stay. The
+# URLs stay seen, so links found later do not bring them back.
+# KEYS: fixed..., the site's queue. ARGV: site, prefixes... Returns removed.
+REMOVE = _SHARD + r"""
+local q, site = KEYS[11], ARGV[1]
+local function wanted(entry)
+  if #ARGV == 1 then return true end
+  for k = 2, #ARGV do
+    if string.sub(entry, 1, #ARGV[k]) == ARGV[k] then return true end
+  end
+  return false
+end
+local removed_q = 0
+local entries = redis.call('LRANGE', q, 0, -1)
+local kept = {}
+for _, e in ipairs(entries) do
+  if wanted(e) then removed_q = removed_q + 1 else kept[#kept + 1] = e end
+end
+if removed_q > 0 then
+  redis.call('DEL', q)
+  for i = 1, #kept, 1000 do
+    redis.call('RPUSH', q, unpack(kept, i, math.min(i + 999, #kept)))
+  end
+  move('queued', nil, removed_q)
+  if #kept == 0 then redis.call('ZREM', READY, site) end
+end
+local removed_d = 0
+for _, v in ipairs(redis.call('ZRANGE', DELAYED, 0, -1)) do
+  local s, e = split_entry(v)
+  if s == site and wanted(e) then
+    redis.call('ZREM', DELAYED, v)
+    removed_d = removed_d + 1
+  end
+end
+move('delayed', nil, removed_d)
+if removed_q + removed_d > 0 then
+  redis.call('HINCRBY', STATS, 'removed', removed_q + removed_d)
+end
+return removed_q + removed_d
+"""
+
+# Crawl-wide, read only: Redis's clock and the nodes watched, with their
+# last heartbeat. KEYS: hb. Returns {seconds, microseconds, node, ms, ...}.
+BEATS = r"""
+local t = redis.call('TIME')
+local out = {t[1], t[2]}
+for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do out[#out + 1] = v end
+return out
+"""
+
+SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
+ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BLOCK", "RECORD")

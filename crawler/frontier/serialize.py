@@ -10,8 +10,9 @@ crawler itself writes:
   characters, at most ``MAX_URL_CHARS``;
 - ``u``: in the crawler's normal form (``crawler.urls.normalize``);
 - ``c``/``e``: callback and errback by name, only names the spider declares
-  in ``frontier_callbacks`` (default: ``parse``) and ``frontier_errbacks``
-  (default: none), never any other attribute;
+  in ``frontier_callbacks`` (absent: ``parse``) and ``frontier_errbacks``
+  (absent: ``errback`` when the spider declares it, else none; ``""``:
+  none), never any other attribute;
 - ``x``: ``GET`` or ``HEAD``; no body;
 - ``h``: only the headers in ``ALLOWED_HEADERS`` (validators and Referer);
 - ``m``: only the meta keys in ``META_KEYS``, each of its type and size.
@@ -58,7 +59,8 @@ ALLOWED_HEADERS = frozenset({"referer", "if-none-match", "if-modified-since"})
 DEFAULT_CALLBACKS = frozenset({"parse"})
 
 # meta keys the crawler itself sets and keeps across workers, by type:
-# "int" (0..MAX_INT), "str" (bounded), "strs" (a bounded list of strings).
+# "int" (0..MAX_INT), "time" (unix seconds), "str" (bounded), "strs" (a
+# bounded list of strings).
 META_KEYS: dict[str, str] = {
     "depth": "int",
     "referer_url": "str",
@@ -70,6 +72,8 @@ META_KEYS: dict[str, str] = {
     "descent_run": "int",
     "numbered_run": "int",
     "token_run": "int",
+    # A re-crawl's visit: the due time (unix seconds) it was queued for.
+    "revisit": "time",
 }
 
 
@@ -80,6 +84,8 @@ class SerializationError(ValueError):
 def _valid(kind: str, value: Any) -> bool:
     if kind == "int":
         return type(value) is int and 0 <= value <= MAX_INT
+    if kind == "time":  # unix seconds, as an integer, up to 2106
+        return type(value) is int and 0 <= value < 1 << 32
     if kind == "str":
         return isinstance(value, str) and len(value) <= MAX_STR_CHARS
     return (isinstance(value, list) and len(value) <= MAX_LIST_ITEMS
@@ -92,6 +98,12 @@ def callbacks_of(spider: Spider, kind: str = "callbacks") -> frozenset[str]:
     ``frontier_errbacks``."""
     default = DEFAULT_CALLBACKS if kind == "callbacks" else frozenset()
     return frozenset(getattr(spider, f"frontier_{kind}", default))
+
+
+def _default_errback(spider: Spider) -> str | None:
+    """The errback an entry without ``e`` names: ``errback`` when the spider
+    declares one (14 bytes less a queued request), else none."""
+    return "errback" if "errback" in callbacks_of(spider, "errbacks") else None
 
 
 def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
@@ -113,8 +125,8 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     if cb is not None and cb != "parse":
         d["c"] = cb
     eb = _callback_name(spider, request.errback, "errbacks")
-    if eb is not None:
-        d["e"] = eb
+    if eb != _default_errback(spider):
+        d["e"] = eb or ""  # "": none, where the spider's default is "errback"
     if request.method != "GET":
         d["x"] = request.method
     referer = request.meta.get("referer_url")
@@ -268,7 +280,7 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
         return Request(
             url,
             callback=_method(spider, d.get("c"), "callbacks"),
-            errback=_method(spider, d.get("e"), "errbacks"),
+            errback=_method(spider, d.get("e", _default_errback(spider)) or None, "errbacks"),
             method=method,
             headers=headers,
             priority=priority,

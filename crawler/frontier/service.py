@@ -29,6 +29,8 @@ Stats: ``frontier/redis_round_trips``, ``frontier/redis_calls/<script>``,
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -65,6 +67,7 @@ class FrontierService:
         self._loop: LoopingCall | None = None
         self._down_since: float | None = None
         self._heartbeat_listeners: list[Callable[[int, int, set[str]], None]] = []
+        self.resumed: dict[str, int] = {}  # the crawl's counters when this worker joined
         # Set by the scheduler: this node's record for operators, and the
         # leases it took but has not yet handed to Scrapy.
         self.node_record: Callable[[], dict[str, Any]] = dict
@@ -118,12 +121,66 @@ class FrontierService:
         logger.info("Frontier %(crawl)s on %(redis)s (%(shards)d shards), node %(node)s",
                     {"crawl": frontier.crawl, "redis": _where(client), "shards": frontier.keys.shards,
                      "node": frontier.node}, extra={"spider": spider})
+        self._say_what_it_resumes(frontier)
+        self._take_over_local(str(crawl_dir(s).resolve()))
         # The first heartbeat may already reap a dead worker's leases (a
         # worker restarted after FRONTIER_LEASE_TIMEOUT).
         self.heartbeat()
         self._loop = LoopingCall(self.heartbeat)
         self._loop.start(self.heartbeat_interval, now=False)
         return frontier
+
+    def _say_what_it_resumes(self, frontier: Frontier) -> None:
+        try:
+            st = frontier.stats()
+        except redis.RedisError as exc:
+            self.redis_error(exc)
+            return
+        self.resumed = dict(st)
+        done, errors = st.get("done", 0), st.get("errors", 0)
+        pending = st.get("queued", 0) + st.get("leased", 0) + st.get("delayed", 0)
+        if done or errors or pending:
+            logger.info("Crawl %(crawl)s holds %(done)d pages done, %(errors)d errors, %(queued)d queued, "
+                        "%(leased)d leased, %(delayed)d waiting to be retried: %(what)s",
+                        {"crawl": frontier.crawl, "done": done, "errors": errors, "queued": st.get("queued", 0),
+                         "leased": st.get("leased", 0), "delayed": st.get("delayed", 0),
+                         "what": "resuming it" if pending else "nothing is pending"},
+                        extra={"spider": self.spider})
+
+    def _take_over_local(self, directory: str) -> None:
+        """Leases of a worker of this machine and ``CRAWL_DIR`` whose
+        process no longer runs (stopped with a second Ctrl-C, or killed) come
+        back now instead of after ``FRONTIER_LEASE_TIMEOUT``: its records
+        name its host, directory and pid, and a pid that no longer exists
+        proves it gone. (A pid reused by another process only means waiting
+        for the timeout, as before.)"""
+        frontier = self.frontier
+        host = socket.gethostname()
+        try:
+            records = frontier.nodes()
+            _, watched = frontier.heartbeats()
+        except redis.RedisError as exc:
+            self.redis_error(exc)
+            return
+        gone = []
+        for node, rec in records.items():
+            pid = rec.get("pid")
+            if (node in watched and node != frontier.node and rec.get("host") == host
+                    and rec.get("crawl_dir") == directory and isinstance(pid, int) and pid > 0
+                    and pid != os.getpid() and not _pid_running(pid)):
+                gone.append((node, pid))
+        if not gone:
+            return
+        try:
+            reaped = frontier.take_over([n for n, _ in gone])
+        except redis.RedisError as exc:
+            self.redis_error(exc)
+            return
+        self.stats.inc_value("frontier/taken_over", reaped)
+        logger.warning("Took back %(n)d leases of %(workers)s: earlier worker(s) on this machine whose process "
+                       "no longer runs (without waiting FRONTIER_LEASE_TIMEOUT)",
+                       {"n": reaped, "workers": ", ".join(f"{n} (pid {p})" for n, p in gone)},
+                       extra={"spider": self.spider})
 
     def close(self) -> None:
         if self._loop is not None and self._loop.running:
@@ -230,6 +287,16 @@ class FrontierService:
             logger.warning("Redis is back after %(s).1fs", {"s": time.monotonic() - self._down_since},
                            extra={"spider": self.spider})
             self._down_since = None
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, under another user
+        return True
+    return True
 
 
 def _where(client: Any) -> str:

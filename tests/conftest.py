@@ -6,9 +6,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,11 +61,14 @@ ALL_HOSTS = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0
 
 
 def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
-                 latency: float = 0.0, grid_pages: int | None = None, script: str = "mockserver.py") -> Server:
+                 latency: float = 0.0, grid_pages: int | None = None, script: str = "mockserver.py",
+                 validators: bool = False) -> Server:
     log = tmp / "requests.jsonl"
     cmd = [sys.executable, str(ROOT / "tests" / script), "--hosts", hosts, "--log", str(log)]
     if root is not None:
         cmd += ["--root", str(root)]
+    if validators:
+        cmd.append("--validators")
     if latency:
         cmd += ["--latency", str(latency)]
     if grid_pages:
@@ -202,8 +206,8 @@ class CrawlResult:
         return self.crawl_dir / f"{self.crawl_name}.sqlite3"
 
 
-def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site"]
+def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path, spider: str = "site") -> list[str]:
+    cmd = [sys.executable, "-m", "scrapy", "crawl", spider]
     for a in args:
         cmd += ["-a", a]
     base = {"DOWNLOAD_DELAY": 0, "CRAWL_DIR": str(crawl_dir), "LOG_LEVEL": "INFO",
@@ -217,11 +221,12 @@ def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path) -> 
 
 def run_crawl(server: Server, crawl_dir: Path, args: list[str],
               settings: dict[str, object] | None = None, timeout: float = 120,
-              interrupt_after: int | None = None) -> CrawlResult:
-    """Run ``scrapy crawl site`` as a user would. With ``interrupt_after``,
-    send SIGINT (Ctrl-C) once the server has seen that many requests."""
+              interrupt_after: int | None = None, spider: str = "site") -> CrawlResult:
+    """Run ``scrapy crawl site`` (or ``spider``) as a user would. With
+    ``interrupt_after``, send SIGINT (Ctrl-C) once the server has seen that
+    many requests."""
     mark = server.mark()
-    cmd = crawl_cmd(args, settings or {}, crawl_dir)
+    cmd = crawl_cmd(args, settings or {}, crawl_dir, spider)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if interrupt_after is not None:
         deadline = time.monotonic() + timeout
@@ -267,3 +272,14 @@ def stop_embedded_redis(under: Path) -> int:
         except (psutil.Error, OSError):
             continue
     return stopped
+
+
+def until(check: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
+    """``check()``'s first truthy value, polled until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out waiting for {what or check}"
+        time.sleep(0.1)

@@ -43,15 +43,37 @@ def preflight(settings: BaseSettings, spider_name: str) -> None:
     from crawler.frontier.frontier import Frontier
 
     name = crawl_name(settings, spider_name)
-    if settings.get("MONGO_URI"):
+    if spider_name == "recrawl":
+        # A re-crawl revisits a store: none is one line, and none is made.
+        from crawler.store import StoreNotFound
+
+        try:
+            open_store(settings, name, create=False).close()
+        except StoreNotFound as exc:
+            raise ConfigError(f"nothing to revisit: {exc}. `scrapy crawl site -a seeds=...` makes the crawl "
+                              "first (the same CRAWL_NAME, CRAWL_DIR or MONGO_URI)") from None
+    elif settings.get("MONGO_URI"):
         open_store(settings, name).close()
     client = get_redis(settings, crawl_dir(settings))
     try:
         # A worker whose FRONTIER_SHARDS differs from the crawl's (or a crawl
         # an earlier version started) is refused here, in one line.
-        Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS")).check_layout()
+        frontier = Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS"))
+        frontier.check_layout()
+        stop = frontier.stop_requested()
+        if stop is not None:
+            if not settings.getbool("STOP_CLEAR"):
+                raise CrawlStopped(
+                    f"crawl {name!r} was stopped by `scrapy stop` ({stop['by'] or 'unknown'}): this worker "
+                    "does not start. `scrapy stop --clear` (or -s STOP_CLEAR=1) lets workers run it again")
+            frontier.clear_stop()
+            logger.warning("Cleared the stop flag of crawl %(crawl)s (STOP_CLEAR)", {"crawl": name})
     finally:
         client.close()
+
+
+class CrawlStopped(Exception):
+    """The crawl's stop flag is set: a worker says so and exits 0."""
 
 
 class Command(ScrapyCrawlCommand):
@@ -73,6 +95,9 @@ class Command(ScrapyCrawlCommand):
             if check is not None:
                 check(**opts.spargs)
             preflight(self.settings, spidercls.name)
+        except CrawlStopped as exc:
+            print(f"Not starting: {exc}", file=sys.stderr, flush=True)
+            return
         except START_ERRORS as exc:
             self._fail(exc)
             return

@@ -1,0 +1,146 @@
+"""``scrapy status [--json] [--watch] [--interval S]``: the crawl at a glance.
+
+Reads the crawl's frontier (``REDIS_URL``, ``CRAWL_NAME``, ``CRAWL_DIR`` as
+the spiders do; on embedded defaults the embedded Redis in ``CRAWL_DIR``).
+``--json`` prints one object (``crawler/ops.py`` documents its fields);
+without it, tables: the crawl's state, every node, the frontier, the errors
+by reason and the largest site queues. ``--watch`` redraws in place every
+``--interval`` seconds (2) until Ctrl-C, and goes on while Redis restarts
+or nodes die (it says what it cannot reach and keeps trying).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from crawler import ops
+from crawler.frontier.connection import RedisUnavailable
+from crawler.opscli import FrontierCommand
+
+if TYPE_CHECKING:
+    import argparse
+
+    from rich.console import RenderableType
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.1f}h ago"
+
+
+def render(st: dict[str, Any]) -> RenderableType:
+    """``scrapy status`` as rich tables."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    f, t = st["frontier"], st["totals"]
+    head = Text.assemble(
+        ("crawl ", "bold"), (st["crawl"], "bold cyan"), "  ",
+        (st["state"].upper(), {"running": "bold green", "stopping": "bold yellow", "stopped": "bold red",
+                               "finished": "bold blue"}.get(st["state"], "bold")),
+        f"   {t['pages']:,} pages, {t['errors']:,} errors, {t['pages_per_min']:,.0f} pages/min, "
+        f"{t['links']:,} links parsed",
+    )
+    r = st.get("recrawl") or {}
+    if any(r.values()):
+        head.append(f"\nre-crawl: {r['due']:,} due, {r['fetched']:,} fetched, {r['not_modified']:,} not modified "
+                    f"(304), {r['unchanged']:,} unchanged, {r['trivial']:,} trivially changed, "
+                    f"{r['changed']:,} changed, {r['gone']:,} gone, {r['moved']:,} moved")
+    if st.get("stop"):
+        head.append(f"\nstop asked ({st['stop']['stop']}) by {st['stop']['by']}; "
+                    "`scrapy stop --clear` lets workers run again", style="yellow")
+    nodes = Table(title="nodes", title_justify="left", expand=False)
+    for col in ("node", "host", "pid", "state", "pages", "pages/min", "links", "errors", "heartbeat"):
+        nodes.add_column(col, justify="right" if col in ("pid", "pages", "pages/min", "links", "errors") else "left")
+    for n in st["nodes"]:
+        style = "" if n["alive"] else "dim"
+        nodes.add_row(n["id"], n["host"], str(n["pid"]), n["state"] if n["alive"] else f"{n['state']} (dead)",
+                      f"{n['pages']:,}", f"{n['pages_per_min']:,.1f}", f"{n['links']:,}", f"{n['errors']:,}",
+                      _age(st["time"] - n["last_heartbeat"]), style=style)
+    fr = Table(title="frontier", title_justify="left", show_header=True)
+    for col in ("queued", "leased", "delayed", "sites", "ready", "backed off", "seen"):
+        fr.add_column(col, justify="right")
+    fr.add_row(*(f"{f[k]:,}" for k in ("queued", "leased", "delayed", "sites", "sites_ready",
+                                         "sites_backed_off", "seen")))
+    parts: list[Any] = [head, nodes if st["nodes"] else Text("no worker has joined this crawl", style="dim"), fr]
+    if st["top_sites"]:
+        top = Table(title="largest site queues", title_justify="left")
+        for col in ("site", "queued", "delay s", "backoff s"):
+            top.add_column(col, justify="left" if col == "site" else "right")
+        for s in st["top_sites"]:
+            top.add_row(s["site"], f"{s['queued']:,}", f"{s['delay']:g}", f"{s['backoff']:g}")
+        parts.append(top)
+    if st["errors"]:
+        err = Table(title="errors by reason (latest 1,000)", title_justify="left")
+        err.add_column("reason")
+        err.add_column("count", justify="right")
+        for reason, count in list(st["errors"].items())[:10]:
+            err.add_row(reason, f"{count:,}")
+        parts.append(err)
+    return Group(*parts)
+
+
+class Command(FrontierCommand):
+    def syntax(self) -> str:
+        return "[--json] [--watch] [--interval SECONDS]"
+
+    def short_desc(self) -> str:
+        return "Show the crawl's state, its nodes, frontier and errors"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--watch", action="store_true", help="redraw in place until Ctrl-C")
+        parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws (--watch)")
+        parser.add_argument("--top", type=int, default=10, help="how many of the largest site queues")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        timeout = self.settings.getfloat("FRONTIER_LEASE_TIMEOUT")
+        if opts.watch:
+            self._watch(opts, timeout)
+            return
+        st = self.guarded("status", lambda: ops.status(self.open_frontier(), timeout, top=opts.top))
+        if st is None:
+            return
+        if opts.json:
+            print(ops.dumps(st))
+        else:
+            from rich.console import Console
+
+            Console().print(render(st))
+
+    def _watch(self, opts: argparse.Namespace, timeout: float) -> None:
+        from rich.console import Console
+        from rich.live import Live
+        from rich.text import Text
+
+        assert self.settings is not None
+        console = Console()
+        frontier = None
+        last: Any = Text("connecting ...")
+        with Live(last, console=console, auto_refresh=False, screen=False) as live:
+            try:
+                while True:
+                    try:
+                        if frontier is None:
+                            frontier = self.open_frontier()
+                        st = ops.status(frontier, timeout, top=opts.top)
+                        last = render(st)
+                        view: Any = last
+                    except (RedisUnavailable, redis.RedisError) as exc:
+                        from rich.console import Group
+
+                        view = Group(Text(f"Redis unreachable ({exc}); trying again every "
+                                          f"{opts.interval:g} s", style="bold red"), last)
+                    live.update(view, refresh=True)
+                    time.sleep(opts.interval)
+            except KeyboardInterrupt:
+                pass

@@ -1,0 +1,254 @@
+"""What operators do to a crawl: see it, seed it, prune it, stop it.
+
+The ``scrapy status``, ``seed``, ``stop`` and ``console`` commands and the
+metrics are thin over these functions, which read and write the crawl only
+through ``Frontier`` (``crawler/frontier/frontier.py``).
+
+``status`` returns one JSON-ready dict:
+
+    {"crawl", "state", "stop", "nodes": [{"id", "host", "pid", "spider",
+     "state", "alive", "pages", "pages_per_min", "links", "errors",
+     "last_heartbeat"}], "frontier": {"queued", "leased", "delayed",
+     "sites", "sites_ready", "sites_backed_off", "seen"}, "errors":
+     {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
+     "totals": {"pages", "errors", "pages_per_min", "links"}, "time"}
+
+A crawl's state: "stopping" (``scrapy stop`` asked, workers still alive),
+"stopped" (asked, none alive), "running" (a worker alive), "finished"
+(nobody alive, nothing pending, pages crawled), else "idle". A node is
+alive while its heartbeat is younger than the lease timeout; its ``pages``
+and ``errors`` are the pages it stored and the URLs it settled as errors,
+counted in Redis as it acknowledged them (they survive the node);
+``pages_per_min`` and ``links`` (links parsed) are what the node last
+reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from scrapy import Request
+from scrapy.utils.request import RequestFingerprinter
+
+from crawler.frontier.frontier import Frontier, LinkEntry
+from crawler.frontier.serialize import SerializationError, request_to_json
+from crawler.urls import InvalidURL, host_of, normalize, queue_key, site_of
+
+__all__ = ["STATES", "remove", "request_stop", "seed", "status"]
+
+STATES = ("running", "stopping", "stopped", "finished", "idle")
+
+
+def _error_reason(reason: Any) -> str:
+    """An error's kind, for counting: the reason up to its first colon or
+    parenthesis ("HTTP 404", "timeout", "DNS lookup failed" ...)."""
+    text = str(reason or "unknown").strip()
+    for sep in (":", " ("):
+        text = text.split(sep, 1)[0]
+    return text[:80] or "unknown"
+
+
+# What `scrapy status` shows of a re-crawl (stats recrawl/<name>).
+RECRAWL_FIGURES = ("due", "fetched", "not_modified", "unchanged", "trivial", "changed", "gone", "moved")
+
+
+def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample: int = 1000) -> dict[str, Any]:
+    """The crawl as an operator sees it (module docstring)."""
+    now, beats = frontier.heartbeats()
+    records = frontier.nodes()
+    stop = frontier.stop_requested()
+    counters = frontier.counters_of(sorted(records))
+    view = frontier.view(top=top)
+    nodes: list[dict[str, Any]] = []
+    for node_id in sorted(records, key=lambda n: (str(records[n].get("host")), n)):
+        rec = records[node_id]
+        timeout = _number(rec.get("lease_timeout"), lease_timeout)
+        beat = beats.get(node_id)
+        alive = beat is not None and now - beat < timeout
+        state = str(rec.get("state") or "unknown")
+        if alive and stop is not None:
+            state = "stopping"
+        elif not alive and state == "running":
+            state = "lost"
+        c = counters.get(node_id, {})
+        nodes.append({
+            "id": node_id, "host": str(rec.get("host") or ""), "pid": int(_number(rec.get("pid"), 0)),
+            "spider": str(rec.get("spider") or ""), "state": state, "alive": alive,
+            "pages": int(c.get("pages", 0)), "pages_per_min": round(_number(rec.get("pages_per_min"), 0.0), 2)
+            if alive else 0.0,
+            "links": int(_number(rec.get("links"), 0)), "errors": int(c.get("errors", 0)),
+            "last_heartbeat": beat if beat is not None else _number(rec.get("heartbeat"), 0.0),
+        })
+    stats = view["stats"]
+    frontier_view = {
+        "queued": stats.get("queued", 0), "leased": stats.get("leased", 0), "delayed": stats.get("delayed", 0),
+        "sites": view["sites"], "sites_ready": view["sites_ready"], "sites_backed_off": view["sites_backed_off"],
+        "seen": stats.get("enqueued", 0) + stats.get("capped", 0),
+    }
+    pending = frontier_view["queued"] + frontier_view["leased"] + frontier_view["delayed"]
+    alive_nodes = [n for n in nodes if n["alive"]]
+    if stop is not None:
+        state = "stopping" if alive_nodes else "stopped"
+    elif alive_nodes:
+        state = "running"
+    elif pending == 0 and stats.get("done", 0) + stats.get("errors", 0) > 0:
+        state = "finished"
+    else:
+        state = "idle"
+    errors = Counter(_error_reason(e.get("reason")) for e in frontier.errors(error_sample))
+    # Re-crawl figures, summed over every node that reported them; "due" is
+    # what the latest pass found due (each worker counts the same pages).
+    recrawl = dict.fromkeys(RECRAWL_FIGURES, 0)
+    for rec in records.values():
+        figures = rec.get("recrawl")
+        if not isinstance(figures, dict):
+            continue
+        for key in RECRAWL_FIGURES:
+            value = int(_number(figures.get(key), 0))
+            recrawl[key] = max(recrawl[key], value) if key == "due" else recrawl[key] + value
+    return {
+        "crawl": frontier.crawl, "state": state, "stop": stop, "time": now,
+        "nodes": nodes, "frontier": frontier_view,
+        "errors": dict(errors.most_common()),
+        "errors_total": stats.get("errors", 0),
+        "top_sites": view["top_sites"],
+        "recrawl": recrawl,
+        "totals": {"pages": stats.get("done", 0), "errors": stats.get("errors", 0),
+                   "retried": stats.get("retried", 0), "removed": stats.get("removed", 0),
+                   "pages_per_min": round(sum(n["pages_per_min"] for n in alive_nodes), 2),
+                   "links": sum(n["links"] for n in nodes)},
+    }
+
+
+def _number(value: Any, default: float) -> float:
+    """A number from a record written into Redis (anything else: default)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    if not math.isfinite(value):  # JSON has no Infinity: status --json must stay valid
+        return default
+    return float(value)
+
+
+# -- seeds ---------------------------------------------------------------------------------
+
+class _SeedSpider:
+    """What the request serializer reads of the spider: its callback names.
+    (``SiteSpider``'s seeds are requests with ``parse`` and ``errback``.)"""
+
+    frontier_callbacks = frozenset({"parse"})
+    frontier_errbacks = frozenset({"errback"})
+
+    def parse(self, response: Any) -> None:  # pragma: no cover (never called)
+        pass
+
+    def errback(self, failure: Any) -> None:  # pragma: no cover (never called)
+        pass
+
+
+def _normalized(urls: Iterable[str], refused: list[dict[str, str]]) -> Iterator[str]:
+    """The URLs in normal form; the others go to ``refused`` with the reason."""
+    for raw in urls:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            yield normalize(raw)
+        except InvalidURL as exc:
+            refused.append({"url": raw[:2000], "reason": str(exc)[:300]})
+
+
+def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dict[str, Any]:
+    """Add URLs to the crawl as ``-a seeds=`` does: normalised, their sites
+    (and hosts) added to the crawl's scope, deduplicated against everything
+    the crawl has seen, queued at the tail of their site's queue (robots.txt
+    is read by the worker that fetches them). Returns {"added", "seen",
+    "capped", "refused": [{"url", "reason"}], "removed": 0}."""
+    spider = _SeedSpider()
+    fingerprinter = RequestFingerprinter()
+    refused: list[dict[str, str]] = []
+    links: list[LinkEntry] = []
+    good: dict[str, None] = {}
+    for url in _normalized(urls, refused):
+        if url in good:
+            continue
+        try:
+            request = Request(url, callback=spider.parse, errback=spider.errback)
+            entry = request_to_json(request, spider)  # type: ignore[arg-type]
+        except (SerializationError, ValueError) as exc:
+            refused.append({"url": url[:2000], "reason": str(exc)[:300]})
+            continue
+        good[url] = None
+        bucket, member = frontier.slot(fingerprinter.fingerprint(request))
+        links.append(LinkEntry(bucket, member, queue_key(host_of(url), queue_by), entry))
+    added = seen = capped = 0
+    if links:
+        hosts = sorted({host_of(u) for u in good})
+        frontier.scope(sorted({site_of(h) for h in hosts}), hosts)
+        for i in range(0, len(links), 1000):
+            a, d, c = frontier.enqueue(links[i:i + 1000])
+            added, seen, capped = added + a, seen + d, capped + c
+    return {"added": added, "seen": seen, "capped": capped, "refused": refused, "removed": 0}
+
+
+def remove(frontier: Frontier, urls: Sequence[str] = (), sites: Sequence[str] = (),
+           queue_by: str = "site") -> dict[str, Any]:
+    """Remove unprocessed (queued or waiting to be retried) requests: the
+    given URLs, and every one of the given sites. Requests being fetched
+    stay; the removed URLs stay seen, so links found later do not bring
+    them back. Returns {"added": 0, "seen": 0, "refused", "removed"}."""
+    refused: list[dict[str, str]] = []
+    by_site: dict[str, list[str]] = {}
+    for url in _normalized(urls, refused):
+        by_site.setdefault(queue_key(host_of(url), queue_by), []).append(url)
+    for raw in sites:
+        raw = raw.strip().lower().rstrip(".")
+        if "://" in raw:
+            try:
+                raw = queue_key(host_of(normalize(raw)), queue_by)
+            except InvalidURL as exc:
+                refused.append({"url": raw[:2000], "reason": str(exc)[:300]})
+                continue
+        if raw:
+            by_site[raw] = []
+    removed = frontier.remove(by_site) if by_site else 0
+    return {"added": 0, "seen": 0, "capped": 0, "refused": refused, "removed": removed}
+
+
+def request_stop(frontier: Frontier, now: bool = False) -> dict[str, Any]:
+    """Ask every worker to stop (see ``Frontier.request_stop``)."""
+    by = f"{socket.gethostname()} at {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    frontier.request_stop("now" if now else "graceful", by=by)
+    return {"crawl": frontier.crawl, "stop": "now" if now else "graceful", "by": by}
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=False)
+
+
+def open_frontier(settings: Any, spider: str = "site") -> Frontier:
+    """The frontier of the crawl the settings name (``REDIS_URL``,
+    ``CRAWL_NAME``, ``CRAWL_DIR``), as the spiders open it; on embedded
+    defaults, the embedded Redis of the crawl in ``CRAWL_DIR``. A crawl
+    started with another ``FRONTIER_SHARDS`` is read with its own."""
+    from crawler.crawldir import crawl_dir, crawl_name
+    from crawler.frontier.connection import get_redis
+
+    client = get_redis(settings, crawl_dir(settings))
+    name = crawl_name(settings, spider)
+    kwargs = {"default_delay": settings.getfloat("DOWNLOAD_DELAY"),
+              "concurrency_per_site": settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+              "max_pages_per_site": settings.getint("FRONTIER_MAX_PAGES_PER_SITE"),
+              "buckets": settings.getint("DUPEFILTER_BUCKETS"),
+              "lease_timeout": settings.getfloat("FRONTIER_LEASE_TIMEOUT")}
+    shards = settings.getint("FRONTIER_SHARDS")
+    frontier = Frontier(client, name, node=f"ops-{socket.gethostname()}", shards=shards, **kwargs)
+    recorded = frontier.recorded_shards()
+    if recorded is not None and recorded != shards:
+        frontier = Frontier(client, name, node=frontier.node, shards=recorded, **kwargs)
+    return frontier

@@ -1,0 +1,224 @@
+"""Progress in every worker's log, and Prometheus metrics.
+
+``Progress`` is an extension. Every ``PROGRESS_INTERVAL`` seconds (60; 0:
+never) it logs one line::
+
+    Progress: 1,204 pages (310/min here, 1,150/min cluster), 48,210 links parsed,
+    queued 9,113, leased 32, delayed 4, errors 12 (cluster 3,310 pages); ETA 8m
+
+"ETA" only where the crawl is bounded (``FRONTIER_MAX_PAGES_PER_SITE`` or
+``DEPTH_LIMIT``): pending requests over the cluster's rate. With
+``PROMETHEUS_PORT`` set it serves the Prometheus text format on
+``PROMETHEUS_BIND:PROMETHEUS_PORT`` (``prometheus-client``), the same
+figures labelled by ``crawl`` and ``node``:
+
+- ``crawler_pages_total``, ``crawler_errors_total``: pages this node stored
+  and URLs it settled as errors; ``crawler_fetched_total``: responses;
+  ``crawler_links_parsed_total``: links read on pages;
+  ``crawler_pages_per_minute``: this node's rate over the last minute.
+- ``crawler_cluster_pages_total``, ``crawler_cluster_errors_total``,
+  ``crawler_cluster_pages_per_minute``; ``crawler_frontier_queued``,
+  ``crawler_frontier_leased``, ``crawler_frontier_delayed``: the whole crawl,
+  as this node last read it from Redis.
+- ``crawler_redis_up``: 1 while this node reaches Redis.
+
+Figures are sampled from the reactor thread every ``min(PROGRESS_INTERVAL,
+10)`` seconds; the metrics server only reads the last sample.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import redis
+from scrapy import signals
+from twisted.internet.task import LoopingCall
+
+from crawler.frontier.service import FrontierService
+from crawler.ops import RECRAWL_FIGURES
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Progress", "Sample"]
+
+
+class Sample:
+    """One reading of this node and of the crawl."""
+
+    __slots__ = ("at", "pages", "errors", "fetched", "links", "cluster_pages", "cluster_errors", "queued",
+                 "leased", "delayed", "redis_up", "node_rate", "cluster_rate")
+
+    def __init__(self) -> None:
+        self.at = time.monotonic()
+        self.pages = self.errors = self.fetched = self.links = 0
+        self.cluster_pages = self.cluster_errors = self.queued = self.leased = self.delayed = 0
+        self.redis_up = False
+        self.node_rate = self.cluster_rate = 0.0
+
+
+def _rate(history: deque[Sample], now: Sample, field: str) -> float:
+    """Per minute, over the last minute of samples."""
+    first = history[0]
+    dt = now.at - first.at
+    return (getattr(now, field) - getattr(first, field)) * 60.0 / dt if dt >= 1.0 else 0.0
+
+
+def eta(pending: int, per_min: float) -> str:
+    if pending <= 0:
+        return "0s"
+    if per_min <= 0:
+        return "unknown"
+    seconds = pending / per_min * 60.0
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+class Progress:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        s = crawler.settings
+        self.interval = s.getfloat("PROGRESS_INTERVAL")
+        self.port = s.getint("PROMETHEUS_PORT")
+        self.bind = s.get("PROMETHEUS_BIND") or "127.0.0.1"
+        self.bounded = s.getint("FRONTIER_MAX_PAGES_PER_SITE") > 0 or s.getint("DEPTH_LIMIT") > 0
+        self.sample_every = min(self.interval, 10.0) if self.interval > 0 else 10.0
+        self.last = Sample()
+        self.history: deque[Sample] = deque()
+        self._loop: LoopingCall | None = None
+        self._next_line = 0.0
+        self._server: Any = None
+        self.crawl = ""
+        self.node = ""
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Spider) -> None:
+        if self.interval <= 0 and not self.port:
+            return
+        self._next_line = time.monotonic() + self.interval
+        if self.port:
+            self._serve()
+        self._loop = LoopingCall(self.tick)
+        self._loop.start(self.sample_every, now=False)
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+            if self.interval > 0 and FrontierService.of(self.crawler).is_open:
+                # A last line, so even a worker that lived less than one
+                # interval leaves its figures in the log.
+                logger.info(self.line(self.sample()) + " (at close)", extra={"spider": None})
+        if self._server is not None:
+            server, thread = self._server
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+            self._server = None
+
+    # -- sampling ---------------------------------------------------------------------
+    def sample(self) -> Sample:
+        service = FrontierService.of(self.crawler)
+        stats = self.crawler.stats
+        s = Sample()
+        s.pages = service.book.acked.get("C", 0)
+        s.errors = service.book.acked.get("E", 0)
+        s.fetched = int(stats.get_value("response_received_count", 0) or 0)
+        s.links = int(stats.get_value("frontier/links_parsed", 0) or 0)
+        if service.is_open:
+            frontier = service.frontier
+            self.crawl, self.node = frontier.crawl, frontier.node
+            try:
+                c = frontier.stats()
+            except redis.RedisError:
+                s.redis_up = False
+                prev = self.last
+                s.cluster_pages, s.cluster_errors = prev.cluster_pages, prev.cluster_errors
+                s.queued, s.leased, s.delayed = prev.queued, prev.leased, prev.delayed
+            else:
+                s.redis_up = not service.redis_down
+                s.cluster_pages, s.cluster_errors = c.get("done", 0), c.get("errors", 0)
+                s.queued, s.leased, s.delayed = c.get("queued", 0), c.get("leased", 0), c.get("delayed", 0)
+        self.history.append(s)
+        while len(self.history) > 2 and s.at - self.history[1].at >= 60.0:
+            self.history.popleft()
+        s.node_rate = _rate(self.history, s, "pages")
+        s.cluster_rate = _rate(self.history, s, "cluster_pages")
+        self.last = s
+        return s
+
+    def tick(self) -> None:
+        s = self.sample()
+        if self.interval > 0 and time.monotonic() >= self._next_line:
+            self._next_line = time.monotonic() + self.interval
+            logger.info(self.line(s), extra={"spider": None})
+
+    def line(self, s: Sample) -> str:
+        text = (f"Progress: {s.pages:,} pages ({s.node_rate:,.0f}/min here, {s.cluster_rate:,.0f}/min cluster), "
+                f"{s.links:,} links parsed, queued {s.queued:,}, leased {s.leased:,}, delayed {s.delayed:,}, "
+                f"errors {s.errors:,} (cluster {s.cluster_pages:,} pages, {s.cluster_errors:,} errors)")
+        if not s.redis_up:
+            text += "; Redis unreachable, cluster figures as last read"
+        if self.bounded:
+            text += f"; ETA {eta(s.queued + s.leased + s.delayed, s.cluster_rate)}"
+        return text
+
+    # -- Prometheus ------------------------------------------------------------------------
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        s = self.last
+        labels = ["crawl", "node"]
+        values = [self.crawl, self.node]
+
+        def family(kind: Any, name: str, doc: str, value: float) -> Any:
+            f = kind(name, doc, labels=labels)
+            f.add_metric(values, value)
+            return f
+
+        yield family(CounterMetricFamily, "crawler_pages", "Pages this node stored", s.pages)
+        yield family(CounterMetricFamily, "crawler_errors", "URLs this node settled as errors", s.errors)
+        yield family(CounterMetricFamily, "crawler_fetched", "Responses this node received", s.fetched)
+        yield family(CounterMetricFamily, "crawler_links_parsed", "Links this node read on pages", s.links)
+        yield family(GaugeMetricFamily, "crawler_pages_per_minute", "This node's pages a minute, last minute",
+                     s.node_rate)
+        yield family(CounterMetricFamily, "crawler_cluster_pages", "Pages the whole crawl stored", s.cluster_pages)
+        yield family(CounterMetricFamily, "crawler_cluster_errors", "URLs the whole crawl settled as errors",
+                     s.cluster_errors)
+        yield family(GaugeMetricFamily, "crawler_cluster_pages_per_minute", "The crawl's pages a minute",
+                     s.cluster_rate)
+        yield family(GaugeMetricFamily, "crawler_frontier_queued", "Requests queued", s.queued)
+        yield family(GaugeMetricFamily, "crawler_frontier_leased", "Requests leased", s.leased)
+        yield family(GaugeMetricFamily, "crawler_frontier_delayed", "Requests waiting to be retried", s.delayed)
+        yield family(GaugeMetricFamily, "crawler_redis_up", "1 while this node reaches Redis", int(s.redis_up))
+        recrawl = CounterMetricFamily("crawler_recrawl", "Re-crawl visits of this node by outcome "
+                                      "(due, fetched, not_modified, unchanged, trivial, changed, gone, moved)",
+                                      labels=[*labels, "outcome"])
+        stats = self.crawler.stats
+        for name in RECRAWL_FIGURES:
+            recrawl.add_metric([*values, name], int(stats.get_value(f"recrawl/{name}", 0) or 0))
+        yield recrawl
+
+    def _serve(self) -> None:
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        self.sample()
+        self._server = start_http_server(self.port, addr=self.bind, registry=registry)
+        logger.info("Prometheus metrics on http://%(bind)s:%(port)d/metrics", {"bind": self.bind, "port": self.port})

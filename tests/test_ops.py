@@ -1,0 +1,171 @@
+"""The operators' layer (crawler/ops.py) on a real Redis: seed, remove,
+status and the stop flag, read and written through ``Frontier`` as the
+``scrapy status/seed/stop`` commands do."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+
+from crawler import ops
+from crawler.frontier import Frontier
+
+
+@pytest.fixture
+def frontier(redis_url, crawl_name):
+    client = redis.Redis.from_url(redis_url)
+    f = Frontier(client, crawl_name, node="w1", default_delay=0, lease_timeout=1.0)
+    f.check_layout()
+    yield f
+    client.close()
+
+
+def queued_urls(f: Frontier, site: str) -> list[str]:
+    return [json.loads(e)["u"] for e in f.client.lrange(f.shard(site).queue(site), 0, -1)]
+
+
+def test_seed_normalises_dedups_refuses_and_widens_the_scope(frontier):
+    out = ops.seed(frontier, ["http://A.example/x/../y", "http://a.example/y", "ftp://a.example/",
+                              "http://b.example:80/", "not a url", " ", "http://a.example/z#frag"])
+    assert (out["added"], out["seen"], out["removed"]) == (3, 0, 0)
+    assert [r["url"] for r in out["refused"]] == ["ftp://a.example/", "not a url"]
+    assert all(r["reason"] for r in out["refused"])
+    assert queued_urls(frontier, "a.example") == ["http://a.example/y", "http://a.example/z"]
+    assert queued_urls(frontier, "b.example") == ["http://b.example/"]
+    again = ops.seed(frontier, ["http://a.example/y", "http://c.example/"])
+    assert (again["added"], again["seen"], again["refused"]) == (1, 1, [])
+    sites, hosts = frontier.scope()
+    assert sites == {"a.example", "b.example", "c.example"}
+    assert hosts == {"a.example", "b.example", "c.example"}
+    assert frontier.stats()["queued"] == 4
+    # A seeded entry is the spider's own: it leases and parses as a seed.
+    leases, _ = frontier.lease(10)
+    assert sorted(json.loads(lease.entry)["u"] for lease in leases) == [
+        "http://a.example/y", "http://b.example/", "http://c.example/"]
+    # parse and errback, the spider's own: neither is written out.
+    assert all("e" not in json.loads(lease.entry) and "c" not in json.loads(lease.entry) for lease in leases)
+
+
+def test_remove_urls_and_sites_leaves_leased_ones_and_keeps_them_seen(frontier):
+    ops.seed(frontier, [f"http://a.example/{i}" for i in range(5)] + ["http://b.example/", "http://b.example/2"])
+    leases, _ = frontier.lease(2)  # the head of each site's queue
+    assert sorted(json.loads(lease.entry)["u"] for lease in leases) == ["http://a.example/0", "http://b.example/"]
+    out = ops.remove(frontier, ["http://a.example/1", "http://a.example/3", "http://a.example/0",
+                                "http://nowhere.example/", "::bad"])
+    assert [r["url"] for r in out["refused"]] == ["::bad"]
+    assert out["removed"] == 2
+    assert queued_urls(frontier, "a.example") == ["http://a.example/2", "http://a.example/4"]
+    assert ops.remove(frontier, sites=["b.example"])["removed"] == 1
+    assert queued_urls(frontier, "b.example") == []
+    st = frontier.stats()
+    assert (st["queued"], st["leased"], st["removed"]) == (2, 2, 3)
+    # Removed URLs stay seen: seeding them again adds nothing.
+    assert ops.seed(frontier, ["http://a.example/1", "http://b.example/2"])["seen"] == 2
+    # The queues still serve what is left, in order.
+    frontier.commit(acks=[(lease.id, "C", "") for lease in leases])
+    assert drain(frontier) == ["http://a.example/2", "http://a.example/4"]
+
+
+def drain(f: Frontier, timeout: float = 10.0) -> list[str]:
+    """Lease and acknowledge until nothing is pending; the URLs in lease order."""
+    out: list[str] = []
+    deadline = time.monotonic() + timeout
+    while f.pending():
+        assert time.monotonic() < deadline, out
+        got, wait = f.lease(10)
+        out += [json.loads(g.entry)["u"] for g in got]
+        f.commit(acks=[(g.id, "C", "") for g in got])
+        if not got:
+            time.sleep(min(wait or 0.05, 0.5))
+    return out
+
+
+def test_status_counts_nodes_pages_and_tells_a_dead_node(frontier, redis_url):
+    other = Frontier(redis.Redis.from_url(redis_url), frontier.crawl, node="w2", default_delay=0, lease_timeout=1.0)
+    ops.seed(frontier, [f"http://s{i}.example/" for i in range(6)])
+    frontier.heartbeat({"spider": "site", "links": 7, "pages_per_min": 12.5, "lease_timeout": 1.0})
+    other.heartbeat({"spider": "site", "links": 3, "lease_timeout": 1.0})
+    mine, _ = frontier.lease(6)
+    assert len(mine) == 6
+    frontier.commit(acks=[(mine[0].id, "C", ""), (mine[1].id, "C", ""), (mine[2].id, "E", "HTTP 404: gone")])
+    assert frontier.release([m.id for m in mine[3:]]) == 3
+    theirs, _ = other.lease(6)
+    assert len(theirs) == 3
+    other.commit(acks=[(theirs[0].id, "C", "")])
+    st = ops.status(frontier, lease_timeout=1.0)
+    assert st["state"] == "running" and st["stop"] is None
+    by_id = {n["id"]: n for n in st["nodes"]}
+    assert sorted(by_id) == ["w1", "w2"]
+    assert (by_id["w1"]["pages"], by_id["w1"]["errors"], by_id["w1"]["links"]) == (2, 1, 7)
+    assert (by_id["w2"]["pages"], by_id["w2"]["errors"], by_id["w2"]["links"]) == (1, 0, 3)
+    assert by_id["w1"]["pages_per_min"] == 12.5 and all(n["alive"] for n in st["nodes"])
+    assert st["frontier"] == {"queued": 0, "leased": 2, "delayed": 0, "sites": 6, "sites_ready": 0,
+                              "sites_backed_off": 0, "seen": 6}
+    assert st["errors"] == {"HTTP 404": 1}
+    assert st["totals"]["pages"] == 3 and st["top_sites"] == []
+    json.dumps(st)  # JSON-ready
+    # w2 stops beating: within the lease timeout it is no longer alive.
+    time.sleep(1.2)
+    frontier.heartbeat({"lease_timeout": 1.0})  # also reaps w2's lease
+    st = ops.status(frontier, lease_timeout=1.0)
+    by_id = {n["id"]: n for n in st["nodes"]}
+    assert by_id["w1"]["alive"] and not by_id["w2"]["alive"]
+    assert by_id["w2"]["state"] == "lost" and by_id["w2"]["pages"] == 1
+    assert (st["frontier"]["leased"], st["frontier"]["queued"], st["frontier"]["sites_ready"]) == (0, 2, 2)
+    assert sorted(t["site"] for t in st["top_sites"]) == sorted(
+        json.loads(t.entry)["u"].split("/")[2] for t in theirs[1:])
+    assert [t["queued"] for t in st["top_sites"]] == [1, 1] and st["top_sites"][0]["delay"] == 0.0
+    frontier.leave()
+    assert ops.status(frontier, lease_timeout=1.0)["state"] == "idle"
+
+
+def test_a_finished_crawl_says_so(frontier):
+    ops.seed(frontier, ["http://a.example/"])
+    leases, _ = frontier.lease(1)
+    frontier.commit(acks=[(leases[0].id, "C", "")])
+    assert ops.status(frontier, lease_timeout=1.0)["state"] == "finished"
+
+
+def test_stop_flag_reaches_workers_at_their_heartbeat_and_clears(frontier):
+    assert frontier.stop_requested() is None
+    frontier.heartbeat()
+    assert frontier.stop_mode is None
+    ops.request_stop(frontier)
+    assert frontier.stop_requested()["stop"] == "graceful"
+    frontier.heartbeat()
+    assert frontier.stop_mode == "graceful"
+    st = ops.status(frontier, lease_timeout=1.0)
+    assert st["state"] == "stopping" and st["nodes"][0]["state"] == "stopping"
+    ops.request_stop(frontier, now=True)
+    frontier.heartbeat()
+    assert frontier.stop_mode == "now"
+    frontier.leave()
+    assert ops.status(frontier, lease_timeout=1.0)["state"] == "stopped"
+    assert frontier.clear_stop() is True and frontier.clear_stop() is False
+    frontier.heartbeat()
+    assert frontier.stop_mode is None
+
+
+def test_malformed_operator_keys_written_into_redis_are_ignored(frontier):
+    frontier.client.hset(frontier.keys.control, mapping={"stop": "rm -rf", "at": "soon"})
+    assert frontier.stop_requested() is None
+    frontier.heartbeat()
+    assert frontier.stop_mode is None
+    frontier.client.hset(frontier.keys.control, mapping={"stop": "now", "at": "soon"})
+    assert frontier.stop_requested() == {"stop": "now", "at": 0.0, "by": ""}
+    frontier.client.hset(frontier.keys.nodes, mapping={"junk": "{not json", "odd": json.dumps(
+        {"pid": "x", "pages_per_min": "fast", "host": 5})})
+    st = ops.status(frontier, lease_timeout=1.0)
+    by_id = {n["id"]: n for n in st["nodes"]}
+    assert sorted(by_id) == ["odd", "w1"]  # w1: the heartbeat above
+    odd = by_id["odd"]
+    assert (odd["pid"], odd["pages_per_min"], odd["host"], odd["alive"]) == (0, 0.0, "5", False)
+    # Python's json reads Infinity and NaN; status --json must still print JSON.
+    frontier.client.hset(frontier.keys.nodes, "inf", '{"pid": Infinity, "pages_per_min": NaN, "links": -Infinity}')
+    st = ops.status(frontier, lease_timeout=1.0)
+    inf = {n["id"]: n for n in st["nodes"]}["inf"]
+    assert (inf["pid"], inf["pages_per_min"], inf["links"]) == (0, 0.0, 0)
+    json.dumps(st, allow_nan=False)

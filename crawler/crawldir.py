@@ -3,7 +3,8 @@
 Settings:
 
 - ``CRAWL_DIR``: directory for the embedded store, the resume state and the
-  embedded Redis; default ``.scrapy/crawl`` in the project.
+  embedded Redis; default ``.scrapy/crawl`` in the project (outside a
+  checkout, as ``site-crawler`` runs: in the current directory).
 - ``CRAWL_NAME``: the crawl's name; default the spider's name. Files (and,
   later, Redis keys) are named after it, so two crawls do not meet.
 """
@@ -24,15 +25,20 @@ def crawl_dir(settings: BaseSettings) -> Path:
     if configured:
         path = Path(configured)
     else:
+        from scrapy.exceptions import NotConfigured
         from scrapy.utils.project import data_path
 
-        path = Path(data_path("crawl"))
+        try:
+            path = Path(data_path("crawl"))
+        except NotConfigured:  # settings from SCRAPY_SETTINGS_MODULE, no scrapy.cfg (site-crawler)
+            path = Path(".scrapy") / "crawl"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def crawl_name(settings: BaseSettings, spider_name: str) -> str:
-    name = settings.get("CRAWL_NAME") or spider_name
+    # The recrawl spider revisits the crawl the site spider made.
+    name = settings.get("CRAWL_NAME") or {"recrawl": "site"}.get(spider_name, spider_name)
     if not name or any(c in str(name) for c in "/\\\0") or str(name) in (".", ".."):
         raise ValueError(f"CRAWL_NAME ({name!r}) must be a plain name without path separators")
     return str(name)

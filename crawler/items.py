@@ -36,6 +36,16 @@ class PageItem:
     error: str | None = None
     encoding: str | None = None
     referer: str | None = None
+    # The re-crawl's bookkeeping (crawler/recrawl.py fills it in as the page
+    # is written): the estimated change rate (changes a second), when the
+    # content last changed, the bounded history of visits, 404/410 in a row.
+    change_rate: float | None = None
+    changed_at: float | None = None
+    history: list[Any] = field(default_factory=list)
+    gone_count: int = 0
+    # Set by the recrawl spider on a page fetched again: the due time it was
+    # fetched for. The store's writer merges the page with its stored version.
+    revisit: int | None = None
     links: list[dict[str, str]] = field(default_factory=list)
     # Set when the page's site mirrors another (most of its pages are copies
     # of that site's): stores record it in the sites table.

@@ -48,6 +48,8 @@ from twisted.python.threadpool import ThreadPool
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.service import FrontierService
+from crawler.recrawl import Revisits
+from crawler.revisit import Policy, multiplier_for_budget
 from crawler.store import open_store
 from crawler.store.buffer import WriteBuffer
 
@@ -102,8 +104,31 @@ class StorePipeline:
         """The write buffer over ``store``, with this crawl's settings."""
         self.buffer = WriteBuffer(store, spill_path, self.stats, batch_size=self.batch_size,
                                   retry_delay=self.retry_delay, retry_max_delay=self.retry_max_delay,
-                                  close_timeout=self.close_timeout, waiting=lambda: self.waiting)
+                                  close_timeout=self.close_timeout, waiting=lambda: self.waiting,
+                                  prepare=self.revisits())
         return self.buffer
+
+    def revisits(self) -> Revisits:
+        """Each page's schedule: started on its first fetch, merged with the
+        stored version on a re-crawl's visit (crawler/recrawl.py)."""
+        s = self.crawler.settings
+        policy = Policy(min_interval=s.getfloat("REVISIT_MIN_INTERVAL"),
+                        max_interval=s.getfloat("REVISIT_MAX_INTERVAL"),
+                        default_interval=s.getfloat("REVISIT_DEFAULT_INTERVAL"),
+                        history=s.getint("REVISIT_HISTORY"), max_distance=s.getint("SIMHASH_MAX_DISTANCE"))
+        budget = s.getfloat("REVISIT_BUDGET")
+        cached: list[float] = []  # [mu, when], refreshed every 10 minutes (the writer thread only)
+
+        def multiplier() -> float | None:
+            if budget <= 0 or self.buffer is None:
+                return None
+            now = time.monotonic()
+            if not cached or now - cached[1] > 600:
+                mu = multiplier_for_budget(self.buffer.store.change_rates(), budget / 86400, policy)
+                cached[:] = [mu, now]
+            return cached[0]
+
+        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), multiplier=multiplier)
 
     def open_spider(self) -> None:
         assert self.crawler.spider is not None

@@ -114,6 +114,33 @@ FRONTIER_URL_CACHE = 100_000
 # Idle workers close when the whole cluster has nothing queued and nothing
 # leased; True keeps them waiting for new seeds.
 FRONTIER_WAIT_FOR_SEEDS = False
+# The re-crawl (`scrapy crawl recrawl`, crawler/recrawl.py): each page's next
+# visit follows its estimated change rate, within these bounds (seconds); a
+# page fetched once is due again after REVISIT_DEFAULT_INTERVAL.
+REVISIT_MIN_INTERVAL = 3600.0
+REVISIT_MAX_INTERVAL = 30 * 86400.0
+REVISIT_DEFAULT_INTERVAL = 86400.0
+# Pages a day the re-crawl may fetch, the whole crawl (0: no budget). With a
+# budget, intervals follow the freshness-optimal allocation over the stored
+# pages' change rates (crawler/revisit.py); without, each page is revisited
+# when it has changed with even odds.
+REVISIT_BUDGET = 0
+# Visits remembered per page (fetched_at, outcome, SimHash distance).
+REVISIT_HISTORY = 32
+# A page answering 404 or 410 this many visits in a row is gone (state D).
+RECRAWL_GONE_AFTER = 2
+# True: recrawl workers keep running and take pages as they fall due,
+# looking every RECRAWL_POLL_INTERVAL seconds.
+RECRAWL_CONTINUOUS = False
+RECRAWL_POLL_INTERVAL = 60.0
+# `scrapy stop` leaves a flag that keeps workers from starting; True clears
+# it as this worker starts (as `scrapy stop --clear` does).
+STOP_CLEAR = False
+# Seconds between the progress lines in each worker's log (0: none).
+PROGRESS_INTERVAL = 60.0
+# Serve Prometheus metrics on this port (0: off), on PROMETHEUS_BIND.
+PROMETHEUS_PORT = 0
+PROMETHEUS_BIND = "127.0.0.1"
 # Shards of the frontier (crawler/frontier/keys.py): each site's queue,
 # politeness and URL dedup live in one; a Redis Cluster spreads them over its
 # masters. Fixed when a crawl starts: every worker of a crawl must agree.
@@ -199,6 +226,9 @@ EXTENSIONS = {
     # The frontier: the Redis client, the lease book, the heartbeat
     # (crawler/frontier/service.py). Required.
     "crawler.frontier.service.FrontierService": 10,
+    # Progress lines in the log (PROGRESS_INTERVAL) and Prometheus metrics
+    # (PROMETHEUS_PORT): crawler/progress.py.
+    "crawler.progress.Progress": 20,
 }
 SPIDER_MIDDLEWARES = {
     # The spider keeps depth itself (DEPTH_LIMIT as usual): a redirect it

@@ -287,17 +287,19 @@ def trap_page(path: str) -> bytes | None:
 
 
 def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | None,
-             latency: float = 0.0, grid_pages: int = GRID_PAGES) -> web.Application:
+             latency: float = 0.0, grid_pages: int = GRID_PAGES, validators: bool = False) -> web.Application:
     log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115
     sites: dict[str, dict[str, tuple[int, dict[str, str], bytes]]] = {}
     flaky: dict[str, int] = {}
 
     async def handle(request: web.Request) -> web.StreamResponse:
         host = (request.host or "").rsplit(":", 1)[0]
-        if log is not None:
+        if log is not None and not (root is not None and validators):  # serve_changing logs its answer
             log.write(json.dumps({"t": time.time(), "host": host, "path": request.path_qs,
                                   "ua": request.headers.get("User-Agent", "")}) + "\n")
         if root is not None:
+            if validators:
+                return serve_changing(root, request, log)
             return serve_file(root, request.path)
         if request.path.startswith("/trap/"):
             body = trap_page(request.path)
@@ -373,6 +375,46 @@ def serve_file(root: Path, path: str) -> web.StreamResponse:
     return web.Response(body=target.read_bytes(), content_type=ctype)
 
 
+def serve_changing(root: Path, request: web.Request, log: Any) -> web.Response:
+    """``--root`` with ``--validators``: a site the test edits between
+    crawls. Files are served with an ``ETag`` (a hash of the bytes) and a
+    ``Last-Modified`` (the file's time), except under ``/novalid/``; a
+    matching ``If-None-Match`` or ``If-Modified-Since`` gets a 304;
+    ``_moves.json`` (``{"/old": "/new"}``) answers 301; a missing file 404.
+    The log line carries the status and the validators the request sent."""
+    import email.utils
+    import hashlib
+
+    path = request.path
+    moves = root / "_moves.json"
+    status, headers, body = 404, {}, b"not found"
+    target = (root / path.lstrip("/")).resolve()
+    if moves.is_file() and path in json.loads(moves.read_text()):
+        status, headers, body = 301, {"Location": json.loads(moves.read_text())[path]}, b""
+    elif str(target).startswith(str(root.resolve())) and (target / "index.html" if target.is_dir() else
+                                                          target).is_file():
+        target = target / "index.html" if target.is_dir() else target
+        body = target.read_bytes()
+        status = 200
+        headers = {"Content-Type": "text/html" if target.suffix == ".html" else "text/plain"}
+        if not path.startswith("/novalid/"):
+            etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+            mtime = int(target.stat().st_mtime)
+            headers["ETag"] = etag
+            headers["Last-Modified"] = email.utils.formatdate(mtime, usegmt=True)
+            inm = request.headers.get("If-None-Match")
+            ims = request.headers.get("If-Modified-Since")
+            since = email.utils.parsedate_to_datetime(ims).timestamp() if ims else None
+            if (inm is not None and inm == etag) or (inm is None and since is not None and mtime <= since):
+                status, body = 304, b""
+    if log is not None:
+        log.write(json.dumps({"t": time.time(), "host": (request.host or "").rsplit(":", 1)[0],
+                              "path": request.path_qs, "status": status,
+                              "inm": request.headers.get("If-None-Match"),
+                              "ims": request.headers.get("If-Modified-Since")}) + "\n")
+    return web.Response(status=status, headers=headers, body=body)
+
+
 async def serve(app: web.Application, hosts: list[str], holder: dict[str, int]) -> None:
     """Bind port 0 on the first host and the same port on the others, put the
     port in ``holder``, print ``{"port": P, "hosts": [...]}`` and serve."""
@@ -402,9 +444,12 @@ async def main() -> None:
     ap.add_argument("--root", type=Path)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds added to grid pages")
     ap.add_argument("--grid-pages", type=int, default=GRID_PAGES, help="pages per grid site")
+    ap.add_argument("--validators", action="store_true",
+                    help="with --root: ETag, Last-Modified, 304s, _moves.json (serve_changing)")
     args = ap.parse_args()
     holder: dict[str, int] = {}
-    await serve(make_app(holder, args.log, args.root, args.latency, args.grid_pages), args.hosts.split(","), holder)
+    await serve(make_app(holder, args.log, args.root, args.latency, args.grid_pages, args.validators),
+                args.hosts.split(","), holder)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,49 @@ def test_sqlite_store_written_before_sites_links_is_migrated(tmp_path):
         assert {x["site"]: x["links"] for x in s.sites()} == {"a.test": 3, "b.test": 0}
 
 
+def test_due_pages_kept_links_and_revisit_state_on_every_store(store):
+    store.write([page("http://a.test/", links=[("http://a.test/x", "X")], next_fetch_at=1500.0, etag='"e"'),
+                 page("http://a.test/x", next_fetch_at=1200.0, history=[[1000.0, "new", None]]),
+                 page("http://b.test/", site="b.test"),  # no next_fetch_at: as stored before the re-crawl
+                 page("http://a.test/gone", state="D", next_fetch_at=1.0)])
+    due = [p["url"] for p in store.due(1400.0, 300.0)]
+    assert due == ["http://a.test/x", "http://b.test/"] or due == ["http://b.test/", "http://a.test/x"]
+    assert [(p["url"], p["next_fetch_at"]) for p in store.due(1600.0, 300.0) if p["url"] != "http://b.test/"] == [
+        ("http://a.test/x", 1200.0), ("http://a.test/", 1500.0)]
+    assert [p["url"] for p in store.due(1600.0, 300.0, site="a.test", limit=1)] == ["http://a.test/x"]
+    assert store.count_due(1400.0, 300.0) == 2 and store.count_due(1250.0, 300.0) == 1
+    assert sorted(p["url"] for p in store.due(0.0, 300.0, every=True)) == [
+        "http://a.test/", "http://a.test/x", "http://b.test/"]
+    state = store.revisit_state(["http://a.test/", "http://a.test/x", "http://nowhere.test/"])
+    assert sorted(state) == ["http://a.test/", "http://a.test/x"]
+    assert state["http://a.test/"]["links"] == ["http://a.test/x"] and state["http://a.test/"]["etag"] == '"e"'
+    assert state["http://a.test/x"]["history"] == [[1000.0, "new", None]]
+    # links None: the stored out-links stay.
+    store.write([page("http://a.test/", links=(), next_fetch_at=1900.0) | {"links": None}])
+    assert store.outlinks("http://a.test/") == [{"url": "http://a.test/x", "anchor": "X"}]
+    assert store.get_page("http://a.test/")["next_fetch_at"] == 1900.0
+    assert {x["site"]: x["links"] for x in store.sites()}["a.test"] == 1
+
+
+def test_sqlite_store_written_before_the_recrawl_is_migrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    with SQLiteStore(path) as s:
+        s.write([page("http://a.test/")])
+    db = sqlite3.connect(path)
+    for column in ("change_rate", "changed_at", "history", "gone_count"):
+        db.execute(f"ALTER TABLE pages DROP COLUMN {column}")  # as stores before the re-crawl were
+    db.execute("DROP INDEX pages_next_fetch")
+    db.commit()
+    db.close()
+    with SQLiteStore(path) as s:
+        assert s.get_page("http://a.test/")["history"] == []
+        assert [p["next_fetch_at"] for p in s.due(2000.0, 500.0)] == [1500.0]
+        s.write([page("http://a.test/", history=[[1000.0, "new", None]], gone_count=0)])
+        assert s.get_page("http://a.test/")["history"] == [[1000.0, "new", None]]
+
+
 def test_sqlite_store_survives_reopen(tmp_path):
     path = tmp_path / "s.sqlite3"
     with SQLiteStore(path) as s:

@@ -133,7 +133,9 @@ class UrlCache:
 
 
 # scrapyd passes its job id to every spider as an argument.
-_RUNNER_ARGUMENTS = frozenset({"_job"})
+# scrapyd passes its job id and, when the project was deployed with one, the
+# version: neither is the spider's to read.
+_RUNNER_ARGUMENTS = frozenset({"_job", "_version"})
 
 
 def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
@@ -199,7 +201,7 @@ class SiteSpider(Spider):
         follow: str = "index",
         **kwargs: Any,
     ) -> None:
-        self.seed_urls, bad = self.check_arguments(seeds, seeds_file, scope, follow, **kwargs)
+        self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, **kwargs)
         super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
         for seed, reason in bad:
             logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": seed, "reason": reason})
@@ -308,7 +310,7 @@ class SiteSpider(Spider):
             url=url, site=url_site(url), depth=int(response.meta.get("depth", 0)), status=response.status,
             fetched_at=time.time(),
             etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
-            referer=response.meta.get("referer_url"),
+            referer=response.meta.get("referer_url"), revisit=_revisit(response.meta),
         )
         if response.status in REDIRECT_STATUSES:
             yield from self._redirect(response, item)
@@ -320,6 +322,8 @@ class SiteSpider(Spider):
         if not isinstance(response, TextResponse) or not _is_html(response):
             item.page_type = INFO
             item.encoding = getattr(response, "encoding", None)
+            # What a re-crawl compares: the bytes, as they came.
+            item.content_hash = content_hash(response.body.decode("latin-1"))
             stats.inc_value(f"classifier/page_type/{INFO}")
             if "noindex" not in robots:
                 yield item
@@ -474,6 +478,10 @@ class SiteSpider(Spider):
         else:
             self.crawler.stats.inc_value("simhash/skipped_short")
             key = content_hash(item.content_hash + "\n" + "\n".join(sorted(x["url"] for x in item.links)))
+            if item.text:
+                # Stored for the re-crawl's change detection; too short to
+                # decide near duplicates by (fp stays None).
+                item.simhash = signed(simhash(item.text))
         try:
             verdict = FrontierService.of(self.crawler).frontier.near_duplicate(
                 item.url, item.site, key, fp, self.simhash_max_distance,
@@ -507,8 +515,9 @@ class SiteSpider(Spider):
             return
         stats.max_value("request_depth_max", depth)
         seen = self._seen
-        new = 0
+        new = parsed = 0
         for link in links:
+            parsed += 1
             if link in seen:
                 continue
             # Judged before it is remembered: a link out of scope now may be in
@@ -525,6 +534,7 @@ class SiteSpider(Spider):
                 request.meta.update(meta)
             yield request
         stats.inc_value("frontier/links_new", new)
+        stats.inc_value("frontier/links_parsed", parsed)
 
     def errback(self, failure: Failure) -> Iterator[PageItem]:
         request: Request = failure.request  # type: ignore[attr-defined]
@@ -540,8 +550,16 @@ class SiteSpider(Spider):
             url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)),
             state="E", status=response.status if response is not None else None,
             fetched_at=time.time(), error=_reason(failure),
-            referer=request.meta.get("referer_url"),
+            referer=request.meta.get("referer_url"), revisit=_revisit(request.meta),
+            etag=_header(response, b"ETag") if response is not None else None,
+            last_modified=_header(response, b"Last-Modified") if response is not None else None,
         )
+
+
+def _revisit(meta: dict[str, Any]) -> int | None:
+    """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
+    due = meta.get("revisit")
+    return due if isinstance(due, int) and not isinstance(due, bool) else None
 
 
 def _header(response: Response, name: bytes) -> str | None:

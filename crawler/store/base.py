@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["PAGE_FIELDS", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error"]
+__all__ = ["OUTCOME_KEY", "PAGE_FIELDS", "REVISIT_FIELDS", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error"]
 
 # Stored fields of a page, in column order. ``links`` (out-links) is written
 # to the links table; ``inlinks`` is derived on read.
@@ -28,7 +28,19 @@ PAGE_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text",
     "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
-    "referer",
+    "referer", "change_rate", "changed_at", "history", "gone_count",
+)
+# The outcome of a re-fetched page (crawler/recrawl.py), a list of stat
+# names, travels with it to the write buffer, which counts each as
+# ``recrawl/<name>`` once the batch is written. Stores ignore it.
+OUTCOME_KEY = "_revisit_outcome"
+
+# What a re-crawl reads of a page before it writes the new version
+# (crawler/recrawl.py): the fingerprints, validators and schedule.
+REVISIT_FIELDS = (
+    "url", "site", "depth", "state", "status", "page_type", "title", "text", "abstract",
+    "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
+    "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most
@@ -90,6 +102,29 @@ class Store(ABC):
     @abstractmethod
     def count_pages(self, site: str | None = None, state: str | None = None) -> int:
         """How many pages are stored (of a site, in a state)."""
+
+    @abstractmethod
+    def revisit_state(self, urls: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """``REVISIT_FIELDS`` and ``links`` (out-link URLs) of the stored pages
+        among ``urls``, by URL; ``history`` a list (possibly malformed: it is
+        checked where it is read)."""
+
+    @abstractmethod
+    def due(self, now: float, default_interval: float, site: str | None = None, limit: int = 0,
+            every: bool = False) -> Iterator[dict[str, Any]]:
+        """Stored pages (state C) whose ``next_fetch_at`` has passed (pages
+        stored before it existed: ``fetched_at + default_interval``), soonest
+        first, as ``url``, ``site``, ``depth``, ``etag``, ``last_modified``,
+        ``next_fetch_at`` (the due time, as computed); ``every``: all pages
+        in state C, due or not; ``limit`` 0: no limit."""
+
+    @abstractmethod
+    def change_rates(self) -> list[float | None]:
+        """The ``change_rate`` of every page in state C (None: not known yet)."""
+
+    @abstractmethod
+    def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
+        """How many pages ``due`` would give."""
 
     @abstractmethod
     def close(self) -> None:

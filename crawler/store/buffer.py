@@ -25,9 +25,16 @@ A page the store refuses for good (an error ``Store.transient`` does not
 accept: a document too large, a value it cannot encode) is retried alone,
 then fails; the other pages of its batch are written.
 
+A re-crawl passes ``prepare`` (``crawler.recrawl.Revisits``): each attempt
+reads the stored versions of the batch's re-fetched pages and merges them
+before the write, in this thread, so a retry merges again from what is
+stored then (the merge is idempotent).
+
 Stats: ``store/pages_written``, ``store/write_error/<ExcClass>``,
 ``store/outages``, ``store/outage_seconds``, ``store/pages_spilled``,
-``store/pages_replayed``, ``store/pages_refused``.
+``store/pages_replayed``, ``store/pages_refused``; ``recrawl/fetched``,
+``recrawl/<outcome>`` and ``recrawl/not_modified`` (304s) of the merged pages
+once written.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from crawler.store.base import StoreUnavailable, short_error
+from crawler.store.base import OUTCOME_KEY, StoreUnavailable, short_error
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,6 +58,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["Stats", "WriteBuffer", "read_spill"]
 
 Outcome = BaseException | None
+# (the store's revisit_state, a batch) -> the batch to write.
+Prepare = Callable[[Callable[[Sequence[str]], dict[str, dict[str, Any]]], Sequence[dict[str, Any]]],
+                   list[dict[str, Any]]]
 
 OUTAGE_WARNING_INTERVAL = 30.0  # seconds between two "the store is unavailable" warnings
 _SLEEP_STEP = 0.1  # a backoff is cut in steps this long, so that abort and closing are seen soon
@@ -90,8 +100,9 @@ class WriteBuffer:
     def __init__(self, store: Store, spill_path: Path, stats: Stats, *, batch_size: int = 100,
                  retry_delay: float = 0.5, retry_max_delay: float = 30.0, close_timeout: float = 30.0,
                  waiting: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, prepare: Prepare | None = None) -> None:
         self.store = store
+        self._prepare = prepare
         self.spill_path = spill_path
         self.stats = stats
         self.batch_size = batch_size
@@ -146,7 +157,8 @@ class WriteBuffer:
             if self._gave_up():
                 return self._give_up(batch, spill, None)
             try:
-                self.store.write(batch)
+                pages = list(batch) if self._prepare is None else self._prepare(self.store.revisit_state, batch)
+                self.store.write(pages)
             except Exception as exc:
                 self.stats.inc_value(f"store/write_error/{type(exc).__name__}")
                 if not self.store.transient(exc):
@@ -160,6 +172,9 @@ class WriteBuffer:
                 delay = min(delay * 2, self.retry_max_delay)
             else:
                 self.stats.inc_value("store/pages_written", len(batch))
+                for page in pages:
+                    for name in page.get(OUTCOME_KEY) or ():
+                        self.stats.inc_value(f"recrawl/{name}")
                 if self._down_since is not None:
                     down = self._clock() - self._down_since
                     self._down_since = None

@@ -26,7 +26,7 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
-from crawler.store.base import PAGE_FIELDS, SITE_FIELDS, Store, StoreUnavailable, short_error
+from crawler.store.base import PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, Store, StoreUnavailable, short_error
 from crawler.urls import url_site
 
 __all__ = ["MongoStore"]
@@ -75,6 +75,7 @@ class MongoStore(Store):
         self.links.create_index([("src", 1), ("dst", 1)], unique=True)
         self.links.create_index("dst")
         self.sites_.create_index("site", unique=True)
+        self.pages.create_index("next_fetch_at")
 
     def transient(self, exc: BaseException) -> bool:
         return _transient(exc)
@@ -83,19 +84,24 @@ class MongoStore(Store):
         if not pages:
             return
         now = time.time()
-        urls = [p["url"] for p in pages]
+        # A page whose ``links`` is None keeps its stored out-links (a re-crawl
+        # that found it unchanged).
+        urls = [p["url"] for p in pages if p.get("links") is not None]
         old: dict[str, dict[str, str]] = defaultdict(dict)
         for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1, "anchor": 1}):
             old[link["src"]][link["dst"]] = link.get("anchor") or ""
         page_ops = [UpdateOne({"url": p["url"]}, {"$set": {
                         **{f: p.get(f) for f in PAGE_FIELDS},
-                        "nlinks": len({link["url"] for link in p.get("links") or ()})}}, upsert=True)
+                        **({} if p.get("links") is None else
+                           {"nlinks": len({link["url"] for link in p.get("links") or ()})})}}, upsert=True)
                     for p in pages]
         link_ops: list[Any] = []
         inlink_ops: list[Any] = []
         new_sites: dict[str, tuple[float, str | None]] = {}
         for p in pages:
             new_sites.setdefault(p["site"], (p.get("fetched_at") or now, None))
+            if p.get("links") is None:
+                continue
             dsts = {}
             for link in p.get("links") or ():
                 dsts[link["url"]] = link.get("anchor") or ""
@@ -141,7 +147,10 @@ class MongoStore(Store):
 
     @staticmethod
     def _page(doc: dict[str, Any]) -> dict[str, Any]:
-        return {f: doc.get(f) for f in PAGE_FIELDS}
+        page = {f: doc.get(f) for f in PAGE_FIELDS}
+        if not isinstance(page["history"], list):
+            page["history"] = []
+        return page
 
     def get_page(self, url: str) -> dict[str, Any] | None:
         doc = self.pages.find_one({"url": url, **_STORED})
@@ -183,6 +192,50 @@ class MongoStore(Store):
         if state is not None:
             query["state"] = state
         return int(self.pages.count_documents(query))
+
+    def revisit_state(self, urls: Sequence[str]) -> dict[str, dict[str, Any]]:
+        unique = list(dict.fromkeys(urls))
+        out: dict[str, dict[str, Any]] = {}
+        for doc in self.pages.find({"url": {"$in": unique}, **_STORED}, {"_id": 0}):
+            page = {f: doc.get(f) for f in REVISIT_FIELDS}
+            page["links"] = []
+            out[str(page["url"])] = page
+        for link in self.links.find({"src": {"$in": list(out)}}, {"_id": 0, "src": 1, "dst": 1}):
+            out[str(link["src"])]["links"].append(link["dst"])
+        return out
+
+    @staticmethod
+    def _due_query(now: float, default_interval: float, site: str | None, every: bool) -> dict[str, Any]:
+        # Pages stored before next_fetch_at existed are due a default
+        # interval after their fetch ($or rather than $expr: plain queries).
+        query: dict[str, Any] = {"state": "C"}
+        if not every:
+            query["$or"] = [{"next_fetch_at": {"$lte": now}},
+                            {"next_fetch_at": None, "fetched_at": {"$lte": now - default_interval}}]
+        if site is not None:
+            query["site"] = site
+        return query
+
+    def due(self, now: float, default_interval: float, site: str | None = None, limit: int = 0,
+            every: bool = False) -> Iterator[dict[str, Any]]:
+        fields = {"_id": 0, "url": 1, "site": 1, "depth": 1, "etag": 1, "last_modified": 1,
+                  "next_fetch_at": 1, "fetched_at": 1}
+        cursor = self.pages.find(self._due_query(now, default_interval, site, every), fields).sort(
+            [("next_fetch_at", 1), ("url", 1)])
+        if limit > 0:
+            cursor = cursor.limit(limit)
+        for d in cursor:
+            due = d.get("next_fetch_at")
+            if due is None:
+                due = (d.get("fetched_at") or 0) + default_interval
+            yield {"url": d["url"], "site": d.get("site"), "depth": d.get("depth"), "etag": d.get("etag"),
+                   "last_modified": d.get("last_modified"), "next_fetch_at": due}
+
+    def change_rates(self) -> list[float | None]:
+        return [d.get("change_rate") for d in self.pages.find({"state": "C"}, {"_id": 0, "change_rate": 1})]
+
+    def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
+        return int(self.pages.count_documents(self._due_query(now, default_interval, site, False)))
 
     def describe(self) -> str:
         return f"MongoDB at {self.where}, database {self.db.name}"

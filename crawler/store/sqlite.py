@@ -8,6 +8,7 @@ use holds a lock.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -15,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawler.store.base import PAGE_FIELDS, SITE_FIELDS, Store
+from crawler.store.base import PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, Store
 from crawler.urls import url_site
 
 __all__ = ["SQLiteStore"]
@@ -26,7 +27,8 @@ CREATE TABLE IF NOT EXISTS pages (
     status INTEGER, page_type TEXT, title TEXT, text TEXT, abstract TEXT,
     simhash INTEGER, content_hash TEXT, dup_of TEXT, fetched_at REAL, etag TEXT,
     last_modified TEXT, next_fetch_at REAL, revisit_interval REAL, error TEXT,
-    encoding TEXT, referer TEXT
+    encoding TEXT, referer TEXT, change_rate REAL, changed_at REAL, history TEXT,
+    gone_count INTEGER
 );
 CREATE INDEX IF NOT EXISTS pages_site_state ON pages (site, state);
 CREATE TABLE IF NOT EXISTS links (
@@ -40,6 +42,10 @@ CREATE TABLE IF NOT EXISTS sites (
     links INTEGER NOT NULL DEFAULT 0, mirror_of TEXT
 );
 """
+
+# Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
+# their pages are due fetched_at + REVISIT_DEFAULT_INTERVAL (see due()).
+_REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -71,6 +77,11 @@ class SQLiteStore(Store):
             # never corrupt the file; FULL would fsync every batch.
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            page_columns = {r[1] for r in self._conn.execute("PRAGMA table_info(pages)")}
+            for name, kind in _REVISIT_COLUMNS.items():
+                if name not in page_columns:
+                    self._conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+            self._conn.execute("CREATE INDEX IF NOT EXISTS pages_next_fetch ON pages (next_fetch_at)")
             columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sites)")}
             if "links" not in columns:
                 self._conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_SITES_LINKS + "COMMIT;")
@@ -92,7 +103,7 @@ class SQLiteStore(Store):
         if not pages:
             return
         now = time.time()
-        page_rows = [tuple(p.get(f) for f in PAGE_FIELDS) for p in pages]
+        page_rows = [tuple(_column(f, p.get(f)) for f in PAGE_FIELDS) for p in pages]
         link_rows: list[tuple[str, str, str]] = []
         new_sites: dict[str, tuple[float, str | None]] = {}
         for p in pages:
@@ -103,11 +114,13 @@ class SQLiteStore(Store):
         touched = sorted({p["site"] for p in pages})
         # sites.links moves by each page's new out-link count minus its old
         # (read in the transaction). A page twice in a batch counts once.
+        # A page whose ``links`` is None keeps its stored out-links (a re-crawl
+        # that found it unchanged).
         latest = {p["url"]: p for p in pages}
         links_delta = dict.fromkeys(touched, 0)
         for p in latest.values():
             links_delta[p["site"]] += len({link["url"] for link in p.get("links") or ()})
-        urls = list(latest)
+        urls = [u for u, p in latest.items() if p.get("links") is not None]
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
@@ -120,7 +133,7 @@ class SQLiteStore(Store):
                     ):
                         links_delta[latest[src]["site"]] -= n
                 conn.executemany(_UPSERT_PAGE, page_rows)
-                conn.executemany("DELETE FROM links WHERE src = ?", [(p["url"],) for p in pages])
+                conn.executemany("DELETE FROM links WHERE src = ?", [(u,) for u in urls])
                 conn.executemany(
                     "INSERT OR REPLACE INTO links (src, dst, anchor) VALUES (?, ?, ?)", link_rows
                 )
@@ -151,7 +164,7 @@ class SQLiteStore(Store):
         rows = self._query("SELECT * FROM pages WHERE url = ?", (url,))
         if not rows:
             return None
-        page = dict(rows[0])
+        page = _page(rows[0])
         page["inlinks"] = self.inlinks(url)
         return page
 
@@ -161,7 +174,7 @@ class SQLiteStore(Store):
         else:
             rows = self._query("SELECT * FROM pages WHERE site = ? ORDER BY url", (site,))
         for row in rows:
-            yield dict(row)
+            yield _page(row)
 
     def inlinks(self, url: str) -> list[str]:
         return [r[0] for r in self._query("SELECT src FROM links WHERE dst = ? ORDER BY src", (url,))]
@@ -197,6 +210,53 @@ class SQLiteStore(Store):
             args.append(state)
         return int(self._query(sql, args)[0][0])
 
+    def revisit_state(self, urls: Sequence[str]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(urls))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._query(f"SELECT {', '.join(REVISIT_FIELDS)} FROM pages WHERE url IN ({marks})", chunk):
+                page = _page(row)
+                page["links"] = []
+                out[page["url"]] = page
+            for src, dst in self._query(f"SELECT src, dst FROM links WHERE src IN ({marks})", chunk):
+                if src in out:
+                    out[src]["links"].append(dst)
+        return out
+
+    def _due_where(self, now: float, default_interval: float, site: str | None,
+                   every: bool) -> tuple[str, list[Any]]:
+        sql = " FROM pages WHERE state = 'C'"
+        args: list[Any] = []
+        if not every:
+            sql += " AND COALESCE(next_fetch_at, fetched_at + ?, 0) <= ?"
+            args += [default_interval, now]
+        if site is not None:
+            sql += " AND site = ?"
+            args.append(site)
+        return sql, args
+
+    def due(self, now: float, default_interval: float, site: str | None = None, limit: int = 0,
+            every: bool = False) -> Iterator[dict[str, Any]]:
+        where, args = self._due_where(now, default_interval, site, every)
+        sql = ("SELECT url, site, depth, etag, last_modified, "
+               "COALESCE(next_fetch_at, fetched_at + ?, 0) AS next_fetch_at" + where
+               + " ORDER BY 6, url")
+        args = [default_interval, *args]
+        if limit > 0:
+            sql += " LIMIT ?"
+            args.append(limit)
+        for row in self._query(sql, args):
+            yield dict(row)
+
+    def change_rates(self) -> list[float | None]:
+        return [r[0] for r in self._query("SELECT change_rate FROM pages WHERE state = 'C'")]
+
+    def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
+        where, args = self._due_where(now, default_interval, site, False)
+        return int(self._query("SELECT COUNT(*)" + where, args)[0][0])
+
     def describe(self) -> str:
         return f"SQLite file {self.path}"
 
@@ -205,3 +265,20 @@ class SQLiteStore(Store):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _column(name: str, value: Any) -> Any:
+    """A page field as SQLite keeps it: the change history as JSON text."""
+    if name == "history" and value is not None and not isinstance(value, str):
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+def _page(row: sqlite3.Row) -> dict[str, Any]:
+    page = dict(row)
+    if "history" in page:
+        try:
+            page["history"] = json.loads(page["history"]) if page["history"] else []
+        except ValueError:
+            page["history"] = []  # edited by hand: the history starts again
+    return page

@@ -1,0 +1,166 @@
+"""What a fetch of a page already stored does to its record: the re-crawl's
+bookkeeping, pure (no Scrapy, no Redis), run by the store's writer thread
+just before a batch is written (``crawler.store.WriteBuffer``'s ``prepare``).
+
+A page the spider fetched for the first time starts its schedule
+(``first_visit``): one history entry "new", ``next_fetch_at`` a default
+interval later. A page fetched again (``PageItem.revisit`` set by the
+``recrawl`` spider) is merged with what the store holds (``Revisits``):
+
+=====================  =========================================================
+response               outcome and what is written
+=====================  =========================================================
+304 Not Modified       ``unchanged``: the stored version stays, the validators
+                       the 304 carries replace the old ones
+200, same content      ``unchanged`` (same content hash and out-links)
+200, SimHash distance  ``trivial``: reformatted; the new version is written,
+<= max distance        ``changed_at`` stays
+200, otherwise         ``changed``: the new version, ``changed_at`` = now
+404 / 410              ``gone``: the stored version stays until the
+                       ``gone_after``-th 404/410 in a row, then state D
+301 / 308              ``moved``: state D, its one out-link the new URL (which
+                       the spider queues like any link)
+anything else          ``error`` (timeouts, 5xx, 302/303/307): no evidence of
+                       change either way; the stored version stays
+=====================  =========================================================
+
+Every outcome is appended to the page's bounded ``history``
+(``crawler.revisit.Visit``); the change rate is estimated from it and the
+next interval follows (``crawler.revisit.interval_for``). A merge is
+idempotent: a batch written again after a partial failure finds its own
+fetch already in the store and writes that record unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from crawler.revisit import Policy, Visit, append, compare, estimate_rate, interval_for
+from crawler.store.base import OUTCOME_KEY
+
+__all__ = ["OUTCOME_KEY", "Revisits", "first_visit"]
+
+
+# Fields a 304 or an error leaves as they were (the stored version stands).
+_KEPT = ("depth", "status", "page_type", "title", "text", "abstract", "simhash", "content_hash", "dup_of",
+         "encoding", "referer", "etag", "last_modified", "changed_at", "error")
+
+
+def _visits(raw: Any) -> list[Visit]:
+    if not isinstance(raw, list):
+        return []
+    return [v for v in (Visit.from_json(x) for x in raw) if v is not None]
+
+
+def first_visit(page: dict[str, Any], policy: Policy) -> None:
+    """Start the schedule of a page fetched for the first time (in place)."""
+    at = float(page.get("fetched_at") or 0.0)
+    page["history"] = [Visit(at, "new", None).to_json()]
+    page["gone_count"] = 0
+    page["change_rate"] = None
+    if page.get("state") == "C":
+        page["changed_at"] = at
+        page["revisit_interval"] = policy.default_interval
+        page["next_fetch_at"] = at + policy.default_interval
+    else:
+        page["revisit_interval"] = page["next_fetch_at"] = None
+
+
+class Revisits:
+    """Merges re-fetched pages with their stored versions (see the module)."""
+
+    def __init__(self, policy: Policy, gone_after: int = 2,
+                 multiplier: Callable[[], float | None] = lambda: None) -> None:
+        self.policy = policy
+        self.gone_after = max(1, gone_after)
+        self.multiplier = multiplier
+
+    def __call__(self, read: Callable[[Sequence[str]], dict[str, dict[str, Any]]],
+                 batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The batch as it is to be written: re-fetched pages merged with what
+        ``read`` (the store's ``revisit_state``) returns for them."""
+        urls = [p["url"] for p in batch if p.get("revisit")]
+        stored = read(urls) if urls else {}
+        mu = self.multiplier() if urls else None
+        out = []
+        for p in batch:
+            if p.get("revisit"):
+                out.append(self.merge(stored.get(p["url"]), p, mu))
+            else:
+                page = dict(p)
+                first_visit(page, self.policy)
+                out.append(page)
+        return out
+
+    def merge(self, old: dict[str, Any] | None, new: dict[str, Any], mu: float | None = None) -> dict[str, Any]:
+        page = dict(new)
+        page.pop("revisit", None)
+        at = float(new.get("fetched_at") or 0.0)
+        if old is None or old.get("state") != "C":
+            # Nothing (or no longer a page) to compare with: a first visit.
+            first_visit(page, self.policy)
+            page[OUTCOME_KEY] = ["fetched", "new"]
+            return page
+        if old.get("fetched_at") == new.get("fetched_at"):
+            # This very fetch was written already (a batch retried).
+            page = {k: v for k, v in old.items() if k != "links"}
+            page["links"] = None
+            return page
+        outcome, distance = self._outcome(old, new)
+        history = append(_visits(old.get("history")), Visit(at, outcome, distance), self.policy)
+        gone = int(old.get("gone_count") or 0)
+        if outcome in ("gone",):
+            gone += 1
+        elif outcome != "error":
+            gone = 0
+        if outcome in ("unchanged", "gone", "error"):
+            # The stored version stands; a 304's validators are the newest.
+            kept = {k: old.get(k) for k in _KEPT}
+            if outcome == "unchanged" and new.get("status") == 304:
+                kept["etag"] = new.get("etag") or old.get("etag")
+                kept["last_modified"] = new.get("last_modified") or old.get("last_modified")
+            page.update(kept)
+            page["state"] = "C"
+            page["links"] = None  # the stored out-links stay
+            page.pop("mirror_of", None)
+        elif outcome == "changed":
+            page["changed_at"] = at
+        else:  # trivial: the new version, the page did not really change
+            page["changed_at"] = old.get("changed_at")
+        rate = estimate_rate(history)
+        interval = interval_for(rate, self.policy, mu)
+        page.update(history=[v.to_json() for v in history], gone_count=gone, change_rate=rate,
+                    revisit_interval=interval, next_fetch_at=at + interval)
+        if outcome == "gone" and gone >= self.gone_after:
+            page.update(state="D", status=new.get("status"), next_fetch_at=None,
+                        error=f"gone: HTTP {new.get('status')} on {gone} visit{'s' if gone > 1 else ''} in a row")
+        elif outcome == "moved":
+            page.update(state="D", next_fetch_at=None, error=f"moved permanently to {new['links'][0]['url']}")
+        page[OUTCOME_KEY] = ["fetched", outcome] + (["not_modified"] if new.get("status") == 304 else [])
+        return page
+
+    def _outcome(self, old: dict[str, Any], new: dict[str, Any]) -> tuple[str, int | None]:
+        status = new.get("status")
+        if status == 304:
+            return "unchanged", None
+        if status in (404, 410):
+            return "gone", None
+        if status in (301, 308) and new.get("links") and new.get("state") == "C":
+            return "moved", None
+        if new.get("state") != "C" or status is None or not 200 <= int(status) < 300:
+            return "error", None
+        outcome, distance = compare(_int(old.get("simhash")), _int(new.get("simhash")),
+                                    old.get("content_hash"), new.get("content_hash"), self.policy.max_distance)
+        old_links = set(old.get("links") or ())
+        new_links = {link["url"] for link in new.get("links") or ()}
+        if outcome != "changed" and old_links != new_links:
+            outcome = "changed"  # same words, other links: new pages to find
+        return outcome, distance
+
+
+def _int(value: Any) -> int | None:
+    """A stored SimHash (a signed 64-bit integer) as the unsigned one."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value & 0xFFFF_FFFF_FFFF_FFFF

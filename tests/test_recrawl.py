@@ -1,0 +1,338 @@
+"""The re-crawl (``scrapy crawl recrawl``) against a real server whose pages
+change between crawls (tests/mockserver.py ``serve_changing``): 304s from
+the validators the store kept, changed, reformatted (trivially changed),
+unchanged without validators, deleted, moved and new pages; and the merge
+itself (crawler/recrawl.py) against a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from crawler.extract import analyze, parse_html
+from crawler.fingerprint import simhash
+from crawler.recrawl import Revisits
+from crawler.revisit import Policy, interval_for
+from crawler.store import SQLiteStore
+from tests.conftest import ROOT, Server, crawl_cmd, run_crawl, start_server, stop_embedded_redis
+
+WORDS = ("river mountain harbour lantern meadow orchard quarry tunnel valley window garden bridge "
+         "castle forest island market station theatre village canyon desert glacier").split()
+
+
+def article(title: str, seed: int, words: int = 160, extra: str = "", links: str = "") -> str:
+    body = " ".join(WORDS[(seed * 7 + i * (seed + 3)) % len(WORDS)] for i in range(words))
+    return (f"<html><head><title>{title}</title></head><body><h1>{title}</h1>"
+            f"<p>{body}{extra}</p>{links}</body></html>")
+
+
+def index(links: list[str]) -> str:
+    items = "".join(f'<li><a href="{u}">{u.strip("/").replace("/", " ")}</a></li>' for u in links)
+    return f"<html><head><title>Home</title></head><body><h1>Home</h1><ul>{items}</ul></body></html>"
+
+
+def trivial_edit(text: str) -> str:
+    """``text`` with one word appended to its paragraph such that its SimHash
+    moves by 1 to 3 bits (searched, so the test does not hang on luck)."""
+    def fp(html: str) -> int:
+        return simhash(analyze(parse_html(html)).text)
+
+    base = fp(text)
+    for word in WORDS + [w + "s" for w in WORDS]:
+        edited = text.replace("</p>", f" {word}</p>", 1)
+        if 1 <= bin(fp(edited) ^ base).count("1") <= 3:
+            return edited
+    raise AssertionError("no trivial edit found")
+
+
+PAGES = ["/a.html", "/b.html", "/c.html", "/d.html", "/e.html", "/novalid/f.html"]
+
+
+@pytest.fixture
+def changing_site(tmp_path: Path):
+    root = tmp_path / "www"
+    (root / "novalid").mkdir(parents=True)
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    (root / "index.html").write_text(index(PAGES))
+    for i, path in enumerate(PAGES):
+        (root / path.lstrip("/")).write_text(article(path, i))
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root, validators=True)
+    try:
+        yield server, root
+    finally:
+        server.stop()
+
+
+SETTINGS = {"REVISIT_MIN_INTERVAL": 1, "REVISIT_DEFAULT_INTERVAL": 1, "REVISIT_MAX_INTERVAL": 100,
+            "LOG_LEVEL": "INFO"}
+
+
+def answers(server: Server, mark: int) -> dict[str, tuple[int, bool]]:
+    """Path -> (status, whether the request carried a validator), pages only."""
+    out: dict[str, tuple[int, bool]] = {}
+    for r in server.requests(mark):
+        path = str(r["path"])
+        assert path not in out or path == "/robots.txt", f"{path} fetched twice"
+        out[path] = (int(r["status"]), bool(r["inm"] or r["ims"]))
+    out.pop("/robots.txt", None)
+    return out
+
+
+def stats(log: str) -> dict[str, int]:
+    found = {}
+    for line in log.splitlines():
+        line = line.strip()
+        if line.startswith("'recrawl/"):
+            key, value = line.split(":", 1)
+            found[key.strip("'")] = int(value.strip().rstrip(",}"))
+    return found
+
+
+@pytest.mark.slow
+def test_recrawl_finds_unchanged_changed_trivial_gone_moved_and_new_pages(changing_site, tmp_path):
+    server, root = changing_site
+    crawl_dir = tmp_path / "crawl"
+    url = server.url
+    try:
+        first = run_crawl(server, crawl_dir, [f"seeds={url('/')}"], SETTINGS)
+        assert first.returncode == 0, first.log[-3000:]
+        with SQLiteStore(first.store_path) as store:
+            a = store.get_page(url("/a.html"))
+            assert a["etag"] and a["last_modified"] and a["history"][0][1] == "new"
+            assert a["next_fetch_at"] == pytest.approx(a["fetched_at"] + 1)
+            assert store.get_page(url("/novalid/f.html"))["etag"] is None
+
+        # The site changes.
+        time.sleep(1.1)  # every page due (REVISIT_DEFAULT_INTERVAL = 1 s); mtimes move on
+        (root / "b.html").write_text(article("/b.html", 40))  # rewritten
+        (root / "c.html").write_text(trivial_edit((root / "c.html").read_text()))  # one word more
+        (root / "d.html").unlink()  # deleted
+        (root / "_moves.json").write_text(json.dumps({"/e.html": "/e2.html"}))
+        (root / "e2.html").write_text(article("/e2.html", 4))
+        (root / "index.html").write_text(index([*PAGES, "/new.html"]))
+        (root / "new.html").write_text(article("/new.html", 9))
+        mark = server.mark()
+        second = run_crawl(server, crawl_dir, [], SETTINGS, spider="recrawl")
+        assert second.returncode == 0, second.log[-3000:]
+        assert "Revisiting crawl site: 7 of 7 stored pages due" in second.log, second.log[-3000:]
+        assert answers(server, mark) == {
+            "/": (200, True),  # index.html changed: a new ETag
+            "/a.html": (304, True),
+            "/b.html": (200, True),
+            "/c.html": (200, True),
+            "/d.html": (404, True),
+            "/e.html": (301, True),
+            "/e2.html": (200, False),  # where e moved: a new page
+            "/new.html": (200, False),  # linked from the changed index page
+            "/novalid/f.html": (200, False),  # no validators to send
+        }
+        assert stats(second.log) == {"recrawl/due": 7, "recrawl/fetched": 7, "recrawl/not_modified": 1,
+                                     "recrawl/unchanged": 2, "recrawl/changed": 2, "recrawl/trivial": 1,
+                                     "recrawl/gone": 1, "recrawl/moved": 1}
+        # scrapy status shows the re-crawl's figures (the worker's last record).
+        status = subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s", f"CRAWL_DIR={crawl_dir}"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["recrawl"] == {
+            "due": 7, "fetched": 7, "not_modified": 1, "unchanged": 2, "trivial": 1, "changed": 2, "gone": 1,
+            "moved": 1}
+        with SQLiteStore(second.store_path) as store:
+            def outcome(path: str) -> str:
+                return store.get_page(url(path))["history"][-1][1]
+
+            assert {p: outcome(p) for p in ["/", *PAGES, "/e2.html", "/new.html"]} == {
+                "/": "changed", "/a.html": "unchanged", "/b.html": "changed", "/c.html": "trivial",
+                "/d.html": "gone", "/e.html": "moved", "/novalid/f.html": "unchanged",
+                "/e2.html": "new", "/new.html": "new"}
+            a = store.get_page(url("/a.html"))
+            assert a["state"] == "C" and a["text"] and a["status"] == 200 and len(a["history"]) == 2
+            b = store.get_page(url("/b.html"))
+            assert b["changed_at"] == b["fetched_at"] and "quarry" in b["text"] or b["text"]
+            d = store.get_page(url("/d.html"))
+            assert (d["state"], d["gone_count"], d["status"]) == ("C", 1, 200)  # one 404: not gone yet
+            assert d["text"] and d["next_fetch_at"] is not None
+            e = store.get_page(url("/e.html"))
+            assert (e["state"], e["error"], e["next_fetch_at"]) == ("D", f"moved permanently to {url('/e2.html')}",
+                                                                    None)
+            assert store.outlinks(url("/e.html")) == [{"url": url("/e2.html"), "anchor": "[redirect 301]"}]
+            home = store.get_page(url("/"))
+            assert url("/new.html") in [x["url"] for x in store.outlinks(url("/"))]
+            assert home["changed_at"] == home["fetched_at"]
+
+        # A second 404 in a row: d is gone; a stays unchanged (304 again).
+        time.sleep(1.1)
+        mark = server.mark()
+        third = run_crawl(server, crawl_dir, ["all=1"], SETTINGS, spider="recrawl")
+        assert third.returncode == 0, third.log[-3000:]
+        got = answers(server, mark)
+        assert got["/d.html"] == (404, True) and got["/a.html"] == (304, True) and "/e.html" not in got
+        with SQLiteStore(third.store_path) as store:
+            d = store.get_page(url("/d.html"))
+            assert (d["state"], d["gone_count"], d["status"], d["next_fetch_at"]) == ("D", 2, 404, None)
+            assert d["error"] == "gone: HTTP 404 on 2 visits in a row"
+            assert [h[1] for h in d["history"]] == ["new", "gone", "gone"]
+            assert store.inlinks(url("/d.html")) == [url("/")]  # its in-links stay, as history
+    finally:
+        stop_embedded_redis(crawl_dir)
+
+
+def test_merge_is_idempotent_and_keeps_the_stored_version_on_errors(tmp_path):
+    policy = Policy(min_interval=10, max_interval=1000, default_interval=100)
+    merge = Revisits(policy, gone_after=2)
+    page = {"url": "http://a.example/p", "site": "a.example", "state": "C", "status": 200, "text": "words " * 50,
+            "simhash": -5, "content_hash": "h1", "fetched_at": 1000.0, "etag": '"x"', "links": [
+                {"url": "http://a.example/q", "anchor": "q"}]}
+    with SQLiteStore(tmp_path / "s.sqlite3") as store:
+        store.write(merge(store.revisit_state, [page]))
+        stored = store.get_page(page["url"])
+        assert (stored["next_fetch_at"], stored["revisit_interval"], stored["history"]) == (
+            1100.0, 100.0, [[1000.0, "new", None]])
+        # A timeout on the next visit: the stored version stands.
+        failed = {"url": page["url"], "site": "a.example", "state": "E", "status": None, "fetched_at": 1100.0,
+                  "error": "timeout", "revisit": 1100, "links": []}
+        batch = merge(store.revisit_state, [failed])
+        store.write(batch)
+        again = store.get_page(page["url"])
+        assert (again["state"], again["text"], again["etag"], again["error"]) == ("C", page["text"], '"x"', None)
+        assert [h[1] for h in again["history"]] == ["new", "error"]
+        assert store.outlinks(page["url"]) == [{"url": "http://a.example/q", "anchor": "q"}]
+        # The same batch merged and written again (a retry) changes nothing.
+        store.write(merge(store.revisit_state, [failed]))
+        assert store.get_page(page["url"]) == again
+
+
+def recrawl_worker(crawl_dir: Path, settings: dict, args: list[str] = ()) -> subprocess.Popen:
+    return subprocess.Popen(crawl_cmd(list(args), settings, crawl_dir, "recrawl"), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.mark.slow
+def test_two_workers_share_a_recrawl_and_a_killed_one_loses_nothing(changing_site, tmp_path, frontier_settings):
+    """Two recrawl workers started together find the same pages due: each
+    page is fetched once. Then a recrawl SIGKILLed mid-way and started
+    again: every page revisited, none more than twice (the killed worker's
+    leases are taken back at once), every history a first fetch and its
+    visits."""
+    server, root = changing_site
+    crawl_dir = tmp_path / "crawl"
+    url = server.url
+    settings = {**SETTINGS, **frontier_settings}
+    try:
+        first = run_crawl(server, crawl_dir, [f"seeds={url('/')}"], settings)
+        assert first.returncode == 0, first.log[-3000:]
+        time.sleep(1.1)
+        mark = server.mark()
+        workers = [recrawl_worker(crawl_dir, settings) for _ in range(2)]
+        logs = [w.communicate(timeout=120)[0] for w in workers]
+        assert [w.returncode for w in workers] == [0, 0], logs[0][-2000:] + logs[1][-2000:]
+        got = answers(server, mark)  # asserts each page was fetched once
+        assert sorted(got) == sorted(["/", *PAGES])
+        assert all(status == 304 for p, (status, _) in got.items() if p != "/novalid/f.html")
+        assert sum(stats(log).get("recrawl/fetched", 0) for log in logs) == 7
+        assert sum(stats(log).get("recrawl/unchanged", 0) for log in logs) == 7
+
+        # Every page unchanged twice: due again only after a long interval.
+        # -a all=1 revisits them anyway; the first worker is killed mid-way.
+        slow = {**settings, "DOWNLOAD_DELAY": 0.4}
+        mark = server.mark()
+        killed = recrawl_worker(crawl_dir, slow, ["all=1"])
+        deadline = time.monotonic() + 60
+        while len([r for r in server.requests(mark) if r["path"] != "/robots.txt"]) < 3:
+            assert time.monotonic() < deadline and killed.poll() is None, "the recrawl did not get going"
+            time.sleep(0.02)
+        killed.send_signal(signal.SIGKILL)
+        killed.communicate(timeout=30)
+        again = recrawl_worker(crawl_dir, slow, ["all=1"])
+        out = again.communicate(timeout=120)[0]
+        assert again.returncode == 0, out[-3000:]
+        fetched = Counter(str(r["path"]) for r in server.requests(mark) if r["path"] != "/robots.txt")
+        assert set(fetched) == {"/", *PAGES} and max(fetched.values()) <= 2, fetched
+        with SQLiteStore(first.store_path) as store:
+            for path in ["/", *PAGES]:
+                history = [h[1] for h in store.get_page(url(path))["history"]]
+                assert history[:3] == ["new", "unchanged", "unchanged"], (path, history)
+                assert len(history) <= 4 and set(history[1:]) == {"unchanged"}, (path, history)
+    finally:
+        stop_embedded_redis(crawl_dir)
+
+
+@pytest.mark.slow
+def test_a_continuous_recrawl_takes_pages_as_they_fall_due(changing_site, tmp_path):
+    """RECRAWL_CONTINUOUS: the worker stays up and revisits each page as it
+    falls due (here every 3 s at the longest); a change made while it runs is
+    found; Ctrl-C stops it cleanly."""
+    server, root = changing_site
+    crawl_dir = tmp_path / "crawl"
+    settings = {**SETTINGS, "REVISIT_MAX_INTERVAL": 3, "RECRAWL_CONTINUOUS": 1, "RECRAWL_POLL_INTERVAL": 0.5}
+    try:
+        first = run_crawl(server, crawl_dir, [f"seeds={server.url('/')}"], settings)
+        assert first.returncode == 0, first.log[-3000:]
+        mark = server.mark()
+        worker = recrawl_worker(crawl_dir, settings)
+
+        def visits(path: str) -> int:
+            return sum(1 for r in server.requests(mark) if r["path"] == path)
+
+        deadline = time.monotonic() + 60
+        while visits("/a.html") < 2:
+            assert time.monotonic() < deadline and worker.poll() is None, "no second visit"
+            time.sleep(0.1)
+        (root / "b.html").write_text(article("/b.html", 41))  # changes while the re-crawl runs
+        seen = visits("/b.html")
+        while visits("/b.html") < seen + 2:
+            assert time.monotonic() < deadline and worker.poll() is None, "b not revisited"
+            time.sleep(0.1)
+        worker.send_signal(signal.SIGINT)
+        out = worker.communicate(timeout=60)[0]
+        assert worker.returncode == 0, out[-3000:]
+        assert "RECRAWL_CONTINUOUS" in out
+        with SQLiteStore(first.store_path) as store:
+            history = [h[1] for h in store.get_page(server.url("/b.html"))["history"]]
+            assert "changed" in history and history[0] == "new"
+            a = store.get_page(server.url("/a.html"))
+            assert [h[1] for h in a["history"]][1:] == ["unchanged"] * (len(a["history"]) - 1)
+            assert len(a["history"]) >= 3
+    finally:
+        stop_embedded_redis(crawl_dir)
+
+
+def test_a_budget_leaves_fast_changing_pages_at_the_longest_interval(tmp_path):
+    policy = Policy(min_interval=10, max_interval=10_000, default_interval=100)
+    page = {"url": "http://a.example/p", "site": "a.example", "state": "C", "status": 200, "text": "t",
+            "content_hash": "h0", "fetched_at": 0.0, "links": []}
+    with SQLiteStore(tmp_path / "s.sqlite3") as store:
+        for mu, expected in ((None, None), (1e-9, None), (100.0, 10_000.0)):
+            merge = Revisits(policy, multiplier=lambda mu=mu: mu)
+            store.write(merge(store.revisit_state, [page]))
+            at = 0.0
+            for i in range(1, 4):  # changed at every visit, 20 s apart
+                at += 20.0
+                store.write(merge(store.revisit_state, [{**page, "content_hash": f"h{i}", "fetched_at": at,
+                                                         "revisit": int(at)}]))
+            got = store.get_page(page["url"])
+            rate = -math.log(0.5 / 3.5) / 20  # all changed: the bias-reduced estimate
+            assert got["change_rate"] == pytest.approx(rate)
+            if expected is None:  # no budget (or an ample one): as often as the rate asks, within bounds
+                assert got["revisit_interval"] == pytest.approx(max(10.0, interval_for(rate, policy, mu)))
+            else:  # a budget this tight cannot follow the page: the longest interval
+                assert got["revisit_interval"] == expected
+            assert got["next_fetch_at"] == pytest.approx(at + got["revisit_interval"])
+
+
+def test_recrawl_without_a_crawl_says_so_in_one_line_and_makes_nothing(tmp_path):
+    crawl_dir = tmp_path / "empty"
+    p = subprocess.run(crawl_cmd([], {}, crawl_dir, "recrawl"), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    errors = [line for line in p.stderr.splitlines() if line.startswith("Error:")]
+    assert errors == [f"Error: nothing to revisit: no crawl 'site': no store file {crawl_dir}/site.sqlite3. "
+                      "`scrapy crawl site -a seeds=...` makes the crawl first (the same CRAWL_NAME, CRAWL_DIR "
+                      "or MONGO_URI)"]
+    assert "Traceback" not in p.stderr and not crawl_dir.exists()

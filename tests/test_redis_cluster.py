@@ -236,7 +236,9 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
         down_at = time.monotonic()
         states = set()
         witness = next(n for n in cluster.masters() if n is not victim).connect()
-        while time.monotonic() - down_at < 4.0:  # past cluster-node-timeout: CLUSTERDOWN
+        # Until the others mark it failed (cluster-node-timeout, then gossip:
+        # about 2-4 s, longer on a loaded machine) and answer CLUSTERDOWN.
+        while "fail" not in states and time.monotonic() - down_at < 15.0:
             states.add(str(witness.cluster("INFO").get("cluster_state")))
             time.sleep(0.1)
         witness.close()
@@ -249,7 +251,7 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
         stats = reader.stats()
     finally:
         cluster.stop()
-    assert states == {"ok", "fail"}, states
+    assert "fail" in states, states  # the outage reached CLUSTERDOWN
     got = Counter(fetched(grid_server, mark))
     assert set(got) == set(EXPECTED), set(EXPECTED) - set(got)
     assert got == EXPECTED, (+(got - EXPECTED), outage, during)

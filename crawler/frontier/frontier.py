@@ -339,6 +339,10 @@ class Frontier:
                 out.unsent_downloaded += w.downloaded
                 out.error = r
                 continue
+            # Freed slots and new links may have made a site of this shard
+            # ready: the next lease call asks it (not after up to 0.5 s, a
+            # request's worth of time on a crawl of one site).
+            self._shard_ready[index] = 0.0
             added, dup, capped, acked, stale = (int(x) for x in r)
             out.added += added
             out.duplicates += dup

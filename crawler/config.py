@@ -222,6 +222,8 @@ SPECS: dict[str, Check] = {
     "RECRAWL_GONE_AFTER": _number(int, 1, 100),
     "RECRAWL_CONTINUOUS": _bool,
     "RECRAWL_POLL_INTERVAL": POSITIVE_SECONDS,
+    "RECRAWL_HEAD": _bool,
+    "RECRAWL_HEAD_MIN_UNCHANGED": _number(float, 0, 1),
     "STOP_CLEAR": _bool,
     "PROGRESS_INTERVAL": SECONDS,
     "PROMETHEUS_PORT": _number(int, 0, 65535),

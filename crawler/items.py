@@ -36,6 +36,9 @@ class PageItem:
     error: str | None = None
     encoding: str | None = None
     referer: str | None = None
+    # The Content-Length header of the response, as sent (what a re-crawl's
+    # HEAD compares on servers without validators: RECRAWL_HEAD).
+    content_length: int | None = None
     # The re-crawl's bookkeeping (crawler/recrawl.py fills it in as the page
     # is written): the estimated change rate (changes a second), when the
     # content last changed, the bounded history of visits, 404/410 in a row.

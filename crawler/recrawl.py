@@ -44,7 +44,7 @@ __all__ = ["OUTCOME_KEY", "Revisits", "first_visit"]
 
 # Fields a 304 or an error leaves as they were (the stored version stands).
 _KEPT = ("depth", "status", "page_type", "title", "text", "abstract", "simhash", "content_hash", "dup_of",
-         "encoding", "referer", "etag", "last_modified", "changed_at", "error")
+         "encoding", "referer", "etag", "last_modified", "changed_at", "error", "content_length")
 
 
 def _visits(raw: Any) -> list[Visit]:

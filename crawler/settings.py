@@ -133,6 +133,13 @@ RECRAWL_GONE_AFTER = 2
 # looking every RECRAWL_POLL_INTERVAL seconds.
 RECRAWL_CONTINUOUS = False
 RECRAWL_POLL_INTERVAL = 60.0
+# True: a page stored without validators (no ETag, no Last-Modified) but with
+# a Content-Length is asked with a HEAD first, when it is at least
+# RECRAWL_HEAD_MIN_UNCHANGED likely unchanged; the same length counts as
+# unchanged. Off: a HEAD takes a politeness slot of its own, so it saves
+# bytes, never time (bench/RESULTS.md, "HEAD before GET").
+RECRAWL_HEAD = False
+RECRAWL_HEAD_MIN_UNCHANGED = 0.5
 # `scrapy stop` leaves a flag that keeps workers from starting; True clears
 # it as this worker starts (as `scrapy stop --clear` does).
 STOP_CLEAR = False

@@ -349,7 +349,7 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
         return answer(sites[key], request)
 
     app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handle)
+    app.router.add_get("/{tail:.*}", handle)  # and HEAD (allow_head)
     return app
 
 
@@ -381,7 +381,9 @@ def serve_changing(root: Path, request: web.Request, log: Any) -> web.Response:
     ``Last-Modified`` (the file's time), except under ``/novalid/``; a
     matching ``If-None-Match`` or ``If-Modified-Since`` gets a 304;
     ``_moves.json`` (``{"/old": "/new"}``) answers 301; a missing file 404.
-    The log line carries the status and the validators the request sent."""
+    A HEAD gets the headers a GET would (``Content-Length`` included), except
+    in a ``/nohead/`` directory, which answers a HEAD 405. The log line carries the
+    method, the status and the validators the request sent."""
     import email.utils
     import hashlib
 
@@ -389,7 +391,9 @@ def serve_changing(root: Path, request: web.Request, log: Any) -> web.Response:
     moves = root / "_moves.json"
     status, headers, body = 404, {}, b"not found"
     target = (root / path.lstrip("/")).resolve()
-    if moves.is_file() and path in json.loads(moves.read_text()):
+    if request.method == "HEAD" and "/nohead/" in path:
+        status, headers, body = 405, {"Allow": "GET"}, b""
+    elif moves.is_file() and path in json.loads(moves.read_text()):
         status, headers, body = 301, {"Location": json.loads(moves.read_text())[path]}, b""
     elif str(target).startswith(str(root.resolve())) and (target / "index.html" if target.is_dir() else
                                                           target).is_file():
@@ -409,7 +413,7 @@ def serve_changing(root: Path, request: web.Request, log: Any) -> web.Response:
                 status, body = 304, b""
     if log is not None:
         log.write(json.dumps({"t": time.time(), "host": (request.host or "").rsplit(":", 1)[0],
-                              "path": request.path_qs, "status": status,
+                              "path": request.path_qs, "status": status, "method": request.method,
                               "inm": request.headers.get("If-None-Match"),
                               "ims": request.headers.get("If-Modified-Since")}) + "\n")
     return web.Response(status=status, headers=headers, body=body)

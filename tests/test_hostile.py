@@ -86,6 +86,7 @@ def test_bad_entries_are_settled_once_and_the_queue_moves_on(server, tmp_path, f
     {"u": "http://a/\n"},
     {"u": "http://a/", "h": {"Referer": ["x\r\nSet-Cookie: a"]}},
     {"u": "http://a/", "k": {"x": 1}},
+    {"u": "http://a/", "x": "HEAD"},  # the method follows from the callback: parse is a GET's
 ])
 def test_more_refused_entries(entry):
     from crawler.frontier.serialize import SerializationError, request_from_json
@@ -93,6 +94,32 @@ def test_more_refused_entries(entry):
 
     with pytest.raises(SerializationError):
         request_from_json(json.dumps(entry), SiteSpider())
+
+
+def test_an_entry_cannot_choose_the_method():
+    """The re-crawl's HEAD (RECRAWL_HEAD) is queued as its callback
+    ``parse_head``; read back, the method follows from that callback, and an
+    entry naming another (a HEAD for ``parse``, whose page would be stored
+    empty; a GET for ``parse_head``) is refused."""
+    from scrapy import Request
+
+    from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
+    from crawler.spiders.recrawl import RecrawlSpider
+
+    spider = RecrawlSpider()
+    head = Request("http://a/", method="HEAD", callback=spider.parse_head, errback=spider.head_failed,
+                   meta={"revisit": 5, "head_length": 120, "head_since": 4})
+    back = request_from_json(request_to_json(head, spider), spider)
+    assert (back.method, back.callback, back.errback, back.meta) == (
+        "HEAD", spider.parse_head, spider.head_failed, {"revisit": 5, "head_length": 120, "head_since": 4})
+    get = request_from_json(json.dumps({"u": "http://a/"}), spider)
+    assert (get.method, get.callback) == ("GET", None)  # None: the spider's parse
+    for entry in ({"u": "http://a/", "c": "parse_head"}, {"u": "http://a/", "x": "HEAD"},
+                  {"u": "http://a/", "c": "parse_head", "x": "GET"}):
+        with pytest.raises(SerializationError, match="does not go with callback"):
+            request_from_json(json.dumps(entry), spider)
+    with pytest.raises(SerializationError, match="does not go with callback"):
+        request_to_json(Request("http://a/", method="HEAD", callback=spider.parse), spider)
 
 
 # -- a hostile site ----------------------------------------------------------------

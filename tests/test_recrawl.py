@@ -184,6 +184,66 @@ def test_recrawl_finds_unchanged_changed_trivial_gone_moved_and_new_pages(changi
         stop_embedded_redis(crawl_dir)
 
 
+@pytest.mark.slow
+def test_head_before_get_on_pages_without_validators(tmp_path):
+    """RECRAWL_HEAD: pages stored without validators are asked with a HEAD;
+    the same Content-Length stands for unchanged (no GET), another length
+    sends the GET, a server refusing HEAD (405) gets the GET; pages with
+    validators keep their conditional GET. Off (the default): no HEAD."""
+    root = tmp_path / "www"
+    (root / "novalid" / "nohead").mkdir(parents=True)
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    pages = ["/a.html", "/novalid/same.html", "/novalid/grows.html", "/novalid/nohead/g.html"]
+    (root / "index.html").write_text(index(pages))
+    for i, path in enumerate(pages):
+        (root / path.lstrip("/")).write_text(article(path, i))
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root, validators=True)
+    crawl_dir = tmp_path / "crawl"
+    url = server.url
+    try:
+        first = run_crawl(server, crawl_dir, [f"seeds={url('/')}"], SETTINGS)
+        assert first.returncode == 0, first.log[-3000:]
+        with SQLiteStore(first.store_path) as store:
+            assert {p: store.get_page(url(p))["content_length"] for p in pages} == {
+                p: len((root / p.lstrip("/")).read_bytes()) for p in pages}
+
+        time.sleep(1.1)  # every page due
+        (root / "novalid" / "grows.html").write_text(article("/novalid/grows.html", 40, words=200, extra=" more"))
+        mark = server.mark()
+        head = {**SETTINGS, "RECRAWL_HEAD": True, "RECRAWL_HEAD_MIN_UNCHANGED": 0}
+        second = run_crawl(server, crawl_dir, [], head, spider="recrawl")
+        assert second.returncode == 0, second.log[-3000:]
+        got = Counter((r["method"], r["path"], r["status"]) for r in server.requests(mark))
+        assert got == Counter({
+            ("GET", "/", 304): 1, ("GET", "/a.html", 304): 1,  # validators: a conditional GET
+            ("HEAD", "/novalid/same.html", 200): 1,  # the same length: no GET
+            ("HEAD", "/novalid/grows.html", 200): 1, ("GET", "/novalid/grows.html", 200): 1,
+            ("HEAD", "/novalid/nohead/g.html", 405): 1, ("GET", "/novalid/nohead/g.html", 200): 1,
+        }), got
+        assert {k: v for k, v in stats(second.log).items() if k.startswith("recrawl/head")} == {
+            "recrawl/head": 3, "recrawl/head_unchanged": 1, "recrawl/head_changed": 1, "recrawl/head_failed": 1}
+        with SQLiteStore(second.store_path) as store:
+            assert {p: store.get_page(url(p))["history"][-1][1] for p in pages} == {
+                "/a.html": "unchanged", "/novalid/same.html": "unchanged", "/novalid/grows.html": "changed",
+                "/novalid/nohead/g.html": "unchanged"}
+            same = store.get_page(url("/novalid/same.html"))
+            assert same["text"] and same["status"] == 200 and same["content_length"] == len(
+                (root / "novalid" / "same.html").read_bytes())
+            grown = store.get_page(url("/novalid/grows.html"))
+            assert grown["text"].endswith("more") and grown["content_length"] == len(
+                (root / "novalid" / "grows.html").read_bytes())
+
+        time.sleep(1.1)
+        mark = server.mark()
+        third = run_crawl(server, crawl_dir, ["all=1"], SETTINGS, spider="recrawl")
+        assert third.returncode == 0, third.log[-3000:]
+        assert {r["method"] for r in server.requests(mark)} == {"GET"}
+        assert len(server.requests(mark)) == 5  # robots.txt: cached by the crawl
+    finally:
+        stop_embedded_redis(crawl_dir)
+        server.stop()
+
+
 def test_merge_is_idempotent_and_keeps_the_stored_version_on_errors(tmp_path):
     policy = Policy(min_interval=10, max_interval=1000, default_interval=100)
     merge = Revisits(policy, gone_after=2)

@@ -193,10 +193,13 @@ class FrontierScheduler(BaseScheduler):
     def _fingerprint(self, request: Request) -> bytes:
         """The URL's fingerprint; a re-crawl's visit is one per page and due
         time, so workers that find the same page due queue it once, and the
-        next visit (a later due time) is new again."""
+        next visit (a later due time) is new again. A HEAD before the GET
+        (RECRAWL_HEAD) is a visit of its own, so the GET it sends is new."""
         due = request.meta.get("revisit")
         if isinstance(due, int) and not isinstance(due, bool):
-            return hashlib.sha1(f"revisit\0{due}\0{request.url}".encode(), usedforsecurity=False).digest()
+            key = f"revisit\0{due}\0{request.url}" if request.method == "GET" else \
+                f"revisit\0{due}\0{request.method}\0{request.url}"
+            return hashlib.sha1(key.encode(), usedforsecurity=False).digest()
         return self.crawler.request_fingerprinter.fingerprint(request)
 
     def next_request(self) -> Request | None:

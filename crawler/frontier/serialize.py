@@ -74,6 +74,9 @@ META_KEYS: dict[str, str] = {
     "token_run": "int",
     # A re-crawl's visit: the due time (unix seconds) it was queued for.
     "revisit": "time",
+    # A re-crawl's HEAD: the stored Content-Length it compares (RECRAWL_HEAD).
+    "head_length": "int",
+    "head_since": "time",
 }
 
 
@@ -100,6 +103,13 @@ def callbacks_of(spider: Spider, kind: str = "callbacks") -> frozenset[str]:
     return frozenset(getattr(spider, f"frontier_{kind}", default))
 
 
+def _method_for(spider: Spider, callback: Any) -> str:
+    """HEAD for a callback in the spider's ``frontier_head_callbacks`` (the
+    re-crawl's cheap check), GET for every other."""
+    heads = frozenset(getattr(spider, "frontier_head_callbacks", ()))
+    return "HEAD" if isinstance(callback, str) and callback in heads else "GET"
+
+
 def _default_errback(spider: Spider) -> str | None:
     """The errback an entry without ``e`` names: ``errback`` when the spider
     declares one (14 bytes less a queued request), else none."""
@@ -118,6 +128,9 @@ def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
 def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     if request.method not in ALLOWED_METHODS:
         raise SerializationError(f"method {request.method} cannot be queued (only GET and HEAD)")
+    if request.method != _method_for(spider, _callback_name(spider, request.callback, "callbacks")):
+        raise SerializationError(f"method {request.method} does not go with callback {request.callback!r}: "
+                                 "HEAD is sent for the spider's frontier_head_callbacks, GET for the others")
     if request.body or request.cb_kwargs:
         raise SerializationError("a request with a body or callback arguments cannot be queued")
     d: dict[str, Any] = {"u": request.url}
@@ -260,9 +273,12 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
     if unknown:
         raise SerializationError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))[:100]}")
     url = _url(d.get("u"))
-    method = d.get("x", "GET")
-    if method not in ALLOWED_METHODS:
-        raise SerializationError(f"method {str(method)[:20]!r} is not allowed (GET or HEAD)")
+    # The method follows from the callback (HEAD for the spider's
+    # frontier_head_callbacks, GET otherwise): an entry cannot choose it.
+    method = _method_for(spider, d.get("c"))
+    if d.get("x", "GET") != method:
+        raise SerializationError(f"method {str(d.get('x', 'GET'))[:20]!r} does not go with callback "
+                                 f"{str(d.get('c', 'parse'))[:40]!r} (only {method})")
     if "b" in d or "k" in d:
         raise SerializationError("a request body or callback arguments may not come from the frontier")
     if d.get("f", 1) != 1:

@@ -311,6 +311,7 @@ class SiteSpider(Spider):
             fetched_at=time.time(),
             etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"), revisit=_revisit(response.meta),
+            content_length=content_length(response),
         )
         if response.status in REDIRECT_STATUSES:
             yield from self._redirect(response, item)
@@ -560,6 +561,15 @@ def _revisit(meta: dict[str, Any]) -> int | None:
     """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
     due = meta.get("revisit")
     return due if isinstance(due, int) and not isinstance(due, bool) else None
+
+
+def content_length(response: Response) -> int | None:
+    """The response's Content-Length header as sent (None: absent or not a
+    length). For a HEAD, the length a GET would have had."""
+    value = response.headers.get(b"Content-Length")
+    if not value or not value.isdigit() or len(value) > 15:
+        return None
+    return int(value)
 
 
 def _header(response: Response, name: bytes) -> str | None:

@@ -219,7 +219,7 @@ class MongoStore(Store):
     def due(self, now: float, default_interval: float, site: str | None = None, limit: int = 0,
             every: bool = False) -> Iterator[dict[str, Any]]:
         fields = {"_id": 0, "url": 1, "site": 1, "depth": 1, "etag": 1, "last_modified": 1,
-                  "next_fetch_at": 1, "fetched_at": 1}
+                  "next_fetch_at": 1, "fetched_at": 1, "change_rate": 1, "content_length": 1}
         cursor = self.pages.find(self._due_query(now, default_interval, site, every), fields).sort(
             [("next_fetch_at", 1), ("url", 1)])
         if limit > 0:
@@ -229,7 +229,9 @@ class MongoStore(Store):
             if due is None:
                 due = (d.get("fetched_at") or 0) + default_interval
             yield {"url": d["url"], "site": d.get("site"), "depth": d.get("depth"), "etag": d.get("etag"),
-                   "last_modified": d.get("last_modified"), "next_fetch_at": due}
+                   "last_modified": d.get("last_modified"), "next_fetch_at": due,
+                   "fetched_at": d.get("fetched_at"), "change_rate": d.get("change_rate"),
+                   "content_length": d.get("content_length")}
 
     def change_rates(self) -> list[float | None]:
         return [d.get("change_rate") for d in self.pages.find({"state": "C"}, {"_id": 0, "change_rate": 1})]

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS pages (
     simhash INTEGER, content_hash TEXT, dup_of TEXT, fetched_at REAL, etag TEXT,
     last_modified TEXT, next_fetch_at REAL, revisit_interval REAL, error TEXT,
     encoding TEXT, referer TEXT, change_rate REAL, changed_at REAL, history TEXT,
-    gone_count INTEGER
+    gone_count INTEGER, content_length INTEGER
 );
 CREATE INDEX IF NOT EXISTS pages_site_state ON pages (site, state);
 CREATE TABLE IF NOT EXISTS links (
@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS sites (
 
 # Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
 # their pages are due fetched_at + REVISIT_DEFAULT_INTERVAL (see due()).
-_REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER"}
+_REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER",
+                    "content_length": "INTEGER"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -241,8 +242,8 @@ class SQLiteStore(Store):
             every: bool = False) -> Iterator[dict[str, Any]]:
         where, args = self._due_where(now, default_interval, site, every)
         sql = ("SELECT url, site, depth, etag, last_modified, "
-               "COALESCE(next_fetch_at, fetched_at + ?, 0) AS next_fetch_at" + where
-               + " ORDER BY 6, url")
+               "COALESCE(next_fetch_at, fetched_at + ?, 0) AS next_fetch_at, "
+               "fetched_at, change_rate, content_length" + where + " ORDER BY 6, url")
         args = [default_interval, *args]
         if limit > 0:
             sql += " LIMIT ?"

@@ -1,13 +1,15 @@
 """Revisit schedules on a simulated web with a virtual clock.
 
     python bench/bench_revisit.py [--pages 10000] [--seeds 2,3,4] [--days 120] [--warmup 60]
-                                  [--budget-days 4] [--plot bench/revisit.png] [--quick]
+                                  [--budget-days 4] [--static 0.15] [--plot bench/revisit.png] [--quick]
 
 Pages whose changes follow known schedules: 70 % Poisson with periods
 log-uniform from one hour to a year (four orders of magnitude), 10 %
 periodic (every P, P log-uniform from 6 hours to 60 days), 15 % never
 changing, 5 % vanishing at a random time (a visit after that finds them
-gone and they leave the schedule). A visit sees only whether the page
+gone and they leave the schedule). ``--static S`` makes a share S of the
+pages never change, the others keeping those proportions (the default web
+draws the same pages at S = 0.15). A visit sees only whether the page
 changed at least once since the visit before.
 
 Four schedules, compared at the same number of fetches in the measured
@@ -71,12 +73,17 @@ class Page:
     visits: dict[str, list[float]] = field(default_factory=dict)
 
 
-def make_web(n: int, horizon: float, seed: int) -> list[Page]:
+def make_web(n: int, horizon: float, seed: int, static: float = 0.15) -> list[Page]:
     rng = random.Random(seed)
     pages = []
+    # Kinds by share: the changing ones keep their proportions (70:10:5)
+    # whatever the static share; at the default these are 0.70, 0.80, 0.95.
+    rest = (1.0 - static) / 0.85
+    poisson, periodic = 0.70 * rest, 0.80 * rest
+    stays = periodic + static
     for _ in range(n):
         u = rng.random()
-        if u < 0.70 or u >= 0.95:
+        if u < poisson or u >= stays:
             period = math.exp(rng.uniform(math.log(HOUR), math.log(365 * DAY)))
             t, changes = 0.0, []
             while True:
@@ -84,13 +91,13 @@ def make_web(n: int, horizon: float, seed: int) -> list[Page]:
                 if t > horizon:
                     break
                 changes.append(t)
-            if u >= 0.95:
+            if u >= stays:
                 vanish = rng.uniform(0.1 * horizon, horizon)
                 changes = [c for c in changes if c < vanish] + [vanish]
                 pages.append(Page("vanishing", 1 / period, changes, vanish))
             else:
                 pages.append(Page("poisson", 1 / period, changes))
-        elif u < 0.80:
+        elif u < periodic:
             period = math.exp(rng.uniform(math.log(6 * HOUR), math.log(60 * DAY)))
             phase = rng.uniform(0, period)
             pages.append(Page("periodic", 1 / period, [phase + k * period
@@ -231,7 +238,7 @@ def calibrate(run, score_of, target: float, lo: float, hi: float, steps: int = 1
 def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
     warm, days = args.warmup * DAY, args.days * DAY
     horizon = warm + days
-    pages = make_web(args.pages, horizon, seed)
+    pages = make_web(args.pages, horizon, seed, args.static)
     budget = len(pages) / (args.budget_days * DAY)
     t0 = time.monotonic()
     run_ours(pages, "ours", budget, horizon)
@@ -323,6 +330,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=60)
     ap.add_argument("--budget-days", type=float, default=4.0, help="ours: one fetch a page every this many days")
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--static", type=float, default=0.15,
+                    help="share of pages that never change (the others keep their proportions)")
     ap.add_argument("--quick", action="store_true", help="1,000 pages, 60 + 30 days, seed 2")
     args = ap.parse_args()
     if args.quick:

@@ -281,7 +281,7 @@ class FrontierScheduler(BaseScheduler):
 
     def item_yielded(self, lease_id: str, item: Any) -> None:
         error = None
-        if getattr(item, "state", None) == "E":
+        if getattr(item, "state", None) == "E" and not _not_modified(item):
             error = str(getattr(item, "error", "") or "error")
         self.book.item_yielded(lease_id, error)
 
@@ -421,6 +421,12 @@ def _unwrap(request: Request) -> None:
     request.errback = getattr(request.errback, "original", request.errback)
 
 
+def _not_modified(item: Any) -> bool:
+    """A re-crawl's visit answered 304 (or a HEAD found the same length): the
+    stored version stands; an acknowledgement, not an error."""
+    return getattr(item, "revisit", None) is not None and getattr(item, "status", None) == 304
+
+
 class _Tracked:
     """Wraps a leased request's callback or errback to count its output, so
     that the lease is acknowledged only after the page's items are stored
@@ -441,7 +447,9 @@ class _Tracked:
         return self._run(result, **kwargs)
 
     async def _run(self, result: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        error = _failure_reason(result) if self.errback else None
+        # An errback marked ``recovers`` (the re-crawl's head_failed: the GET
+        # it sends decides) settles its lease as done, not as an error.
+        error = _failure_reason(result) if self.errback and not getattr(self.original, "recovers", False) else None
         try:
             assert self.original is not None
             output = self.original(result, **kwargs)

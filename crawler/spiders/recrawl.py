@@ -73,6 +73,8 @@ class RecrawlSpider(SiteSpider):
     frontier_callbacks = frozenset({"parse", "parse_head"})
     frontier_errbacks = frozenset({"errback", "head_failed"})
     frontier_head_callbacks = frozenset({"parse_head"})
+    # Set in from_crawler: HTTPERROR_ALLOWED_CODES and 304.
+    handle_httpstatus_list: list[int]
 
     @classmethod
     def check_arguments(  # type: ignore[override]  # other arguments: called by keyword (-a NAME=)
@@ -116,6 +118,8 @@ class RecrawlSpider(SiteSpider):
         spider.default_interval = s.getfloat("REVISIT_DEFAULT_INTERVAL")
         spider.head = s.getbool("RECRAWL_HEAD")
         spider.head_min_unchanged = s.getfloat("RECRAWL_HEAD_MIN_UNCHANGED")
+        # A 304 reaches parse (a visit that succeeded), not the errback.
+        spider.handle_httpstatus_list = [*s.getlist("HTTPERROR_ALLOWED_CODES"), 304]
         crawler.signals.connect(spider._idle, signal=signals.spider_idle)
         crawler.signals.connect(spider._closed, signal=signals.spider_closed)
         return spider
@@ -179,6 +183,12 @@ class RecrawlSpider(SiteSpider):
         elapsed = max(0.0, now - float(page.get("fetched_at") or now))
         return math.exp(-rate * elapsed) >= self.head_min_unchanged
 
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        if response.status == 304 and _revisit_of(response) is not None:
+            yield _not_modified(response)
+            return
+        yield from super().parse(response, **kwargs)
+
     def parse_head(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         """A HEAD's answer: the same Content-Length as stored (and no
         Last-Modified after the stored fetch) is taken as a 304 would be;
@@ -186,13 +196,10 @@ class RecrawlSpider(SiteSpider):
         request = response.request
         assert request is not None
         stats = self.crawler.stats
-        url = normalize(response.url)
         if (200 <= response.status < 300 and content_length(response) == request.meta.get("head_length")
                 and not _modified_since(response, request.meta.get("head_since"))):
             stats.inc_value("recrawl/head_unchanged")
-            yield PageItem(url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)), state="E",
-                           status=304, fetched_at=time.time(), revisit=request.meta.get("revisit"),
-                           referer=request.meta.get("referer_url"))
+            yield _not_modified(response)
             return
         stats.inc_value("recrawl/head_changed")
         yield self._get_after_head(request)
@@ -202,6 +209,8 @@ class RecrawlSpider(SiteSpider):
         GET decides, as it would have without the HEAD."""
         self.crawler.stats.inc_value("recrawl/head_failed")
         yield self._get_after_head(failure.request)  # type: ignore[attr-defined]
+
+    head_failed.recovers = True  # type: ignore[attr-defined]  # not an error: the GET settles the page
 
     def _get_after_head(self, request: Request) -> Request:
         meta = {k: v for k, v in request.meta.items() if k in ("revisit", "depth", "referer_url")}
@@ -257,3 +266,26 @@ def _modified_since(response: Response, since: Any) -> bool:
     except (TypeError, ValueError, IndexError, OverflowError):
         return False
     return when >= since
+
+
+def _revisit_of(response: Response) -> int | None:
+    request = response.request
+    due = request.meta.get("revisit") if request is not None else None
+    return due if isinstance(due, int) and not isinstance(due, bool) else None
+
+
+def _not_modified(response: Response) -> PageItem:
+    """The item of a visit that found the page not modified (a 304, or a HEAD
+    with the same length): the store's merge keeps the stored version, and
+    takes the validators a 304 carries (crawler/recrawl.py). Its state is
+    not written (the stored page stays in state C); the frontier settles it
+    as done (``status`` 304 with ``revisit``), not as an error."""
+    request = response.request
+    assert request is not None
+    url = normalize(response.url)
+    etag = response.headers.get(b"ETag") if response.status == 304 else None
+    modified = response.headers.get(b"Last-Modified") if response.status == 304 else None
+    return PageItem(url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)), state="E", status=304,
+                    fetched_at=time.time(), revisit=_revisit_of(response), referer=request.meta.get("referer_url"),
+                    etag=etag.decode("latin-1") if etag else None,
+                    last_modified=modified.decode("latin-1") if modified else None)

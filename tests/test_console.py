@@ -132,7 +132,8 @@ def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
 def browser() -> Iterator[Any]:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
-        pytest.skip("headless Chromium needed: apt-get install chromium chromium-driver (CI installs them)")
+        # Not a skip: a console test that quietly does not run proves nothing.
+        pytest.fail("headless Chromium needed: apt-get install chromium chromium-driver (.ci/run installs them)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

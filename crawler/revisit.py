@@ -13,7 +13,10 @@ maximum-likelihood rate ``r`` solves
 
 (irregular intervals), with their bias-reduced estimator
 ``-log((n - X + 0.5) / (n + 0.5)) / mean(t)`` where every interval saw a
-change (the likelihood has no finite maximum there) and ``0`` where none did.
+change (the likelihood has no finite maximum there) and, where none did,
+``0.5 / T`` for ``T`` seconds watched (the mean under Jeffreys' prior: a
+page not seen to change in a day is not yet known never to change; one not
+seen to change in a year almost is).
 
 The interval follows from the rate. With a fetch budget, the multiplier
 ``mu`` of Cho and Garcia-Molina's freshness-optimal allocation ("Effective
@@ -130,7 +133,12 @@ def estimate_rate(history: Sequence[Visit]) -> float | None:
     if n == 0:
         return None
     if not changed:
-        return 0.0
+        # Never seen to change in ``T`` seconds of watching: the likelihood
+        # is ``exp(-r T)`` as under continuous observation, whose maximum
+        # (0) would leave the page at the longest interval however short
+        # the watch. The mean under Jeffreys' prior, ``0.5 / T``, instead
+        # falls as the watch grows.
+        return 0.5 / sum(unchanged)
     if not unchanged:
         mean = sum(changed) / n
         return -math.log(0.5 / (n + 0.5)) / mean

@@ -63,11 +63,16 @@ def test_the_bias_reduced_estimator_where_every_visit_saw_a_change():
     assert estimate_rate(history) == pytest.approx(-math.log(0.5 / 3.5) / 100)
 
 
-def test_no_interval_no_estimate_and_no_change_rate_zero():
+def test_no_interval_no_estimate_and_no_change_half_a_change_in_the_time_watched():
     assert estimate_rate([]) is None
     assert estimate_rate([Visit(5, "new")]) is None
     assert estimate_rate([Visit(0, "new"), Visit(10, "error"), Visit(20, "gone")]) is None
-    assert estimate_rate([Visit(0, "new"), Visit(100, "unchanged"), Visit(300, "trivial")]) == 0.0
+    # 300 s watched, no change: Jeffreys' posterior mean 0.5 / 300.
+    assert estimate_rate([Visit(0, "new"), Visit(100, "unchanged"), Visit(300, "trivial")]) == pytest.approx(0.5 / 300)
+    # The longer the watch, the lower the estimate, the longer the interval.
+    year = [Visit(0, "new"), *(Visit(30 * 86400 * k, "unchanged") for k in range(1, 13))]
+    assert estimate_rate(year) == pytest.approx(0.5 / (360 * 86400))
+    assert interval_for(estimate_rate(year), POLICY) == POLICY.max_interval
 
 
 def test_errors_are_not_evidence_and_the_interval_spans_them():

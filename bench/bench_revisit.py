@@ -50,12 +50,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crawler.revisit import (  # noqa: E402
+    Plan,
     Policy,
+    RateModel,
     Visit,
     append,
-    estimate_rate,
     interval_for,
-    multiplier_for_budget,
+    multiplier_for_rates,
     nutch_interval,
 )
 
@@ -145,15 +146,17 @@ def run_nutch(pages: list[Page], name: str, scale: float, horizon: float) -> Non
 
 
 def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> None:
-    """crawler.revisit as the re-crawl uses it, one event queue for all pages."""
+    """crawler.revisit as the re-crawl uses it, one event queue for all pages:
+    a plan (the prior fitted to the pages' histories, the budget's
+    multiplier) made every simulated day, each visit scheduled by it."""
     rng = random.Random(97)
     histories: list[list[Visit]] = [[] for _ in pages]
-    rates: list[float | None] = [None] * len(pages)
+    live = [True] * len(pages)
     heap = [(rng.uniform(0, DAY), i) for i in range(len(pages))]
     heapq.heapify(heap)
     for page in pages:
         page.visits[name] = []
-    mu, mu_at = None, -math.inf
+    plan, plan_at = Plan(RateModel()), -math.inf
     while heap:
         t, i = heapq.heappop(heap)
         if t > horizon:
@@ -162,16 +165,18 @@ def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> Non
         page.visits[name].append(t)
         h = histories[i]
         if gone(page, t):
+            live[i] = False
             continue  # found gone: out of the schedule (RECRAWL_GONE_AFTER = 1 here)
         if not h:
             outcome = "new"
         else:
             outcome = "changed" if changed_between(page, h[-1].at, t) else "unchanged"
         histories[i] = h = append(h, Visit(t, outcome), POLICY)
-        rates[i] = estimate_rate(h)
-        if t - mu_at >= DAY:  # the re-crawl recomputes it every 10 minutes; daily is enough here
-            mu, mu_at = multiplier_for_budget(rates, budget, POLICY), t
-        interval = interval_for(rates[i], POLICY, mu)
+        if t - plan_at >= DAY:  # the re-crawl makes one every 10 minutes; daily is enough here
+            plan = Plan.make((hh for hh, ok in zip(histories, live) if ok), POLICY, budget,
+                             previous=plan.model)
+            plan_at = t
+        _, interval = plan.schedule(h, POLICY)
         page.learned = interval
         heapq.heappush(heap, (t + interval, i))
 
@@ -256,7 +261,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
     nutch_s = score(pages, "nutch", warm, horizon)
     spent = target / days  # fetches a second in the window
     true = [p.rate if p.kind != "vanishing" else p.rate for p in pages]
-    mu = multiplier_for_budget(true, spent, POLICY)
+    mu = multiplier_for_rates(true, spent, POLICY)
     oracle_k = calibrate(lambda k: run_static(pages, "oracle", [interval_for(r, POLICY, mu * k) for r in true],
                                               horizon),
                          lambda: score(pages, "oracle", warm, horizon), target, 0.01, 100.0)

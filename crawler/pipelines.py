@@ -30,11 +30,12 @@ Stats: none of its own; the write buffer counts ``store/*``.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
@@ -48,8 +49,8 @@ from twisted.python.threadpool import ThreadPool
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.service import FrontierService
-from crawler.recrawl import Revisits
-from crawler.revisit import Policy, multiplier_for_budget
+from crawler.recrawl import Revisits, visits
+from crawler.revisit import Plan, Policy, RateModel
 from crawler.store import open_store
 from crawler.store.buffer import WriteBuffer
 
@@ -117,18 +118,24 @@ class StorePipeline:
                         default_interval=s.getfloat("REVISIT_DEFAULT_INTERVAL"),
                         history=s.getint("REVISIT_HISTORY"), max_distance=s.getint("SIMHASH_MAX_DISTANCE"))
         budget = s.getfloat("REVISIT_BUDGET")
-        cached: list[float] = []  # [mu, when], refreshed every 10 minutes (the writer thread only)
+        sample = s.getint("REVISIT_SAMPLE")
+        # [plan, when], refreshed every REVISIT_PLAN_INTERVAL (the writer thread only)
+        cached: list[Any] = [Plan(RateModel()), -math.inf]
+        every = s.getfloat("REVISIT_PLAN_INTERVAL")
 
-        def multiplier() -> float | None:
-            if budget <= 0 or self.buffer is None:
-                return None
+        def plan() -> Plan:
             now = time.monotonic()
-            if not cached or now - cached[1] > 600:
-                mu = multiplier_for_budget(self.buffer.store.change_rates(), budget / 86400, policy)
-                cached[:] = [mu, now]
-            return cached[0]
+            if self.buffer is not None and now - cached[1] > every:
+                total, raw = self.buffer.store.revisit_sample(sample)
+                histories = [visits(h) for h in raw]
+                cached[:] = [Plan.make(histories, policy, budget / 86400 if budget > 0 else None, total,
+                                       previous=cached[0].model), now]
+                self.stats.set_value("revisit/plan_sample", len(histories))
+                if cached[0].mu is not None:
+                    self.stats.set_value("revisit/plan_multiplier", cached[0].mu)
+            return cast(Plan, cached[0])
 
-        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), multiplier=multiplier)
+        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan)
 
     def open_spider(self) -> None:
         assert self.crawler.spider is not None

@@ -25,8 +25,9 @@ anything else          ``error`` (timeouts, 5xx, 302/303/307): no evidence of
 =====================  =========================================================
 
 Every outcome is appended to the page's bounded ``history``
-(``crawler.revisit.Visit``); the change rate is estimated from it and the
-next interval follows (``crawler.revisit.interval_for``). A merge is
+(``crawler.revisit.Visit``); the change rate is estimated from it, with
+the crawl's other pages as the prior, and the next interval follows
+(``crawler.revisit.Plan``, refreshed by the caller). A merge is
 idempotent: a batch written again after a partial failure finds its own
 fetch already in the store and writes that record unchanged.
 """
@@ -36,10 +37,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler.revisit import Policy, Visit, append, compare, estimate_rate, interval_for
+from crawler.revisit import Plan, Policy, RateModel, Visit, append, compare
 from crawler.store.base import OUTCOME_KEY
 
-__all__ = ["OUTCOME_KEY", "Revisits", "first_visit"]
+__all__ = ["OUTCOME_KEY", "Revisits", "first_visit", "visits"]
 
 
 # Fields a 304 or an error leaves as they were (the stored version stands).
@@ -47,7 +48,8 @@ _KEPT = ("depth", "status", "page_type", "title", "text", "abstract", "simhash",
          "encoding", "referer", "etag", "last_modified", "changed_at", "error", "content_length")
 
 
-def _visits(raw: Any) -> list[Visit]:
+def visits(raw: Any) -> list[Visit]:
+    """A stored ``history`` as visits, entries that are not one left out."""
     if not isinstance(raw, list):
         return []
     return [v for v in (Visit.from_json(x) for x in raw) if v is not None]
@@ -70,11 +72,11 @@ def first_visit(page: dict[str, Any], policy: Policy) -> None:
 class Revisits:
     """Merges re-fetched pages with their stored versions (see the module)."""
 
-    def __init__(self, policy: Policy, gone_after: int = 2,
-                 multiplier: Callable[[], float | None] = lambda: None) -> None:
+    def __init__(self, policy: Policy, gone_after: int = 2, plan: Callable[[], Plan] | None = None) -> None:
         self.policy = policy
         self.gone_after = max(1, gone_after)
-        self.multiplier = multiplier
+        default = Plan(RateModel())
+        self.plan: Callable[[], Plan] = plan or (lambda: default)
 
     def __call__(self, read: Callable[[Sequence[str]], dict[str, dict[str, Any]]],
                  batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -82,18 +84,18 @@ class Revisits:
         ``read`` (the store's ``revisit_state``) returns for them."""
         urls = [p["url"] for p in batch if p.get("revisit")]
         stored = read(urls) if urls else {}
-        mu = self.multiplier() if urls else None
+        plan = self.plan() if urls else None
         out = []
         for p in batch:
             if p.get("revisit"):
-                out.append(self.merge(stored.get(p["url"]), p, mu))
+                out.append(self.merge(stored.get(p["url"]), p, plan))
             else:
                 page = dict(p)
                 first_visit(page, self.policy)
                 out.append(page)
         return out
 
-    def merge(self, old: dict[str, Any] | None, new: dict[str, Any], mu: float | None = None) -> dict[str, Any]:
+    def merge(self, old: dict[str, Any] | None, new: dict[str, Any], plan: Plan | None = None) -> dict[str, Any]:
         page = dict(new)
         page.pop("revisit", None)
         at = float(new.get("fetched_at") or 0.0)
@@ -108,7 +110,7 @@ class Revisits:
             page["links"] = None
             return page
         outcome, distance = self._outcome(old, new)
-        history = append(_visits(old.get("history")), Visit(at, outcome, distance), self.policy)
+        history = append(visits(old.get("history")), Visit(at, outcome, distance), self.policy)
         gone = int(old.get("gone_count") or 0)
         if outcome in ("gone",):
             gone += 1
@@ -128,8 +130,7 @@ class Revisits:
             page["changed_at"] = at
         else:  # trivial: the new version, the page did not really change
             page["changed_at"] = old.get("changed_at")
-        rate = estimate_rate(history)
-        interval = interval_for(rate, self.policy, mu)
+        rate, interval = (plan or self.plan()).schedule(history, self.policy)
         page.update(history=[v.to_json() for v in history], gone_count=gone, change_rate=rate,
                     revisit_interval=interval, next_fetch_at=at + interval)
         if outcome == "gone" and gone >= self.gone_after:

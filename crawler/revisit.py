@@ -3,44 +3,53 @@ revisit intervals. Pure logic, no Scrapy, no Redis.
 
 A page's visits form its history (``Visit``: when, what was found, how far
 the SimHash moved). A visit only tells whether the page changed at least
-once since the visit before (incomplete observation), so the rate of a page
-whose changes are a Poisson process is estimated as Cho and Garcia-Molina
-do ("Estimating frequency of change", ACM TOIT 3(3), 2003): from the
-intervals ``t`` between successive visits that saw the content, the
-maximum-likelihood rate ``r`` solves
+once since the visit before (incomplete observation). Taking a page's
+changes as a Poisson process of unknown rate ``r``, an interval ``t`` that
+saw a change has likelihood ``1 - exp(-r t)``, one that saw none
+``exp(-r t)`` (Cho and Garcia-Molina, "Estimating frequency of change", ACM
+TOIT 3(3), 2003).
 
-    sum over changed intervals of t / (exp(r t) - 1) = sum over unchanged intervals of t
+What a page's history leaves open, the crawl's other pages tell: the rate
+is believed to be one of ``RATES`` (log-spaced from one change in five
+years to one in five minutes), a priori with the shares the crawl's own
+pages show (``RateModel.fit``: the maximum-likelihood mixture over a sample
+of stored histories, by EM; "empirical Bayes"), a posteriori with each
+page's own likelihood (``RateModel.posterior``). This settles the two cases
+a point estimate cannot: a page never seen to change (its maximum-likelihood
+rate, 0, would leave it at the longest interval after a day of watching; on
+a web where most pages never change, that is where it belongs, on one where
+few do, it is not) and a page that changed at every visit (its likelihood
+has no maximum, only a lower bound: whether it is worth following depends on
+how fast pages that outrun their visits usually are).
 
-(irregular intervals), with their bias-reduced estimator
-``-log((n - X + 0.5) / (n + 0.5)) / mean(t)`` where every interval saw a
-change (the likelihood has no finite maximum there) and, where none did,
-``0.5 / T`` for ``T`` seconds watched (the mean under Jeffreys' prior: a
-page not seen to change in a day is not yet known never to change; one not
-seen to change in a year almost is).
-
-The interval follows from the rate. With a fetch budget, the multiplier
-``mu`` of Cho and Garcia-Molina's freshness-optimal allocation ("Effective
-page refresh policies for web crawlers", ACM TODS 28(4), 2003): a page of
-rate ``l`` visited every ``I`` seconds is fresh ``F = (1 - exp(-l I)) /
-(l I)`` of the time; maximising the summed freshness under a budget of
-fetches gives each page the frequency ``f`` where ``dF/df = mu``, that is
-``g(l / f) = mu l`` with ``g(x) = 1 - (1 + x) exp(-x)``; a page that
-changes so often that ``mu l >= 1`` is not worth a visit (it gets the
-longest interval). Without a budget, a page is visited when it has changed
-with even odds: ``I = ln 2 / l``. Every interval is clamped to
-``[min_interval, max_interval]``; a page whose rate is not known yet gets
-``default_interval``.
+The interval follows from the posterior. With a fetch budget, Cho and
+Garcia-Molina's freshness-optimal allocation ("Effective page refresh
+policies for web crawlers", ACM TODS 28(4), 2003): a page of rate ``l``
+visited every ``I`` seconds is fresh ``F = (1 - exp(-l I)) / (l I)`` of the
+time; maximising the summed expected freshness under a budget of fetches
+gives each page the interval where the gain of one more visit a second,
+``E[g(l I) / l]`` with ``g(x) = 1 - (1 + x) exp(-x)``, equals the
+multiplier ``mu`` (``multiplier_for_budget``); a page whose gain stays below
+``mu`` at every interval is not worth visiting (it gets the longest
+interval). Expected freshness is concave in the visit rate, so there is one
+such interval. Without a budget, a page is visited when it has changed with
+even odds. Every interval is clamped to ``[min_interval, max_interval]``; a
+page of which no interval has been seen gets ``default_interval``.
+``interval_for`` is the same rule for a rate known exactly.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["OUTCOMES", "Policy", "Visit", "append", "compare", "estimate_rate", "interval_for",
-           "multiplier_for_budget", "nutch_interval"]
+import numpy as np
+
+__all__ = ["OUTCOMES", "RATES", "Plan", "Policy", "Posterior", "RateModel", "Visit", "append", "compare",
+           "interval_for", "loglik", "multiplier_for_budget", "multiplier_for_rates", "nutch_interval"]
 
 # What a visit found. "new": the first fetch (no evidence of change either
 # way); "unchanged", "trivial" (reformatted: SimHash within max_distance)
@@ -126,35 +135,6 @@ def _intervals(history: Sequence[Visit]) -> tuple[list[float], list[float]]:
     return changed, unchanged
 
 
-def estimate_rate(history: Sequence[Visit]) -> float | None:
-    """Changes a second (Poisson), or None with no interval observed yet."""
-    changed, unchanged = _intervals(history)
-    n = len(changed) + len(unchanged)
-    if n == 0:
-        return None
-    if not changed:
-        # Never seen to change in ``T`` seconds of watching: the likelihood
-        # is ``exp(-r T)`` as under continuous observation, whose maximum
-        # (0) would leave the page at the longest interval however short
-        # the watch. The mean under Jeffreys' prior, ``0.5 / T``, instead
-        # falls as the watch grows.
-        return 0.5 / sum(unchanged)
-    if not unchanged:
-        mean = sum(changed) / n
-        return -math.log(0.5 / (n + 0.5)) / mean
-    target = sum(unchanged)
-
-    def excess(r: float) -> float:  # decreasing in r
-        return sum(t / math.expm1(min(r * t, 700.0)) for t in changed) - target
-
-    lo, hi = 1e-12, 1.0
-    while excess(hi) > 0 and hi < 1e6:
-        hi *= 10
-    while excess(lo) < 0 and lo > 1e-300:
-        lo /= 10
-    return _bisect(lambda r: excess(r) > 0, lo, hi)
-
-
 def _bisect(below: Callable[[float], bool], lo: float, hi: float) -> float:
     """The point between ``lo`` and ``hi`` (positive) where ``below`` turns
     from true to false, halving the ratio (a geometric bisection)."""
@@ -167,6 +147,17 @@ def _bisect(below: Callable[[float], bool], lo: float, hi: float) -> float:
         if hi / lo < 1 + 1e-9:
             break
     return math.sqrt(lo * hi)
+
+
+def _spend(fetches: Callable[[float], float], budget_per_second: float) -> float:
+    """The multiplier at which ``fetches`` (falling as it grows) meets the
+    budget; outside what the bounds allow, the nearest feasible one."""
+    lo, hi = 1e-15, 1e15
+    if fetches(lo) <= budget_per_second:
+        return lo
+    if fetches(hi) >= budget_per_second:
+        return hi
+    return _bisect(lambda mu: fetches(mu) > budget_per_second, lo, hi)
 
 
 def _g(x: float) -> float:
@@ -205,10 +196,11 @@ def interval_for(rate: float | None, policy: Policy, mu: float | None = None) ->
     return policy.clamp(_g_inverse(y) / rate)
 
 
-def multiplier_for_budget(rates: Sequence[float | None], budget_per_second: float, policy: Policy) -> float:
-    """The ``mu`` at which the pages' visits (``1 / interval_for``) add up
-    to ``budget_per_second``; pages of unknown rate count at the default
-    interval. Outside what the bounds allow, the nearest feasible ``mu``."""
+def multiplier_for_rates(rates: Sequence[float | None], budget_per_second: float, policy: Policy) -> float:
+    """``multiplier_for_budget`` for rates known exactly (``interval_for``):
+    the ``mu`` at which the pages' visits add up to ``budget_per_second``;
+    pages of unknown rate count at the default interval. Outside what the
+    bounds allow, the nearest feasible ``mu``."""
     unknown = 0
     # Rates alike to 1 % share one term: a million pages cost a few hundred.
     groups: dict[float, int] = {}
@@ -222,12 +214,207 @@ def multiplier_for_budget(rates: Sequence[float | None], budget_per_second: floa
     def fetches(mu: float) -> float:
         return unknown / policy.default_interval + sum(n / interval_for(r, policy, mu) for r, n in groups.items())
 
-    lo, hi = 1e-15, 1e15
-    if fetches(lo) <= budget_per_second:
-        return lo
-    if fetches(hi) >= budget_per_second:
-        return hi
-    return _bisect(lambda mu: fetches(mu) > budget_per_second, lo, hi)
+    return _spend(fetches, budget_per_second)
+
+
+# The rates a page's change rate is believed to be among: log-spaced from
+# one change in five years (slower is "never" within any interval allowed)
+# to one in five minutes (faster is "always"), 14.7 % apart.
+RATES = np.exp(np.linspace(math.log(1 / (5 * 365 * 86400.0)), math.log(1 / 300.0), 96))
+# Intervals the decision is read off, between a policy's bounds (2.6 % apart):
+# the interval is interpolated between two of them.
+_STEPS = 256
+# A prior never rules a rate out: each keeps this share of an even spread.
+_FLOOR = 1e-3
+
+
+def loglik(history: Sequence[Visit]) -> np.ndarray | None:
+    """The log-likelihood of each of ``RATES`` given the history (module
+    docstring), or None when no interval between two visits that saw the
+    content has been observed."""
+    changed, unchanged = _intervals(history)
+    if not changed and not unchanged:
+        return None
+    ll = -RATES * sum(unchanged)
+    if changed:
+        x = np.outer(np.asarray(changed, dtype=float), RATES)
+        ll = ll + np.log(-np.expm1(-x)).sum(axis=0)
+    return np.asarray(ll, dtype=float)
+
+
+@lru_cache(maxsize=8)
+def _tables(min_interval: float, max_interval: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the intervals between the bounds (log-spaced) and each of RATES:
+    the gain of one more visit a second, ``g(l I) / l``, and the chance of
+    at least one change, ``1 - exp(-l I)``."""
+    steps = _STEPS if max_interval > min_interval else 1
+    intervals = np.exp(np.linspace(math.log(min_interval), math.log(max_interval), steps))
+    intervals[0], intervals[-1] = min_interval, max_interval  # the bounds exactly, not exp(log(...))
+    x = np.outer(intervals, RATES)
+    small = x < 1e-4  # g(x) = x^2/2 - x^3/3 + ..., where the closed form cancels out
+    g = np.where(small, x * x / 2 - x ** 3 / 3, -np.expm1(-x) - x * np.exp(-np.minimum(x, 700.0)))
+    gains, changed = g / RATES[None, :], -np.expm1(-x)
+    for table in (intervals, gains, changed):
+        table.setflags(write=False)  # shared by every caller (cached)
+    return intervals, gains, changed
+
+
+def _crossing(curve: np.ndarray, level: float, intervals: np.ndarray) -> float:
+    """The interval where ``curve`` (rising with the interval) reaches
+    ``level``, interpolated on a log scale, within the table's bounds."""
+    if curve[-1] < level:
+        return float(intervals[-1])
+    j = int(np.searchsorted(curve, level))
+    if j == 0:
+        return float(intervals[0])
+    lo, hi = curve[j - 1], curve[j]
+    f = (level - lo) / (hi - lo) if hi > lo else 0.0
+    return float(math.exp(math.log(intervals[j - 1]) + f * math.log(intervals[j] / intervals[j - 1])))
+
+
+class Posterior:
+    """What is believed of one page's change rate: a weight for each of RATES."""
+
+    __slots__ = ("weights",)
+
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = weights
+
+    @property
+    def rate(self) -> float:
+        """The median rate (changes a second), interpolated on a log scale:
+        what ``change_rate`` stores."""
+        cdf = np.cumsum(self.weights)
+        j = int(np.searchsorted(cdf, 0.5))
+        if j == 0 or j >= len(RATES):
+            return float(RATES[min(j, len(RATES) - 1)])
+        lo, hi = cdf[j - 1], cdf[j]
+        f = (0.5 - lo) / (hi - lo) if hi > lo else 0.0
+        return float(math.exp(math.log(RATES[j - 1]) + f * math.log(RATES[j] / RATES[j - 1])))
+
+    def changed_within(self, seconds: float) -> float:
+        """The chance that the page changes at least once in ``seconds``."""
+        return float(self.weights @ -np.expm1(-RATES * max(0.0, seconds)))
+
+    def gains(self, policy: Policy) -> np.ndarray:
+        """The expected gain of one more visit a second at each interval of
+        the policy's table (rising with the interval)."""
+        _, g, _ = _tables(policy.min_interval, policy.max_interval)
+        return np.asarray(g @ self.weights)
+
+    def interval(self, policy: Policy, mu: float | None = None) -> float:
+        """Seconds until the next visit (module docstring)."""
+        intervals, g, changed = _tables(policy.min_interval, policy.max_interval)
+        if mu is None:
+            return _crossing(changed @ self.weights, 0.5, intervals)
+        if mu <= 0:
+            return policy.min_interval
+        return _crossing(g @ self.weights, mu, intervals)
+
+
+class RateModel:
+    """The prior over RATES: how the crawl's pages' change rates are spread."""
+
+    __slots__ = ("log_prior", "prior")
+
+    def __init__(self, prior: Sequence[float] | np.ndarray | None = None) -> None:
+        p = np.full(len(RATES), 1.0) if prior is None else np.asarray(prior, dtype=float)
+        if p.shape != RATES.shape or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+            raise ValueError(f"a prior needs {len(RATES)} finite weights >= 0, not all 0")
+        p = p / p.sum()
+        self.prior = (1 - _FLOOR) * p + _FLOOR / len(RATES)
+        self.log_prior = np.log(self.prior)
+
+    def posterior(self, history: Sequence[Visit]) -> Posterior | None:
+        """The page's posterior, None when its history shows no interval yet."""
+        ll = loglik(history)
+        return None if ll is None else self._posterior(ll)
+
+    def _posterior(self, ll: np.ndarray) -> Posterior:
+        a = ll + self.log_prior
+        w = np.exp(a - a.max())
+        return Posterior(w / w.sum())
+
+    def fit(self, logliks: Iterable[np.ndarray], iterations: int = 20) -> RateModel:
+        """The prior that best explains these pages' histories (their
+        log-likelihoods, ``loglik``): EM for the mixture weights, starting
+        from this one. With no history, this one."""
+        rows = [ll for ll in logliks if ll is not None]
+        if not rows:
+            return self
+        ll = np.vstack(rows)
+        ll = ll - ll.max(axis=1, keepdims=True)
+        lik = np.exp(ll)  # n x K, each row's best rate at 1
+        prior = self.prior
+        for _ in range(iterations):
+            joint = lik * prior[None, :]
+            joint /= joint.sum(axis=1, keepdims=True)
+            prior = joint.mean(axis=0)
+        return RateModel(prior)
+
+
+def multiplier_for_budget(posteriors: Sequence[Posterior | None], budget_per_second: float, policy: Policy,
+                          weight: float = 1.0) -> float:
+    """The ``mu`` at which the pages' visits (``1 / Posterior.interval``)
+    add up to ``budget_per_second``, each of ``posteriors`` standing for
+    ``weight`` pages (a sample of a larger crawl); a page of no posterior yet
+    counts at the default interval. Outside what the bounds allow, the
+    nearest feasible ``mu``."""
+    intervals, g, _ = _tables(policy.min_interval, policy.max_interval)
+    known = [p.weights for p in posteriors if p is not None]
+    unknown = (len(posteriors) - len(known)) / policy.default_interval
+    gains = np.vstack(known) @ g.T if known else np.zeros((0, len(intervals)))  # n x steps
+    log_i = np.log(intervals)
+
+    def fetches(mu: float) -> float:
+        if not known:
+            return weight * unknown
+        reach = gains >= mu
+        j = np.clip(reach.argmax(axis=1), 1, len(intervals) - 1) if len(intervals) > 1 else np.zeros(len(gains), int)
+        rows = np.arange(len(gains))
+        lo, hi = gains[rows, j - 1], gains[rows, j]
+        span = np.where(hi > lo, hi - lo, 1.0)
+        f = np.clip(np.where(hi > lo, (mu - lo) / span, 0.0), 0.0, 1.0)
+        li = log_i[j - 1] + f * (log_i[j] - log_i[j - 1]) if len(intervals) > 1 else log_i[j]
+        li = np.where(reach[:, 0], log_i[0], li)
+        li = np.where(reach[:, -1], li, log_i[-1])
+        return float(weight * (np.exp(-li).sum() + unknown))
+
+    return _spend(fetches, budget_per_second)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the re-crawl schedules pages for a while: the prior it believes
+    and the budget's multiplier (None: no budget)."""
+
+    model: RateModel
+    mu: float | None = None
+
+    def schedule(self, history: Sequence[Visit], policy: Policy) -> tuple[float | None, float]:
+        """(change_rate, interval) of a page with this history: the median
+        rate (None: not known yet) and the seconds until its next visit."""
+        posterior = self.model.posterior(history)
+        if posterior is None:
+            return None, policy.default_interval
+        return posterior.rate, posterior.interval(policy, self.mu)
+
+    @staticmethod
+    def make(histories: Iterable[Sequence[Visit]], policy: Policy, budget_per_second: float | None = None,
+             total: int | None = None, previous: RateModel | None = None) -> Plan:
+        """The plan for a crawl of ``total`` pages of which ``histories`` is
+        a sample (all of them when ``total`` is None): the prior fitted to
+        the sample, and the multiplier that spends the budget on all."""
+        histories = list(histories)
+        logliks = [loglik(h) for h in histories]
+        model = (previous or RateModel()).fit(ll for ll in logliks if ll is not None)
+        if not budget_per_second or budget_per_second <= 0:
+            return Plan(model)
+        if not histories:
+            return Plan(model, 0.0)
+        weight = (total if total is not None else len(histories)) / len(histories)
+        posteriors = [None if ll is None else model._posterior(ll) for ll in logliks]
+        return Plan(model, multiplier_for_budget(posteriors, budget_per_second, policy, weight))
 
 
 # Nutch's AdaptiveFetchSchedule (db.fetch.schedule.adaptive.inc_rate and

@@ -127,6 +127,13 @@ REVISIT_DEFAULT_INTERVAL = 86400.0
 REVISIT_BUDGET = 0
 # Visits remembered per page (fetched_at, outcome, SimHash distance).
 REVISIT_HISTORY = 32
+# Each page's change rate is estimated with the crawl's other pages as the
+# prior (how fast pages like it change), learned from the histories of at
+# most REVISIT_SAMPLE stored pages drawn at random, every
+# REVISIT_PLAN_INTERVAL seconds by each worker's store writer (which also
+# spreads REVISIT_BUDGET over the sample, scaled to the whole crawl).
+REVISIT_SAMPLE = 10_000
+REVISIT_PLAN_INTERVAL = 600.0
 # A page answering 404 or 410 this many visits in a row is gone (state D).
 RECRAWL_GONE_AFTER = 2
 # True: recrawl workers keep running and take pages as they fall due,

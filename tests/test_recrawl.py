@@ -19,8 +19,8 @@ import pytest
 
 from crawler.extract import analyze, parse_html
 from crawler.fingerprint import simhash
-from crawler.recrawl import Revisits
-from crawler.revisit import Policy, interval_for
+from crawler.recrawl import Revisits, visits
+from crawler.revisit import Plan, Policy, RateModel, Visit
 from crawler.store import SQLiteStore
 from tests.conftest import ROOT, Server, crawl_cmd, run_crawl, start_server, stop_embedded_redis
 
@@ -369,26 +369,76 @@ def test_a_continuous_recrawl_takes_pages_as_they_fall_due(changing_site, tmp_pa
 
 
 def test_a_budget_leaves_fast_changing_pages_at_the_longest_interval(tmp_path):
-    policy = Policy(min_interval=10, max_interval=10_000, default_interval=100)
+    policy = Policy(min_interval=10, max_interval=100_000, default_interval=100)
     page = {"url": "http://a.example/p", "site": "a.example", "state": "C", "status": 200, "text": "t",
             "content_hash": "h0", "fetched_at": 0.0, "links": []}
     with SQLiteStore(tmp_path / "s.sqlite3") as store:
-        for mu, expected in ((None, None), (1e-9, None), (100.0, 10_000.0)):
-            merge = Revisits(policy, multiplier=lambda mu=mu: mu)
+        for mu in (None, 1e-9, 1e4):
+            plan = Plan(RateModel(), mu)
+            merge = Revisits(policy, plan=lambda plan=plan: plan)
             store.write(merge(store.revisit_state, [page]))
             at = 0.0
-            for i in range(1, 4):  # changed at every visit, 20 s apart
-                at += 20.0
+            history = [Visit(0.0, "new")]
+            for i in range(1, 4):  # changed at every visit, 20 minutes apart
+                at += 1200.0
+                history.append(Visit(at, "changed"))
                 store.write(merge(store.revisit_state, [{**page, "content_hash": f"h{i}", "fetched_at": at,
                                                          "revisit": int(at)}]))
             got = store.get_page(page["url"])
-            rate = -math.log(0.5 / 3.5) / 20  # all changed: the bias-reduced estimate
-            assert got["change_rate"] == pytest.approx(rate)
-            if expected is None:  # no budget (or an ample one): as often as the rate asks, within bounds
-                assert got["revisit_interval"] == pytest.approx(max(10.0, interval_for(rate, policy, mu)))
+            assert [h[1] for h in got["history"]] == ["new", "changed", "changed", "changed"]
+            posterior = RateModel().posterior(history)
+            assert posterior is not None
+            # All changed: the median rate of the posterior, above the bias-reduced lower bound.
+            assert got["change_rate"] == pytest.approx(posterior.rate)
+            assert got["change_rate"] > -math.log(0.5 / 3.5) / 1200
+            if mu is None:  # no budget: when a change is as likely as not, sooner than it was visited
+                assert got["revisit_interval"] == pytest.approx(posterior.interval(policy))
+                assert 10 < got["revisit_interval"] < 1200
+            elif mu < 1:  # an ample budget: as often as allowed
+                assert got["revisit_interval"] == policy.min_interval
             else:  # a budget this tight cannot follow the page: the longest interval
-                assert got["revisit_interval"] == expected
+                assert got["revisit_interval"] == policy.max_interval
             assert got["next_fetch_at"] == pytest.approx(at + got["revisit_interval"])
+
+
+def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
+    """The pipeline's plan: the prior and the budget's multiplier from
+    REVISIT_SAMPLE stored histories scaled to every page in state C, made
+    again only after REVISIT_PLAN_INTERVAL."""
+    from scrapy.utils.test import get_crawler
+
+    from crawler import settings as project_settings
+    from crawler.pipelines import StorePipeline
+    from crawler.revisit import multiplier_for_budget
+
+    ours = {k: v for k, v in vars(project_settings).items() if k.startswith(("REVISIT_", "RECRAWL_", "STORE_",
+                                                                             "SIMHASH_"))}
+    crawler = get_crawler(settings_dict={**ours, "REVISIT_BUDGET": 400, "REVISIT_SAMPLE": 200,
+                                         "REVISIT_PLAN_INTERVAL": 3600})
+    pipeline = StorePipeline.from_crawler(crawler)
+    day = 86400.0
+
+    def history(i: int) -> list[list]:  # page i changes every (i % 10 + 1) days, visited daily
+        return [[k * day, "new" if k == 0 else ("changed" if k % (i % 10 + 1) == 0 else "unchanged"), None]
+                for k in range(20)]
+
+    with SQLiteStore(tmp_path / "s.sqlite3") as store:
+        store.write([{"url": f"http://a.example/{i}", "site": "a.example", "state": "C", "status": 200,
+                      "fetched_at": 19 * day, "links": [], "history": history(i)} for i in range(1000)])
+        pipeline.buffer = type("Buffer", (), {"store": store})()
+        merge = pipeline.revisits()
+        plan = merge.plan()
+        assert crawler.stats.get_value("revisit/plan_sample") == 200
+        assert crawler.stats.get_value("revisit/plan_multiplier") == plan.mu
+        # Spread over all 1,000 pages, the plan spends the budget (400 a day) to within the sample's error.
+        posteriors = [plan.model.posterior(visits(history(i))) for i in range(1000)]
+        spent = sum(1 / p.interval(merge.policy, plan.mu) for p in posteriors if p) * day
+        assert 400 * 0.85 < spent < 400 * 1.15
+        exact = multiplier_for_budget(posteriors, 400 / day, merge.policy)
+        assert 0.5 < plan.mu / exact < 2
+        store.write([{"url": "http://a.example/new", "site": "a.example", "state": "C", "status": 200,
+                      "fetched_at": 0.0, "links": [], "history": [[0.0, "new", None]]}])
+        assert merge.plan() is plan  # not made again before REVISIT_PLAN_INTERVAL
 
 
 def test_recrawl_without_a_crawl_says_so_in_one_line_and_makes_nothing(tmp_path):

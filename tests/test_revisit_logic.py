@@ -10,14 +10,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import numpy as np
+
 from crawler.revisit import (
+    RATES,
+    Plan,
     Policy,
+    Posterior,
+    RateModel,
     Visit,
     append,
     compare,
-    estimate_rate,
     interval_for,
+    loglik,
     multiplier_for_budget,
+    multiplier_for_rates,
     nutch_interval,
 )
 
@@ -39,40 +46,47 @@ def poisson_history(rate: float, visits: list[float], seed: int) -> list[Visit]:
     return history
 
 
+def median_rate(history: list[Visit], model: RateModel | None = None) -> float:
+    posterior = (model or RateModel()).posterior(history)
+    assert posterior is not None
+    return posterior.rate
+
+
 @pytest.mark.parametrize("period", [1800.0, 3600.0, 86400.0])
-def test_the_estimate_recovers_a_poisson_rate_from_regular_visits(period):
+def test_the_posterior_recovers_a_poisson_rate_from_regular_visits(period):
     visits = [i * 3600.0 for i in range(20001)]  # hourly, 20,000 intervals
-    rate = estimate_rate(poisson_history(1 / period, visits, seed=7))
-    assert rate is not None
+    rate = median_rate(poisson_history(1 / period, visits, seed=7))
     # 20,000 observations (833 changes at the slowest): within 10 % of the truth.
     assert rate * period == pytest.approx(1.0, rel=0.10)
 
 
-def test_the_estimate_recovers_a_rate_from_irregular_visits():
+def test_the_posterior_recovers_a_rate_from_irregular_visits():
     rng = random.Random(3)
     visits = [0.0]
     for _ in range(3000):
         visits.append(visits[-1] + rng.uniform(600, 12 * 3600))
-    rate = estimate_rate(poisson_history(1 / 7200, visits, seed=11))
-    assert rate is not None and rate * 7200 == pytest.approx(1.0, rel=0.10)
+    assert median_rate(poisson_history(1 / 7200, visits, seed=11)) * 7200 == pytest.approx(1.0, rel=0.10)
 
 
-def test_the_bias_reduced_estimator_where_every_visit_saw_a_change():
-    history = [Visit(0, "new"), Visit(100, "changed"), Visit(200, "changed"), Visit(300, "changed")]
-    # n = X = 3, mean interval 100 s: -log(0.5 / 3.5) / 100
-    assert estimate_rate(history) == pytest.approx(-math.log(0.5 / 3.5) / 100)
+def test_the_posterior_is_the_prior_times_the_likelihood():
+    history = [Visit(0, "new"), Visit(100, "changed"), Visit(300, "unchanged"), Visit(350, "trivial")]
+    prior = np.linspace(1, 2, len(RATES))
+    model = RateModel(prior)
+    likelihood = (1 - np.exp(-RATES * 100)) * np.exp(-RATES * 200) * np.exp(-RATES * 50)
+    expected = model.prior * likelihood
+    posterior = model.posterior(history)
+    assert posterior is not None
+    assert posterior.weights == pytest.approx(expected / expected.sum(), rel=1e-9)
+    assert loglik(history) == pytest.approx(np.log(likelihood), rel=1e-9)
+    # Every rate keeps a share of an even spread: no page is ever ruled out.
+    assert model.prior.min() >= 1e-3 / len(RATES)
 
 
-def test_no_interval_no_estimate_and_no_change_half_a_change_in_the_time_watched():
-    assert estimate_rate([]) is None
-    assert estimate_rate([Visit(5, "new")]) is None
-    assert estimate_rate([Visit(0, "new"), Visit(10, "error"), Visit(20, "gone")]) is None
-    # 300 s watched, no change: Jeffreys' posterior mean 0.5 / 300.
-    assert estimate_rate([Visit(0, "new"), Visit(100, "unchanged"), Visit(300, "trivial")]) == pytest.approx(0.5 / 300)
-    # The longer the watch, the lower the estimate, the longer the interval.
-    year = [Visit(0, "new"), *(Visit(30 * 86400 * k, "unchanged") for k in range(1, 13))]
-    assert estimate_rate(year) == pytest.approx(0.5 / (360 * 86400))
-    assert interval_for(estimate_rate(year), POLICY) == POLICY.max_interval
+def test_no_interval_no_posterior_and_the_default_interval():
+    assert loglik([]) is None
+    assert loglik([Visit(5, "new")]) is None
+    assert loglik([Visit(0, "new"), Visit(10, "error"), Visit(20, "gone")]) is None
+    assert Plan(RateModel()).schedule([Visit(5, "new")], POLICY) == (None, POLICY.default_interval)
 
 
 def test_errors_are_not_evidence_and_the_interval_spans_them():
@@ -80,9 +94,107 @@ def test_errors_are_not_evidence_and_the_interval_spans_them():
     # changed interval is 100 s (0 -> 100), not 50.
     with_error = [Visit(0, "new"), Visit(50, "error"), Visit(100, "changed"), Visit(200, "unchanged")]
     without = [Visit(0, "new"), Visit(100, "changed"), Visit(200, "unchanged")]
-    assert estimate_rate(with_error) == estimate_rate(without)
-    # MLE: 100 / (exp(100 r) - 1) = 100  ->  r = ln 2 / 100
-    assert estimate_rate(without) == pytest.approx(math.log(2) / 100, rel=1e-6)
+    assert np.array_equal(loglik(with_error), loglik(without))
+
+
+def crawl_histories(rates: list[float], visits: int, every: float, seed: int) -> list[list[Visit]]:
+    times = [i * every for i in range(visits + 1)]
+    return [poisson_history(r, times, seed=seed + i) if r > 0 else
+            [Visit(times[0], "new"), *(Visit(t, "unchanged") for t in times[1:])] for i, r in enumerate(rates)]
+
+
+def test_the_prior_is_learned_from_the_crawl():
+    # Half the pages change about hourly, half about monthly, each visited
+    # every 2 hours 40 times: the fitted prior puts its weight near both.
+    rates = [1 / 3600.0] * 500 + [1 / (30 * 86400.0)] * 500
+    model = RateModel().fit(loglik(h) for h in crawl_histories(rates, 40, 2 * 3600.0, seed=1))
+
+    def mass(lo: float, hi: float) -> float:
+        return float(model.prior[(RATES >= lo) & (RATES <= hi)].sum())
+
+    assert mass(1 / 3600.0 / 3, 1 / 3600.0 * 3) > 0.45
+    # Watched for 80 hours, the monthly half is known only to be slow.
+    assert mass(0, 1 / (2 * 86400.0)) > 0.45
+    assert mass(1 / 86400.0, 1 / 14400.0) < 0.05  # nothing in between
+
+
+def test_a_page_never_seen_to_change_is_judged_by_the_crawl_it_is_in():
+    # Watched for two days without a change. In a crawl where pages that
+    # quiet turn out never to change, it is left long; in one where every
+    # page changes about weekly, it is checked again much sooner.
+    page = [Visit(0, "new"), Visit(86400, "unchanged"), Visit(2 * 86400, "unchanged")]
+    static = RateModel().fit(loglik(h) for h in crawl_histories([0.0] * 300, 30, 86400.0, seed=2))
+    weekly = RateModel().fit(loglik(h) for h in crawl_histories([1 / (7 * 86400.0)] * 300, 30, 86400.0, seed=3))
+    quiet = Plan(static).schedule(page, POLICY)[1]
+    busy = Plan(weekly).schedule(page, POLICY)[1]
+    assert quiet > 5 * busy
+    assert busy == pytest.approx(math.log(2) * 7 * 86400, rel=0.25)  # even odds of a change at the weekly rate
+
+
+def test_a_page_changed_at_every_visit_has_only_a_lower_bound():
+    page = [Visit(0, "new"), *(Visit(3600.0 * k, "changed") for k in range(1, 9))]
+    posterior = RateModel().posterior(page)
+    assert posterior is not None
+    # The bias-reduced estimate (Cho and Garcia-Molina) is a lower bound:
+    # the posterior puts almost nothing well below it.
+    bound = -math.log(0.5 / 8.5) / 3600.0
+    assert posterior.weights[RATES < bound / 4].sum() < 0.01
+    assert posterior.rate > bound
+
+
+@pytest.mark.parametrize("rate", [1 / 7200.0, 1 / 86400.0, 1 / (9 * 86400.0)])
+@pytest.mark.parametrize("mu", [None, 100.0, 10_000.0, 1e6])
+def test_a_certain_posterior_schedules_as_the_rate_known_exactly(rate, mu):
+    k = int(np.argmin(abs(np.log(RATES / rate))))
+    weights = np.zeros(len(RATES))
+    weights[k] = 1.0
+    got = Posterior(weights).interval(POLICY, mu)
+    assert got == pytest.approx(interval_for(float(RATES[k]), POLICY, mu), rel=0.01)
+
+
+@given(st.lists(st.tuples(st.floats(min_value=1, max_value=1e7), st.booleans()), min_size=1, max_size=40),
+       st.one_of(st.none(), st.floats(min_value=0, max_value=1e9)))
+def test_posterior_intervals_stay_within_the_bounds(steps, mu):
+    history, t = [Visit(0, "new")], 0.0
+    for gap, changed in steps:
+        t += gap
+        history.append(Visit(t, "changed" if changed else "unchanged"))
+    rate, got = Plan(RateModel(), mu).schedule(history, POLICY)
+    assert POLICY.min_interval <= got <= POLICY.max_interval
+    assert rate is not None and RATES[0] <= rate <= RATES[-1]
+
+
+def test_the_budget_is_spent_and_a_sample_stands_for_the_crawl():
+    rng = random.Random(5)
+    rates = [10 ** rng.uniform(-8, -3) for _ in range(600)] + [0.0] * 100
+    histories = crawl_histories(rates, 12, 86400.0, seed=9) + [[Visit(0, "new")]] * 50
+    model = RateModel().fit(loglik(h) for h in histories)
+    posteriors = [model.posterior(h) for h in histories]
+    budget = 750 / 86400  # about one fetch a page a day
+    mu = multiplier_for_budget(posteriors, budget, POLICY)
+    spent = sum(1 / (p.interval(POLICY, mu) if p else POLICY.default_interval) for p in posteriors)
+    assert spent == pytest.approx(budget, rel=0.01)
+    # The same pages as a sample of a crawl ten times as large, with ten times the budget.
+    assert multiplier_for_budget(posteriors, 10 * budget, POLICY, weight=10) == pytest.approx(mu, rel=1e-6)
+    plan = Plan.make(histories, POLICY, 10 * budget, total=10 * len(histories), previous=model)
+    assert plan.mu == pytest.approx(multiplier_for_budget([plan.model.posterior(h) for h in histories],
+                                                          budget, POLICY), rel=1e-6)
+    assert Plan.make(histories, POLICY).mu is None
+
+
+def test_a_tight_budget_leaves_pages_that_outrun_it_at_the_longest_interval():
+    fast = [Visit(0, "new"), *(Visit(3600.0 * k, "changed") for k in range(1, 9))]
+    slow = [Visit(0, "new"), *(Visit(86400.0 * k, "changed" if k % 4 == 0 else "unchanged") for k in range(1, 30))]
+    plan = Plan(RateModel(), mu=1e4)  # a visit a second must gain 10,000 s of freshness
+    assert plan.schedule(fast, POLICY)[1] == POLICY.max_interval
+    assert plan.schedule(slow, POLICY)[1] < POLICY.max_interval
+    assert Plan(RateModel(), mu=None).schedule(fast, POLICY)[1] == POLICY.min_interval
+
+
+def test_a_prior_must_be_a_spread():
+    for bad in ([1.0], [0.0] * len(RATES), [-1.0] + [1.0] * (len(RATES) - 1), [math.nan] * len(RATES)):
+        with pytest.raises(ValueError, match="a prior needs"):
+            RateModel(bad)
 
 
 def test_compare_outcomes():
@@ -130,11 +242,11 @@ def test_intervals_follow_the_rate():
     assert interval_for(1 / 60, POLICY, mu=100.0) == POLICY.max_interval
 
 
-def test_the_multiplier_meets_the_budget():
+def test_the_multiplier_for_known_rates_meets_the_budget():
     rng = random.Random(5)
     rates = [10 ** rng.uniform(-7, -3) for _ in range(2000)] + [None] * 100 + [0.0] * 50
     budget = 2150 / 86400  # about one fetch a page a day
-    mu = multiplier_for_budget(rates, budget, POLICY)
+    mu = multiplier_for_rates(rates, budget, POLICY)
     spent = sum(1 / interval_for(r, POLICY, mu) for r in rates)
     assert spent == pytest.approx(budget, rel=0.01)
 

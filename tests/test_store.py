@@ -147,6 +147,23 @@ def test_due_pages_kept_links_and_revisit_state_on_every_store(store):
     assert {x["site"]: x["links"] for x in store.sites()}["a.test"] == 1
 
 
+def test_revisit_sample_draws_histories_of_pages_in_state_c(store):
+    assert store.revisit_sample(10) == (0, [])
+    store.write([page(f"http://a.test/{i}", history=[[1000.0 + i, "new", None]]) for i in range(30)]
+                + [page("http://a.test/gone", state="D", history=[[1.0, "gone", None]]),
+                   page("http://a.test/err", state="E")])
+    total, sample = store.revisit_sample(10)
+    assert total == 30 and len(sample) == 10
+    assert all(len(h) == 1 and h[0][1] == "new" and 1000.0 <= h[0][0] < 1030.0 for h in sample)
+    assert len({h[0][0] for h in sample}) == 10  # ten different pages
+    total, every = store.revisit_sample(1000)
+    assert total == 30 and sorted(h[0][0] for h in every) == [1000.0 + i for i in range(30)]
+    # Drawn at random, not the first ten each time.
+    draws = {tuple(sorted(h[0][0] for h in store.revisit_sample(10)[1])) for _ in range(5)}
+    assert len(draws) > 1
+    assert store.revisit_sample(0) == (30, [])
+
+
 def test_sqlite_store_written_before_the_recrawl_is_migrated(tmp_path):
     import sqlite3
 

@@ -120,8 +120,11 @@ class Store(ABC):
         in state C, due or not; ``limit`` 0: no limit."""
 
     @abstractmethod
-    def change_rates(self) -> list[float | None]:
-        """The ``change_rate`` of every page in state C (None: not known yet)."""
+    def revisit_sample(self, size: int) -> tuple[int, list[Any]]:
+        """How many pages are in state C, and the ``history`` of at most
+        ``size`` of them drawn at random (each as stored: possibly
+        malformed, checked where it is read): what the re-crawl learns the
+        crawl's change rates and spreads its budget from."""
 
     @abstractmethod
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:

@@ -233,8 +233,13 @@ class MongoStore(Store):
                    "fetched_at": d.get("fetched_at"), "change_rate": d.get("change_rate"),
                    "content_length": d.get("content_length")}
 
-    def change_rates(self) -> list[float | None]:
-        return [d.get("change_rate") for d in self.pages.find({"state": "C"}, {"_id": 0, "change_rate": 1})]
+    def revisit_sample(self, size: int) -> tuple[int, list[Any]]:
+        total = int(self.pages.count_documents({"state": "C"}))
+        if size <= 0 or total == 0:
+            return total, []
+        docs = self.pages.aggregate([{"$match": {"state": "C"}}, {"$sample": {"size": size}},
+                                     {"$project": {"_id": 0, "history": 1}}])
+        return total, [d.get("history") for d in docs]
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
         return int(self.pages.count_documents(self._due_query(now, default_interval, site, False)))

@@ -251,8 +251,10 @@ class SQLiteStore(Store):
         for row in self._query(sql, args):
             yield dict(row)
 
-    def change_rates(self) -> list[float | None]:
-        return [r[0] for r in self._query("SELECT change_rate FROM pages WHERE state = 'C'")]
+    def revisit_sample(self, size: int) -> tuple[int, list[Any]]:
+        total = int(self._query("SELECT COUNT(*) FROM pages WHERE state = 'C'")[0][0])
+        rows = self._query("SELECT history FROM pages WHERE state = 'C' ORDER BY random() LIMIT ?", (max(0, size),))
+        return total, [_history(r[0]) for r in rows]
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
         where, args = self._due_where(now, default_interval, site, False)
@@ -275,11 +277,15 @@ def _column(name: str, value: Any) -> Any:
     return value
 
 
+def _history(raw: Any) -> Any:
+    try:
+        return json.loads(raw) if raw else []
+    except (TypeError, ValueError):
+        return []  # edited by hand: the history starts again
+
+
 def _page(row: sqlite3.Row) -> dict[str, Any]:
     page = dict(row)
     if "history" in page:
-        try:
-            page["history"] = json.loads(page["history"]) if page["history"] else []
-        except ValueError:
-            page["history"] = []  # edited by hand: the history starts again
+        page["history"] = _history(page["history"])
     return page

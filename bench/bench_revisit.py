@@ -50,6 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crawler.revisit import (  # noqa: E402
+    Evidence,
     Plan,
     Policy,
     RateModel,
@@ -58,6 +59,7 @@ from crawler.revisit import (  # noqa: E402
     interval_for,
     multiplier_for_rates,
     nutch_interval,
+    observe,
 )
 
 HOUR, DAY = 3600.0, 86400.0
@@ -147,10 +149,11 @@ def run_nutch(pages: list[Page], name: str, scale: float, horizon: float) -> Non
 
 def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> None:
     """crawler.revisit as the re-crawl uses it, one event queue for all pages:
-    a plan (the prior fitted to the pages' histories, the budget's
+    a plan (the prior fitted to the pages' evidence, the budget's
     multiplier) made every simulated day, each visit scheduled by it."""
     rng = random.Random(97)
     histories: list[list[Visit]] = [[] for _ in pages]
+    evidence = [Evidence() for _ in pages]
     live = [True] * len(pages)
     heap = [(rng.uniform(0, DAY), i) for i in range(len(pages))]
     heapq.heapify(heap)
@@ -171,12 +174,13 @@ def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> Non
             outcome = "new"
         else:
             outcome = "changed" if changed_between(page, h[-1].at, t) else "unchanged"
-        histories[i] = h = append(h, Visit(t, outcome), POLICY)
+        visit = Visit(t, outcome)
+        evidence[i] = observe(evidence[i], h, visit, POLICY.evidence)
+        histories[i] = append(h, visit, POLICY)
         if t - plan_at >= DAY:  # the re-crawl makes one every 10 minutes; daily is enough here
-            plan = Plan.make((hh for hh, ok in zip(histories, live) if ok), POLICY, budget,
-                             previous=plan.model)
+            plan = Plan.make((e for e, ok in zip(evidence, live) if ok), POLICY, budget, previous=plan.model)
             plan_at = t
-        _, interval = plan.schedule(h, POLICY)
+        _, interval = plan.schedule(evidence[i], POLICY)
         page.learned = interval
         heapq.heappush(heap, (t + interval, i))
 

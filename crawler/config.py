@@ -218,6 +218,7 @@ SPECS: dict[str, Check] = {
     "REVISIT_MAX_INTERVAL": POSITIVE_SECONDS,
     "REVISIT_DEFAULT_INTERVAL": POSITIVE_SECONDS,
     "REVISIT_HISTORY": _number(int, 2, 1000),
+    "REVISIT_EVIDENCE": _number(int, 2, 100_000),
     "REVISIT_SAMPLE": _number(int, 100, 1_000_000),
     "REVISIT_PLAN_INTERVAL": _number(float, 1),
     "REVISIT_BUDGET": _number(float, 0),

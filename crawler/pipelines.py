@@ -49,7 +49,7 @@ from twisted.python.threadpool import ThreadPool
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.service import FrontierService
-from crawler.recrawl import Revisits, visits
+from crawler.recrawl import Revisits, evidence_of
 from crawler.revisit import Plan, Policy, RateModel
 from crawler.store import open_store
 from crawler.store.buffer import WriteBuffer
@@ -116,7 +116,8 @@ class StorePipeline:
         policy = Policy(min_interval=s.getfloat("REVISIT_MIN_INTERVAL"),
                         max_interval=s.getfloat("REVISIT_MAX_INTERVAL"),
                         default_interval=s.getfloat("REVISIT_DEFAULT_INTERVAL"),
-                        history=s.getint("REVISIT_HISTORY"), max_distance=s.getint("SIMHASH_MAX_DISTANCE"))
+                        history=s.getint("REVISIT_HISTORY"), evidence=s.getfloat("REVISIT_EVIDENCE"),
+                        max_distance=s.getint("SIMHASH_MAX_DISTANCE"))
         budget = s.getfloat("REVISIT_BUDGET")
         sample = s.getint("REVISIT_SAMPLE")
         # [plan, when], refreshed every REVISIT_PLAN_INTERVAL (the writer thread only)
@@ -126,11 +127,10 @@ class StorePipeline:
         def plan() -> Plan:
             now = time.monotonic()
             if self.buffer is not None and now - cached[1] > every:
-                total, raw = self.buffer.store.revisit_sample(sample)
-                histories = [visits(h) for h in raw]
-                cached[:] = [Plan.make(histories, policy, budget / 86400 if budget > 0 else None, total,
-                                       previous=cached[0].model), now]
-                self.stats.set_value("revisit/plan_sample", len(histories))
+                total, pages = self.buffer.store.revisit_sample(sample)
+                cached[:] = [Plan.make([evidence_of(p) for p in pages], policy,
+                                       budget / 86400 if budget > 0 else None, total, previous=cached[0].model), now]
+                self.stats.set_value("revisit/plan_sample", len(pages))
                 if cached[0].mu is not None:
                     self.stats.set_value("revisit/plan_multiplier", cached[0].mu)
             return cast(Plan, cached[0])

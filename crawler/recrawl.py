@@ -25,9 +25,11 @@ anything else          ``error`` (timeouts, 5xx, 302/303/307): no evidence of
 =====================  =========================================================
 
 Every outcome is appended to the page's bounded ``history``
-(``crawler.revisit.Visit``); the change rate is estimated from it, with
-the crawl's other pages as the prior, and the next interval follows
-(``crawler.revisit.Plan``, refreshed by the caller). A merge is
+(``crawler.revisit.Visit``), and every interval between two visits that saw
+the content to its ``evidence`` (``crawler.revisit.Evidence``: all visits
+in bounded space, older ones fading); the change rate is estimated from the
+evidence, with the crawl's other pages as the prior, and the next interval
+follows (``crawler.revisit.Plan``, refreshed by the caller). A merge is
 idempotent: a batch written again after a partial failure finds its own
 fetch already in the store and writes that record unchanged.
 """
@@ -37,10 +39,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler.revisit import Plan, Policy, RateModel, Visit, append, compare
+from crawler.revisit import Evidence, Plan, Policy, RateModel, Visit, append, compare, observe
 from crawler.store.base import OUTCOME_KEY
 
-__all__ = ["OUTCOME_KEY", "Revisits", "first_visit", "visits"]
+__all__ = ["OUTCOME_KEY", "Revisits", "evidence_of", "first_visit", "visits"]
 
 
 # Fields a 304 or an error leaves as they were (the stored version stands).
@@ -55,10 +57,17 @@ def visits(raw: Any) -> list[Visit]:
     return [v for v in (Visit.from_json(x) for x in raw) if v is not None]
 
 
+def evidence_of(page: dict[str, Any]) -> Evidence:
+    """A stored page's ``evidence``; from its ``history`` where it has none
+    (stored before evidence was kept) or it is not one (edited by hand)."""
+    return Evidence.from_json(page.get("evidence")) or Evidence.of(visits(page.get("history")))
+
+
 def first_visit(page: dict[str, Any], policy: Policy) -> None:
     """Start the schedule of a page fetched for the first time (in place)."""
     at = float(page.get("fetched_at") or 0.0)
     page["history"] = [Visit(at, "new", None).to_json()]
+    page["evidence"] = Evidence().to_json()
     page["gone_count"] = 0
     page["change_rate"] = None
     if page.get("state") == "C":
@@ -110,7 +119,10 @@ class Revisits:
             page["links"] = None
             return page
         outcome, distance = self._outcome(old, new)
-        history = append(visits(old.get("history")), Visit(at, outcome, distance), self.policy)
+        before = visits(old.get("history"))
+        visit = Visit(at, outcome, distance)
+        history = append(before, visit, self.policy)
+        evidence = observe(evidence_of(old), before, visit, self.policy.evidence)
         gone = int(old.get("gone_count") or 0)
         if outcome in ("gone",):
             gone += 1
@@ -130,8 +142,9 @@ class Revisits:
             page["changed_at"] = at
         else:  # trivial: the new version, the page did not really change
             page["changed_at"] = old.get("changed_at")
-        rate, interval = (plan or self.plan()).schedule(history, self.policy)
-        page.update(history=[v.to_json() for v in history], gone_count=gone, change_rate=rate,
+        rate, interval = (plan or self.plan()).schedule(evidence, self.policy)
+        page.update(history=[v.to_json() for v in history], evidence=evidence.to_json(), gone_count=gone,
+                    change_rate=rate,
                     revisit_interval=interval, next_fetch_at=at + interval)
         if outcome == "gone" and gone >= self.gone_after:
             page.update(state="D", status=new.get("status"), next_fetch_at=None,

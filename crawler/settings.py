@@ -127,6 +127,10 @@ REVISIT_DEFAULT_INTERVAL = 86400.0
 REVISIT_BUDGET = 0
 # Visits remembered per page (fetched_at, outcome, SimHash distance).
 REVISIT_HISTORY = 32
+# Intervals between visits whose evidence (changed or not, and how long)
+# each page's rate estimate keeps, in a record of bounded size; past it,
+# older intervals fade (each new one scales the rest by 1 - 1/N).
+REVISIT_EVIDENCE = 256
 # Each page's change rate is estimated with the crawl's other pages as the
 # prior (how fast pages like it change), learned from the histories of at
 # most REVISIT_SAMPLE stored pages drawn at random, every

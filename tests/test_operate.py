@@ -208,7 +208,9 @@ def test_a_finished_crawl_run_again_says_so_then_export_and_reset(grid_server, r
         assert len(got) == (len(rows) if kind == "index" else 0)  # the grid sites are all navigation
         by_url = {r["url"]: r for r in rows}
         assert all(json.loads(r["history"]) == by_url[r["url"]]["history"] for r in got)  # JSON, as in .jsonl
+        assert all(json.loads(r["evidence"]) == by_url[r["url"]]["evidence"] for r in got)
     assert all(r["history"][0][1] == "new" for r in rows if r["state"] == "C")
+    assert all(r["evidence"] == {"u": 0.0, "c": [], "n": 0.0} for r in rows if r["state"] == "C")
 
     code, out, _ = command("reset", [], {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}, tmp_path)
     assert code == 1 and "Add --yes" in out

@@ -19,8 +19,8 @@ import pytest
 
 from crawler.extract import analyze, parse_html
 from crawler.fingerprint import simhash
-from crawler.recrawl import Revisits, visits
-from crawler.revisit import Plan, Policy, RateModel, Visit
+from crawler.recrawl import Revisits, evidence_of, visits
+from crawler.revisit import Evidence, Plan, Policy, RateModel, Visit
 from crawler.store import SQLiteStore
 from tests.conftest import ROOT, Server, crawl_cmd, run_crawl, start_server, stop_embedded_redis
 
@@ -386,7 +386,8 @@ def test_a_budget_leaves_fast_changing_pages_at_the_longest_interval(tmp_path):
                                                          "revisit": int(at)}]))
             got = store.get_page(page["url"])
             assert [h[1] for h in got["history"]] == ["new", "changed", "changed", "changed"]
-            posterior = RateModel().posterior(history)
+            assert got["evidence"] == Evidence.of(history).to_json()
+            posterior = RateModel().posterior(Evidence.of(history))
             assert posterior is not None
             # All changed: the median rate of the posterior, above the bias-reduced lower bound.
             assert got["change_rate"] == pytest.approx(posterior.rate)
@@ -399,6 +400,32 @@ def test_a_budget_leaves_fast_changing_pages_at_the_longest_interval(tmp_path):
             else:  # a budget this tight cannot follow the page: the longest interval
                 assert got["revisit_interval"] == policy.max_interval
             assert got["next_fetch_at"] == pytest.approx(at + got["revisit_interval"])
+
+
+def test_evidence_outlives_the_history_and_is_rebuilt_where_missing(tmp_path):
+    policy = Policy(min_interval=10, max_interval=100_000, default_interval=100, history=4)
+    page = {"url": "http://a.example/p", "site": "a.example", "state": "C", "status": 200, "text": "t",
+            "content_hash": "h0", "fetched_at": 0.0, "links": []}
+    plan = Plan(RateModel())
+    merge = Revisits(policy, plan=lambda: plan)
+    with SQLiteStore(tmp_path / "s.sqlite3") as store:
+        store.write(merge(store.revisit_state, [page]))
+        assert store.get_page(page["url"])["evidence"] == {"u": 0.0, "c": [], "n": 0.0}
+        for k in range(1, 11):  # ten visits 100 s apart, a change at every other one
+            store.write(merge(store.revisit_state, [{**page, "content_hash": f"h{k // 2}", "fetched_at": 100.0 * k,
+                                                     "revisit": 100 * k}]))
+        got = store.get_page(page["url"])
+        assert len(got["history"]) == 4
+        assert got["evidence"] == {"u": 500.0, "c": [[106, 5.0]], "n": 10.0}  # 100 s is class 106
+        assert got["change_rate"] == pytest.approx(plan.model.posterior(Evidence.from_json(got["evidence"])).rate)
+        # A page stored before evidence was kept (or with a record edited by
+        # hand) has it rebuilt from its history.
+        for broken in (None, {"u": "x"}):
+            with store.conn:
+                store.conn.execute("UPDATE pages SET evidence = ?", (None if broken is None else json.dumps(broken),))
+            old = store.revisit_state([page["url"]])[page["url"]]
+            assert evidence_of(old) == Evidence.of(visits(got["history"]))
+            assert evidence_of(old).count == 3
 
 
 def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
@@ -431,7 +458,7 @@ def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
         assert crawler.stats.get_value("revisit/plan_sample") == 200
         assert crawler.stats.get_value("revisit/plan_multiplier") == plan.mu
         # Spread over all 1,000 pages, the plan spends the budget (400 a day) to within the sample's error.
-        posteriors = [plan.model.posterior(visits(history(i))) for i in range(1000)]
+        posteriors = [plan.model.posterior(Evidence.of(visits(history(i)))) for i in range(1000)]
         spent = sum(1 / p.interval(merge.policy, plan.mu) for p in posteriors if p) * day
         assert 400 * 0.85 < spent < 400 * 1.15
         exact = multiplier_for_budget(posteriors, 400 / day, merge.policy)

@@ -14,6 +14,7 @@ import numpy as np
 
 from crawler.revisit import (
     RATES,
+    Evidence,
     Plan,
     Policy,
     Posterior,
@@ -26,6 +27,7 @@ from crawler.revisit import (
     multiplier_for_budget,
     multiplier_for_rates,
     nutch_interval,
+    observe,
 )
 
 POLICY = Policy(min_interval=3600, max_interval=30 * 86400, default_interval=86400)
@@ -46,8 +48,11 @@ def poisson_history(rate: float, visits: list[float], seed: int) -> list[Visit]:
     return history
 
 
+ev = Evidence.of
+
+
 def median_rate(history: list[Visit], model: RateModel | None = None) -> float:
-    posterior = (model or RateModel()).posterior(history)
+    posterior = (model or RateModel()).posterior(ev(history))
     assert posterior is not None
     return posterior.rate
 
@@ -72,21 +77,24 @@ def test_the_posterior_is_the_prior_times_the_likelihood():
     history = [Visit(0, "new"), Visit(100, "changed"), Visit(300, "unchanged"), Visit(350, "trivial")]
     prior = np.linspace(1, 2, len(RATES))
     model = RateModel(prior)
-    likelihood = (1 - np.exp(-RATES * 100)) * np.exp(-RATES * 200) * np.exp(-RATES * 50)
+    # The changed interval counts by its length class: 100 s is class
+    # round(16 log2 100) = 106, 2^(106/16) = 98.7 s.
+    changed = 2 ** (106 / 16)
+    likelihood = (1 - np.exp(-RATES * changed)) * np.exp(-RATES * 200) * np.exp(-RATES * 50)
     expected = model.prior * likelihood
-    posterior = model.posterior(history)
+    posterior = model.posterior(ev(history))
     assert posterior is not None
     assert posterior.weights == pytest.approx(expected / expected.sum(), rel=1e-9)
-    assert loglik(history) == pytest.approx(np.log(likelihood), rel=1e-9)
+    assert loglik(ev(history)) == pytest.approx(np.log(likelihood), rel=1e-9)
     # Every rate keeps a share of an even spread: no page is ever ruled out.
     assert model.prior.min() >= 1e-3 / len(RATES)
 
 
 def test_no_interval_no_posterior_and_the_default_interval():
-    assert loglik([]) is None
-    assert loglik([Visit(5, "new")]) is None
-    assert loglik([Visit(0, "new"), Visit(10, "error"), Visit(20, "gone")]) is None
-    assert Plan(RateModel()).schedule([Visit(5, "new")], POLICY) == (None, POLICY.default_interval)
+    assert loglik(ev([])) is None
+    assert loglik(ev([Visit(5, "new")])) is None
+    assert loglik(ev([Visit(0, "new"), Visit(10, "error"), Visit(20, "gone")])) is None
+    assert Plan(RateModel()).schedule(ev([Visit(5, "new")]), POLICY) == (None, POLICY.default_interval)
 
 
 def test_errors_are_not_evidence_and_the_interval_spans_them():
@@ -94,7 +102,8 @@ def test_errors_are_not_evidence_and_the_interval_spans_them():
     # changed interval is 100 s (0 -> 100), not 50.
     with_error = [Visit(0, "new"), Visit(50, "error"), Visit(100, "changed"), Visit(200, "unchanged")]
     without = [Visit(0, "new"), Visit(100, "changed"), Visit(200, "unchanged")]
-    assert np.array_equal(loglik(with_error), loglik(without))
+    assert ev(with_error) == ev(without)
+    assert np.array_equal(loglik(ev(with_error)), loglik(ev(without)))
 
 
 def crawl_histories(rates: list[float], visits: int, every: float, seed: int) -> list[list[Visit]]:
@@ -107,7 +116,7 @@ def test_the_prior_is_learned_from_the_crawl():
     # Half the pages change about hourly, half about monthly, each visited
     # every 2 hours 40 times: the fitted prior puts its weight near both.
     rates = [1 / 3600.0] * 500 + [1 / (30 * 86400.0)] * 500
-    model = RateModel().fit(loglik(h) for h in crawl_histories(rates, 40, 2 * 3600.0, seed=1))
+    model = RateModel().fit(loglik(ev(h)) for h in crawl_histories(rates, 40, 2 * 3600.0, seed=1))
 
     def mass(lo: float, hi: float) -> float:
         return float(model.prior[(RATES >= lo) & (RATES <= hi)].sum())
@@ -123,17 +132,17 @@ def test_a_page_never_seen_to_change_is_judged_by_the_crawl_it_is_in():
     # quiet turn out never to change, it is left long; in one where every
     # page changes about weekly, it is checked again much sooner.
     page = [Visit(0, "new"), Visit(86400, "unchanged"), Visit(2 * 86400, "unchanged")]
-    static = RateModel().fit(loglik(h) for h in crawl_histories([0.0] * 300, 30, 86400.0, seed=2))
-    weekly = RateModel().fit(loglik(h) for h in crawl_histories([1 / (7 * 86400.0)] * 300, 30, 86400.0, seed=3))
-    quiet = Plan(static).schedule(page, POLICY)[1]
-    busy = Plan(weekly).schedule(page, POLICY)[1]
+    static = RateModel().fit(loglik(ev(h)) for h in crawl_histories([0.0] * 300, 30, 86400.0, seed=2))
+    weekly = RateModel().fit(loglik(ev(h)) for h in crawl_histories([1 / (7 * 86400.0)] * 300, 30, 86400.0, seed=3))
+    quiet = Plan(static).schedule(ev(page), POLICY)[1]
+    busy = Plan(weekly).schedule(ev(page), POLICY)[1]
     assert quiet > 5 * busy
     assert busy == pytest.approx(math.log(2) * 7 * 86400, rel=0.25)  # even odds of a change at the weekly rate
 
 
 def test_a_page_changed_at_every_visit_has_only_a_lower_bound():
     page = [Visit(0, "new"), *(Visit(3600.0 * k, "changed") for k in range(1, 9))]
-    posterior = RateModel().posterior(page)
+    posterior = RateModel().posterior(ev(page))
     assert posterior is not None
     # The bias-reduced estimate (Cho and Garcia-Molina) is a lower bound:
     # the posterior puts almost nothing well below it.
@@ -159,7 +168,7 @@ def test_posterior_intervals_stay_within_the_bounds(steps, mu):
     for gap, changed in steps:
         t += gap
         history.append(Visit(t, "changed" if changed else "unchanged"))
-    rate, got = Plan(RateModel(), mu).schedule(history, POLICY)
+    rate, got = Plan(RateModel(), mu).schedule(ev(history), POLICY)
     assert POLICY.min_interval <= got <= POLICY.max_interval
     assert rate is not None and RATES[0] <= rate <= RATES[-1]
 
@@ -168,33 +177,71 @@ def test_the_budget_is_spent_and_a_sample_stands_for_the_crawl():
     rng = random.Random(5)
     rates = [10 ** rng.uniform(-8, -3) for _ in range(600)] + [0.0] * 100
     histories = crawl_histories(rates, 12, 86400.0, seed=9) + [[Visit(0, "new")]] * 50
-    model = RateModel().fit(loglik(h) for h in histories)
-    posteriors = [model.posterior(h) for h in histories]
+    model = RateModel().fit(loglik(ev(h)) for h in histories)
+    posteriors = [model.posterior(ev(h)) for h in histories]
     budget = 750 / 86400  # about one fetch a page a day
     mu = multiplier_for_budget(posteriors, budget, POLICY)
     spent = sum(1 / (p.interval(POLICY, mu) if p else POLICY.default_interval) for p in posteriors)
     assert spent == pytest.approx(budget, rel=0.01)
     # The same pages as a sample of a crawl ten times as large, with ten times the budget.
     assert multiplier_for_budget(posteriors, 10 * budget, POLICY, weight=10) == pytest.approx(mu, rel=1e-6)
-    plan = Plan.make(histories, POLICY, 10 * budget, total=10 * len(histories), previous=model)
-    assert plan.mu == pytest.approx(multiplier_for_budget([plan.model.posterior(h) for h in histories],
+    plan = Plan.make([ev(h) for h in histories], POLICY, 10 * budget, total=10 * len(histories), previous=model)
+    assert plan.mu == pytest.approx(multiplier_for_budget([plan.model.posterior(ev(h)) for h in histories],
                                                           budget, POLICY), rel=1e-6)
-    assert Plan.make(histories, POLICY).mu is None
+    assert Plan.make([ev(h) for h in histories], POLICY).mu is None
 
 
 def test_a_tight_budget_leaves_pages_that_outrun_it_at_the_longest_interval():
     fast = [Visit(0, "new"), *(Visit(3600.0 * k, "changed") for k in range(1, 9))]
     slow = [Visit(0, "new"), *(Visit(86400.0 * k, "changed" if k % 4 == 0 else "unchanged") for k in range(1, 30))]
     plan = Plan(RateModel(), mu=1e4)  # a visit a second must gain 10,000 s of freshness
-    assert plan.schedule(fast, POLICY)[1] == POLICY.max_interval
-    assert plan.schedule(slow, POLICY)[1] < POLICY.max_interval
-    assert Plan(RateModel(), mu=None).schedule(fast, POLICY)[1] == POLICY.min_interval
+    assert plan.schedule(ev(fast), POLICY)[1] == POLICY.max_interval
+    assert plan.schedule(ev(slow), POLICY)[1] < POLICY.max_interval
+    assert Plan(RateModel(), mu=None).schedule(ev(fast), POLICY)[1] == POLICY.min_interval
 
 
 def test_a_prior_must_be_a_spread():
     for bad in ([1.0], [0.0] * len(RATES), [-1.0] + [1.0] * (len(RATES) - 1), [math.nan] * len(RATES)):
         with pytest.raises(ValueError, match="a prior needs"):
             RateModel(bad)
+
+
+def test_evidence_keeps_every_interval_in_bounded_space():
+    e = Evidence()
+    history: list[Visit] = []
+    for k in range(1000):  # a visit an hour, every third one seeing a change
+        visit = Visit(3600.0 * k, "new" if k == 0 else ("changed" if k % 3 == 0 else "unchanged"))
+        e = observe(e, history, visit, cap=1e9)
+        history = append(history, visit, POLICY)
+    assert len(history) == 32
+    assert e.count == 999 and e.unchanged == 666 * 3600.0
+    assert e.changed == ((round(16 * math.log2(3600.0)), 333.0),)
+    # Past the cap, the older intervals fade: the total stays at the cap.
+    capped = Evidence()
+    for k in range(1, 1000):
+        capped = capped.add(3600.0, k % 3 == 0, cap=100)
+    assert capped.count == 100 and capped.unchanged == pytest.approx(66.7 * 3600, rel=0.02)
+    assert Evidence.from_json(capped.to_json()) == Evidence(*[
+        round(capped.unchanged, 3), tuple((b, round(w, 6)) for b, w in capped.changed), capped.count])
+
+
+def test_evidence_comes_only_from_visits_that_saw_the_content():
+    history = [Visit(0, "new"), Visit(50, "error")]
+    e = observe(Evidence(), history, Visit(100, "changed"), cap=256)
+    assert e == Evidence(0.0, ((round(16 * math.log2(100)), 1.0),), 1.0)  # 0 -> 100, over the error
+    for outcome in ("error", "gone", "moved", "new"):
+        assert observe(e, history, Visit(200, outcome), cap=256) is e
+    assert observe(Evidence(), [Visit(0, "error")], Visit(10, "unchanged"), cap=256) == Evidence()
+    assert observe(e, [*history, Visit(100, "changed")], Visit(400, "trivial"), cap=256).unchanged == 300.0
+
+
+@pytest.mark.parametrize("raw", [None, [], "x", {"u": 1, "c": []}, {"u": -1, "c": [], "n": 1},
+                                 {"u": 1, "c": [], "n": float("inf")}, {"u": 1, "c": [[1.5, 1]], "n": 1},
+                                 {"u": 1, "c": [[True, 1]], "n": 1}, {"u": 1, "c": [[1, -1]], "n": 1},
+                                 {"u": 1, "c": [[5000, 1]], "n": 1}, {"u": 1, "c": [[1, 1]] * 300, "n": 1},
+                                 {"u": 1, "c": "[]", "n": 1}, {"u": 1, "c": [], "n": 1, "x": 2}])
+def test_malformed_evidence_is_refused(raw):
+    assert Evidence.from_json(raw) is None
 
 
 def test_compare_outcomes():

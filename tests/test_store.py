@@ -152,14 +152,18 @@ def test_revisit_sample_draws_histories_of_pages_in_state_c(store):
     store.write([page(f"http://a.test/{i}", history=[[1000.0 + i, "new", None]]) for i in range(30)]
                 + [page("http://a.test/gone", state="D", history=[[1.0, "gone", None]]),
                    page("http://a.test/err", state="E")])
+    store.write([page("http://a.test/0", history=[[1000.0, "new", None]], evidence={"u": 5.0, "c": [], "n": 1.0})])
     total, sample = store.revisit_sample(10)
     assert total == 30 and len(sample) == 10
-    assert all(len(h) == 1 and h[0][1] == "new" and 1000.0 <= h[0][0] < 1030.0 for h in sample)
-    assert len({h[0][0] for h in sample}) == 10  # ten different pages
+    histories = [p["history"] for p in sample]
+    assert all(len(h) == 1 and h[0][1] == "new" and 1000.0 <= h[0][0] < 1030.0 for h in histories)
+    assert len({h[0][0] for h in histories}) == 10  # ten different pages
     total, every = store.revisit_sample(1000)
-    assert total == 30 and sorted(h[0][0] for h in every) == [1000.0 + i for i in range(30)]
+    assert total == 30 and sorted(p["history"][0][0] for p in every) == [1000.0 + i for i in range(30)]
+    assert {p["history"][0][0]: p["evidence"] for p in every if p["evidence"]} == {
+        1000.0: {"u": 5.0, "c": [], "n": 1.0}}
     # Drawn at random, not the first ten each time.
-    draws = {tuple(sorted(h[0][0] for h in store.revisit_sample(10)[1])) for _ in range(5)}
+    draws = {tuple(sorted(p["history"][0][0] for p in store.revisit_sample(10)[1])) for _ in range(5)}
     assert len(draws) > 1
     assert store.revisit_sample(0) == (30, [])
 

@@ -75,8 +75,8 @@ class Command(ScrapyCommand):
                     continue
                 row = {k: page.get(k) for k in PAGE_FIELDS}
                 if writer is not None:
-                    # A list (the change history) as JSON, as it reads back.
-                    writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
+                    # A list or record (the change history, the evidence) as JSON, as it reads back.
+                    writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
                 else:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 n += 1

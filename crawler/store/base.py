@@ -28,7 +28,7 @@ PAGE_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text",
     "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
-    "referer", "change_rate", "changed_at", "history", "gone_count", "content_length",
+    "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
 )
 # The outcome of a re-fetched page (crawler/recrawl.py), a list of stat
 # names, travels with it to the write buffer, which counts each as
@@ -41,7 +41,7 @@ REVISIT_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text", "abstract",
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
-    "content_length",
+    "content_length", "evidence",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most
@@ -120,11 +120,12 @@ class Store(ABC):
         in state C, due or not; ``limit`` 0: no limit."""
 
     @abstractmethod
-    def revisit_sample(self, size: int) -> tuple[int, list[Any]]:
-        """How many pages are in state C, and the ``history`` of at most
-        ``size`` of them drawn at random (each as stored: possibly
-        malformed, checked where it is read): what the re-crawl learns the
-        crawl's change rates and spreads its budget from."""
+    def revisit_sample(self, size: int) -> tuple[int, list[dict[str, Any]]]:
+        """How many pages are in state C, and the ``evidence`` and
+        ``history`` of at most ``size`` of them drawn at random (each as
+        stored: possibly malformed or absent, checked where it is read):
+        what the re-crawl learns the crawl's change rates and spreads its
+        budget from."""
 
     @abstractmethod
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:

@@ -233,13 +233,13 @@ class MongoStore(Store):
                    "fetched_at": d.get("fetched_at"), "change_rate": d.get("change_rate"),
                    "content_length": d.get("content_length")}
 
-    def revisit_sample(self, size: int) -> tuple[int, list[Any]]:
+    def revisit_sample(self, size: int) -> tuple[int, list[dict[str, Any]]]:
         total = int(self.pages.count_documents({"state": "C"}))
         if size <= 0 or total == 0:
             return total, []
         docs = self.pages.aggregate([{"$match": {"state": "C"}}, {"$sample": {"size": size}},
-                                     {"$project": {"_id": 0, "history": 1}}])
-        return total, [d.get("history") for d in docs]
+                                     {"$project": {"_id": 0, "evidence": 1, "history": 1}}])
+        return total, [{"evidence": d.get("evidence"), "history": d.get("history")} for d in docs]
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
         return int(self.pages.count_documents(self._due_query(now, default_interval, site, False)))

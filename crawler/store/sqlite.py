@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS pages (
     simhash INTEGER, content_hash TEXT, dup_of TEXT, fetched_at REAL, etag TEXT,
     last_modified TEXT, next_fetch_at REAL, revisit_interval REAL, error TEXT,
     encoding TEXT, referer TEXT, change_rate REAL, changed_at REAL, history TEXT,
-    gone_count INTEGER, content_length INTEGER
+    gone_count INTEGER, content_length INTEGER, evidence TEXT
 );
 CREATE INDEX IF NOT EXISTS pages_site_state ON pages (site, state);
 CREATE TABLE IF NOT EXISTS links (
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS sites (
 # Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
 # their pages are due fetched_at + REVISIT_DEFAULT_INTERVAL (see due()).
 _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER",
-                    "content_length": "INTEGER"}
+                    "content_length": "INTEGER", "evidence": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -251,10 +251,11 @@ class SQLiteStore(Store):
         for row in self._query(sql, args):
             yield dict(row)
 
-    def revisit_sample(self, size: int) -> tuple[int, list[Any]]:
+    def revisit_sample(self, size: int) -> tuple[int, list[dict[str, Any]]]:
         total = int(self._query("SELECT COUNT(*) FROM pages WHERE state = 'C'")[0][0])
-        rows = self._query("SELECT history FROM pages WHERE state = 'C' ORDER BY random() LIMIT ?", (max(0, size),))
-        return total, [_history(r[0]) for r in rows]
+        rows = self._query("SELECT evidence, history FROM pages WHERE state = 'C' ORDER BY random() LIMIT ?",
+                           (max(0, size),))
+        return total, [_page(r) for r in rows]
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
         where, args = self._due_where(now, default_interval, site, False)
@@ -271,21 +272,21 @@ class SQLiteStore(Store):
 
 
 def _column(name: str, value: Any) -> Any:
-    """A page field as SQLite keeps it: the change history as JSON text."""
-    if name == "history" and value is not None and not isinstance(value, str):
+    """A page field as SQLite keeps it: the change history and evidence as JSON text."""
+    if name in _JSON and value is not None and not isinstance(value, str):
         return json.dumps(value, separators=(",", ":"))
     return value
 
 
-def _history(raw: Any) -> Any:
-    try:
-        return json.loads(raw) if raw else []
-    except (TypeError, ValueError):
-        return []  # edited by hand: the history starts again
+_JSON: dict[str, Any] = {"history": [], "evidence": None}  # JSON columns, and what a missing or unreadable one reads as
 
 
 def _page(row: sqlite3.Row) -> dict[str, Any]:
     page = dict(row)
-    if "history" in page:
-        page["history"] = _history(page["history"])
+    for name, empty in _JSON.items():
+        if name in page:
+            try:
+                page[name] = json.loads(page[name]) if page[name] else empty
+            except (TypeError, ValueError):
+                page[name] = empty  # edited by hand: read as none (the evidence is rebuilt from the history)
     return page

@@ -15,10 +15,11 @@ changed at least once since the visit before.
 Four schedules, compared at the same number of fetches in the measured
 window (after ``--warmup`` days):
 
-- ours: ``crawler.revisit`` as the re-crawl runs it (the change-rate
-  estimate from each page's bounded history, the budgeted allocation with
-  the multiplier recomputed every simulated day from the current
-  estimates), with a budget of one fetch a page every ``--budget-days``;
+- ours: ``crawler.revisit`` as the re-crawl runs it (each page's evidence
+  updated at every visit, a plan made every simulated day from all pages'
+  evidence: the prior over change rates and the budget's multiplier; each
+  visit's interval from the page's posterior), with a budget of one fetch
+  a page every ``--budget-days``;
 - Nutch's adaptive schedule (``nutch_interval``: +40 % unchanged, -20 %
   changed, from the default interval), its intervals scaled by one factor
   until it spends what ours spent;

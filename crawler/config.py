@@ -219,7 +219,8 @@ SPECS: dict[str, Check] = {
     "REVISIT_DEFAULT_INTERVAL": POSITIVE_SECONDS,
     "REVISIT_HISTORY": _number(int, 2, 1000),
     "REVISIT_EVIDENCE": _number(int, 2, 100_000),
-    "REVISIT_SAMPLE": _number(int, 100, 1_000_000),
+    # Each sampled page costs about 3 KB of arrays while a plan is made.
+    "REVISIT_SAMPLE": _number(int, 100, 50_000),
     "REVISIT_PLAN_INTERVAL": _number(float, 1),
     "REVISIT_BUDGET": _number(float, 0),
     "RECRAWL_GONE_AFTER": _number(int, 1, 100),

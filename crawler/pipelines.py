@@ -127,12 +127,19 @@ class StorePipeline:
         def plan() -> Plan:
             now = time.monotonic()
             if self.buffer is not None and now - cached[1] > every:
-                total, pages = self.buffer.store.revisit_sample(sample)
-                cached[:] = [Plan.make([evidence_of(p) for p in pages], policy,
-                                       budget / 86400 if budget > 0 else None, total, previous=cached[0].model), now]
-                self.stats.set_value("revisit/plan_sample", len(pages))
-                if cached[0].mu is not None:
-                    self.stats.set_value("revisit/plan_multiplier", cached[0].mu)
+                cached[1] = now  # a failure is not retried at every batch
+                try:
+                    total, pages = self.buffer.store.revisit_sample(sample)
+                    cached[0] = Plan.make([evidence_of(p) for p in pages], policy,
+                                          budget / 86400 if budget > 0 else None, total, previous=cached[0].model)
+                except Exception as exc:  # the pages in hand are still merged, with the plan before
+                    self.stats.inc_value("revisit/plan_failed")
+                    logger.error("Re-crawl plan not made again (the last one stands): %(exc)r", {"exc": exc},
+                                 extra={"spider": self.crawler.spider})
+                else:
+                    self.stats.set_value("revisit/plan_sample", len(pages))
+                    if cached[0].mu is not None:
+                        self.stats.set_value("revisit/plan_multiplier", cached[0].mu)
             return cast(Plan, cached[0])
 
         return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan)

@@ -65,6 +65,14 @@ OUTCOMES = ("new", "unchanged", "trivial", "changed", "gone", "moved", "error")
 _OBSERVED = frozenset({"new", "unchanged", "trivial", "changed"})
 
 
+def _number(x: object) -> bool:
+    """A finite number from 0 to 1e12 (an integer of 400 digits, which
+    math.isfinite cannot take, is not one)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    return 0 <= x < 1e12 and (isinstance(x, int) or math.isfinite(x))
+
+
 @dataclass(frozen=True)
 class Visit:
     at: float  # unix seconds of the fetch
@@ -81,7 +89,7 @@ class Visit:
         if not isinstance(value, (list, tuple)) or len(value) != 3:
             return None
         at, outcome, distance = value
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:
+        if not _number(at):
             return None
         if outcome not in OUTCOMES:
             return None
@@ -249,7 +257,8 @@ class Evidence:
     class ``b`` standing for ``2 ** (b / 16)`` seconds) and their number
     (``count``). Where the number passes a cap, every part is scaled down
     to it, so old visits fade (a window of about ``cap`` intervals) and the
-    record stays small, however long the page is watched; the visit
+    record stays small (typically under 200 bytes, at most 256 length
+    classes), however long the page is watched; the visit
     history itself keeps only its last ``REVISIT_HISTORY`` entries."""
 
     unchanged: float = 0.0
@@ -309,8 +318,6 @@ class Evidence:
         return Evidence(float(u), tuple(sorted(bins)), float(n))
 
 
-def _number(x: object) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x < 1e12
 
 
 def observe(evidence: Evidence, history: Sequence[Visit], visit: Visit, cap: float) -> Evidence:
@@ -319,7 +326,9 @@ def observe(evidence: Evidence, history: Sequence[Visit], visit: Visit, cap: flo
     earlier one in the history did."""
     if visit.outcome not in _OBSERVED or visit.outcome == "new":
         return evidence
-    last = max((v.at for v in history if v.outcome in _OBSERVED and v.at < visit.at), default=None)
+    if any(v.at >= visit.at for v in history):
+        return evidence  # a fetch older than one already counted (replayed late): its time is counted
+    last = max((v.at for v in history if v.outcome in _OBSERVED), default=None)
     if last is None:
         return evidence
     return evidence.add(visit.at - last, visit.outcome == "changed", cap)
@@ -506,8 +515,11 @@ class Plan:
         model = (previous or RateModel()).fit(ll for ll in logliks if ll is not None)
         if not budget_per_second or budget_per_second <= 0:
             return Plan(model)
-        if not logliks:
-            return Plan(model, 0.0)
+        if all(ll is None for ll in logliks):
+            # No rate known yet (a crawl's first re-crawl): no multiplier can
+            # be told from the budget, so none is made up; the budget is
+            # spread once the sample holds evidence.
+            return Plan(model)
         weight = (total if total is not None else len(logliks)) / len(logliks)
         posteriors = [None if ll is None else model._posterior(ll) for ll in logliks]
         return Plan(model, multiplier_for_budget(posteriors, budget_per_second, policy, weight))

@@ -129,11 +129,11 @@ REVISIT_BUDGET = 0
 REVISIT_HISTORY = 32
 # Intervals between visits whose evidence (changed or not, and how long)
 # each page's rate estimate keeps, in a record of bounded size; past it,
-# older intervals fade (each new one scales the rest by 1 - 1/N).
+# older intervals fade (each new one scales them all by N / (N + 1)).
 REVISIT_EVIDENCE = 256
 # Each page's change rate is estimated with the crawl's other pages as the
-# prior (how fast pages like it change), learned from the histories of at
-# most REVISIT_SAMPLE stored pages drawn at random, every
+# prior (how fast pages like it change), learned from the evidence of at
+# most REVISIT_SAMPLE (100 to 50,000) stored pages drawn at random, every
 # REVISIT_PLAN_INTERVAL seconds by each worker's store writer (which also
 # spreads REVISIT_BUDGET over the sample, scaled to the whole crawl).
 REVISIT_SAMPLE = 10_000

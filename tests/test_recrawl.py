@@ -420,9 +420,10 @@ def test_evidence_outlives_the_history_and_is_rebuilt_where_missing(tmp_path):
         assert got["change_rate"] == pytest.approx(plan.model.posterior(Evidence.from_json(got["evidence"])).rate)
         # A page stored before evidence was kept (or with a record edited by
         # hand) has it rebuilt from its history.
-        for broken in (None, {"u": "x"}):
+        for broken in (None, {"u": "x"}, {"u": 10 ** 400, "c": [], "n": 1}, "[" * 100_000):
+            raw = None if broken is None else broken if isinstance(broken, str) else json.dumps(broken)
             with store.conn:
-                store.conn.execute("UPDATE pages SET evidence = ?", (None if broken is None else json.dumps(broken),))
+                store.conn.execute("UPDATE pages SET evidence = ?", (raw,))
             old = store.revisit_state([page["url"]])[page["url"]]
             assert evidence_of(old) == Evidence.of(visits(got["history"]))
             assert evidence_of(old).count == 3
@@ -466,6 +467,13 @@ def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
         store.write([{"url": "http://a.example/new", "site": "a.example", "state": "C", "status": 200,
                       "fetched_at": 0.0, "links": [], "history": [[0.0, "new", None]]}])
         assert merge.plan() is plan  # not made again before REVISIT_PLAN_INTERVAL
+        # A plan that cannot be made (here: the store closed under it) is
+        # logged and counted; the last one stands, and is not retried at every batch.
+        store.close()
+        pipeline.buffer = type("Buffer", (), {"store": store})()
+        merge = pipeline.revisits()
+        assert merge.plan().mu is None and crawler.stats.get_value("revisit/plan_failed") == 1
+        assert merge.plan().mu is None and crawler.stats.get_value("revisit/plan_failed") == 1
 
 
 def test_recrawl_without_a_crawl_says_so_in_one_line_and_makes_nothing(tmp_path):

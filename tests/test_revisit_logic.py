@@ -189,6 +189,9 @@ def test_the_budget_is_spent_and_a_sample_stands_for_the_crawl():
     assert plan.mu == pytest.approx(multiplier_for_budget([plan.model.posterior(ev(h)) for h in histories],
                                                           budget, POLICY), rel=1e-6)
     assert Plan.make([ev(h) for h in histories], POLICY).mu is None
+    # No rate known yet (every page fetched once): no multiplier is made up.
+    assert Plan.make([Evidence()] * 50, POLICY, 1e-9, total=50).mu is None
+    assert Plan.make([], POLICY, budget, total=0).mu is None
 
 
 def test_a_tight_budget_leaves_pages_that_outrun_it_at_the_longest_interval():
@@ -233,13 +236,16 @@ def test_evidence_comes_only_from_visits_that_saw_the_content():
         assert observe(e, history, Visit(200, outcome), cap=256) is e
     assert observe(Evidence(), [Visit(0, "error")], Visit(10, "unchanged"), cap=256) == Evidence()
     assert observe(e, [*history, Visit(100, "changed")], Visit(400, "trivial"), cap=256).unchanged == 300.0
+    # A fetch older than the newest visit (replayed late) adds nothing: its time is counted already.
+    assert observe(e, [*history, Visit(100, "changed")], Visit(75, "unchanged"), cap=256) is e
 
 
 @pytest.mark.parametrize("raw", [None, [], "x", {"u": 1, "c": []}, {"u": -1, "c": [], "n": 1},
                                  {"u": 1, "c": [], "n": float("inf")}, {"u": 1, "c": [[1.5, 1]], "n": 1},
                                  {"u": 1, "c": [[True, 1]], "n": 1}, {"u": 1, "c": [[1, -1]], "n": 1},
                                  {"u": 1, "c": [[5000, 1]], "n": 1}, {"u": 1, "c": [[1, 1]] * 300, "n": 1},
-                                 {"u": 1, "c": "[]", "n": 1}, {"u": 1, "c": [], "n": 1, "x": 2}])
+                                 {"u": 1, "c": "[]", "n": 1}, {"u": 1, "c": [], "n": 1, "x": 2},
+                                 {"u": 10 ** 400, "c": [], "n": 1}, {"u": 1, "c": [[1, 10 ** 400]], "n": 1}])
 def test_malformed_evidence_is_refused(raw):
     assert Evidence.from_json(raw) is None
 
@@ -262,7 +268,8 @@ def test_history_is_bounded_newest_last():
 
 @pytest.mark.parametrize("raw", ["x", [1.0, "new"], [1.0, "new", None, 1], [float("nan"), "new", None],
                                  [float("inf"), "changed", 1], [-1, "new", None], [1.0, "rm -rf", None],
-                                 [1.0, "changed", 65], [1.0, "changed", "3"], [True, "new", None], None])
+                                 [1.0, "changed", 65], [1.0, "changed", "3"], [True, "new", None], None,
+                                 [10 ** 400, "new", None]])
 def test_malformed_history_entries_are_refused(raw):
     assert Visit.from_json(raw) is None
 

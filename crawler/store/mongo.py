@@ -237,8 +237,9 @@ class MongoStore(Store):
         total = int(self.pages.count_documents({"state": "C"}))
         if size <= 0 or total == 0:
             return total, []
-        docs = self.pages.aggregate([{"$match": {"state": "C"}}, {"$sample": {"size": size}},
-                                     {"$project": {"_id": 0, "evidence": 1, "history": 1}}])
+        # Projected first: $sample then shuffles small records, not whole pages.
+        docs = self.pages.aggregate([{"$match": {"state": "C"}}, {"$project": {"_id": 0, "evidence": 1, "history": 1}},
+                                     {"$sample": {"size": size}}])
         return total, [{"evidence": d.get("evidence"), "history": d.get("history")} for d in docs]
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:

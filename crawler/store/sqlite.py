@@ -287,6 +287,6 @@ def _page(row: sqlite3.Row) -> dict[str, Any]:
         if name in page:
             try:
                 page[name] = json.loads(page[name]) if page[name] else empty
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):
                 page[name] = empty  # edited by hand: read as none (the evidence is rebuilt from the history)
     return page

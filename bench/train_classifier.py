@@ -23,10 +23,11 @@ import argparse
 import gzip
 import hashlib
 import json
-import math
 import random
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -42,10 +43,12 @@ def held_out(name: str) -> bool:
     return int(hashlib.sha1(name.encode()).hexdigest(), 16) % 100 < HELD_OUT_SHARE
 
 
-def load(data: Path) -> list[dict]:
+def load(data: Path, labels: str = "labels.jsonl") -> list[dict]:
     rows = []
-    for line in (data / "labels.jsonl").read_text().splitlines():
+    for line in (data / labels).read_text().splitlines():
         row = json.loads(line)
+        if not isinstance(row.get("url"), str):
+            continue  # one page of the source has no URL
         page = analyze(gzip.decompress((data / row["file"]).read_bytes()))
         row["page"] = page
         row["x"] = feature_vector(row["url"], page)
@@ -65,54 +68,69 @@ def metrics(y: list[int], pred: list[int]) -> tuple[float, float, float]:
 
 
 def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0):
-    """One regression tree on gradients g and hessians h (XGBoost's gain)."""
-    G = sum(g[i] for i in idx)
-    H = sum(h[i] for i in idx)
+    """One regression tree on gradients g and hessians h (XGBoost's gain);
+    ``x`` a 2-D numpy array, ``g``, ``h`` and ``idx`` numpy arrays."""
+    G = float(g[idx].sum())
+    H = float(h[idx].sum())
     leaf = -G / (H + lam)
     if depth == 0 or len(idx) < 2 * min_leaf:
         return leaf
     base = G * G / (H + lam)
     best_gain, best_split = 0.0, None
-    for j in range(len(x[0])):
-        order = sorted(idx, key=lambda i: x[i][j])
-        gl = hl = 0.0
-        for k in range(len(order) - 1):
-            i = order[k]
-            gl += g[i]
-            hl += h[i]
-            if k + 1 < min_leaf or len(order) - k - 1 < min_leaf or x[order[k + 1]][j] == x[i][j]:
-                continue
-            gain = gl * gl / (hl + lam) + (G - gl) ** 2 / (H - hl + lam) - base
-            if gain > best_gain:
-                best_gain, best_split = gain, (j, (x[i][j] + x[order[k + 1]][j]) / 2)
+    n = len(idx)
+    ks = np.arange(n - 1)
+    for j in range(x.shape[1]):
+        col = x[idx, j]
+        order = np.argsort(col, kind="stable")
+        vals = col[order]
+        gl = np.cumsum(g[idx][order])[:-1]
+        hl = np.cumsum(h[idx][order])[:-1]
+        ok = (ks + 1 >= min_leaf) & (n - ks - 1 >= min_leaf) & (vals[1:] != vals[:-1])
+        if not ok.any():
+            continue
+        gain = gl * gl / (hl + lam) + (G - gl) ** 2 / (H - hl + lam) - base
+        gain = np.where(ok, gain, -np.inf)
+        k = int(np.argmax(gain))
+        if gain[k] > best_gain:
+            best_gain, best_split = float(gain[k]), (j, float((vals[k] + vals[k + 1]) / 2))
     if best_split is None:
         return leaf
     j, t = best_split
-    left = [i for i in idx if x[i][j] <= t]
-    right = [i for i in idx if x[i][j] > t]
-    return [j, t, _tree(x, g, h, left, depth - 1, min_leaf, lam),
-            _tree(x, g, h, right, depth - 1, min_leaf, lam)]
+    mask = x[idx, j] <= t
+    return [j, t, _tree(x, g, h, idx[mask], depth - 1, min_leaf, lam),
+            _tree(x, g, h, idx[~mask], depth - 1, min_leaf, lam)]
+
+
+def _apply(tree, x):
+    """A tree's leaf values for every row of ``x``."""
+    if not isinstance(tree, list):
+        return np.full(len(x), tree)
+    j, t, left, right = tree
+    out = np.empty(len(x))
+    mask = x[:, j] <= t
+    out[mask] = _apply(left, x[mask])
+    out[~mask] = _apply(right, x[~mask])
+    return out
 
 
 def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1) -> dict:
-    n = len(xs)
-    pos = sum(ys)
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    n = len(y)
+    pos = y.sum()
     # Balance the classes so that the threshold means the same on any sample.
-    cw = {1: n / (2 * pos), 0: n / (2 * (n - pos))}
-    margin = [0.0] * n
+    w = np.where(y == 1, n / (2 * pos), n / (2 * (n - pos)))
+    margin = np.zeros(n)
     params = {"features": list(FEATURES), "trees": [], "learning_rate": learning_rate,
               "threshold": 0.5, "rounds": rounds, "depth": depth}
-    m = Model(params)
+    idx = np.arange(n)
     for _ in range(rounds):
-        p = [1.0 / (1.0 + math.exp(-z)) for z in margin]
-        g = [(p[i] - ys[i]) * cw[ys[i]] for i in range(n)]
-        h = [max(p[i] * (1 - p[i]), 1e-6) * cw[ys[i]] for i in range(n)]
-        tree = _tree(xs, g, h, list(range(n)), depth)
+        p = 1.0 / (1.0 + np.exp(-margin))
+        g = (p - y) * w
+        h = np.maximum(p * (1 - p), 1e-6) * w
+        tree = _tree(x, g, h, idx, depth)
         params["trees"].append(tree)
-        m.trees = [tree]
-        for i in range(n):
-            one = Model.score(m, xs[i])  # sigmoid(lr * tree(x))
-            margin[i] += math.log(one / (1 - one))
+        margin += learning_rate * _apply(tree, x)
     return params
 
 
@@ -146,9 +164,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=SAMPLE,
                     help="directory with labels.jsonl and the gzipped pages (default: the in-repo sample)")
+    ap.add_argument("--labels", default="labels.jsonl", help="the labels file in --data")
     ap.add_argument("--write", action="store_true", help="store the fitted model in crawler/data/classifier.json")
     args = ap.parse_args()
-    rows = load(args.data)
+    rows = load(args.data, args.labels)
     train = [r for r in rows if not held_out(r["file"])]
     test = [r for r in rows if held_out(r["file"])]
     print(f"pages: {len(rows)} (train {len(train)}, held out {len(test)}: "

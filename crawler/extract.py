@@ -87,6 +87,7 @@ class Page:
     features: dict[str, float] = field(default_factory=dict)
     ld_types: frozenset[str] = frozenset()
     h1: str = ""
+    blocks: list[Block] = field(default_factory=list)  # the text's blocks, in page order
 
 
 def parse_html(html: str | bytes) -> Any:
@@ -234,6 +235,7 @@ def analyze(html: str | bytes | Any) -> Page:
 
     blocks, h1_before_para = _blocks(cast(str, _STRING(root)))
     counts["h1_before_para"] = h1_before_para
+    page.blocks = blocks
     main = [b for b in blocks if not b.boiler and b.link_chars * 2 < len(b.text)]
     if not main:
         main = [b for b in blocks if b.link_chars * 2 < len(b.text)] or blocks

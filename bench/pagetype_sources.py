@@ -1,0 +1,226 @@
+"""Structure-labelled page types from documentation trees Debian ships.
+
+    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes]
+
+Each source is one documentation tree made by one generator (DocBook,
+Sphinx, Doxygen, javadoc, rustdoc, mdBook, texinfo), installed by
+``apt-get install --no-install-recommends`` of the package named in
+``SOURCES``. The PostgreSQL and Python documentation are not among them:
+those are where the crawler is judged, so nothing is trained or tuned on
+them.
+
+A page's label comes from its generator's markup, not from a person:
+
+- the generator's table-of-contents blocks (a DocBook ``div.toc``, a Sphinx
+  ``toctree-wrapper`` or index table, a Doxygen directory, a javadoc
+  package or class summary table, a rustdoc item table, a texinfo menu or
+  index) hold at least half of the text of the page's content region (the
+  page without the generator's navigation header, footer and sidebar): an
+  **index** page;
+- no more than a tenth of it, and at least 800 characters of text that is
+  not link text: an **information** page;
+- anything in between (a long page with a local contents box; a short
+  stub) has no label and is left out of the figures.
+
+Redirect stubs (``<meta http-equiv="refresh">``) are skipped. Pages are taken
+in breadth-first order from the tree's start page, following links inside
+the tree, as a crawl of the site would meet them: the first ``--cap`` of
+them. Writes one ``<source>.jsonl`` per source to ``--out``: ``url``,
+``file``, ``label`` (``index``, ``info`` or null), ``toc_share``, ``prose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urldefrag
+
+import lxml.html
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    package: str  # the Debian package that ships it
+    generator: str
+    root: str  # the tree's directory
+    start: str  # its start page, relative to root
+
+
+SOURCES = (
+    Source("gtk3", "libgtk-3-doc", "docbook", "/usr/share/gtk-doc/html/gtk3", "index.html"),
+    Source("gnucash-guide", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-guide-en", "index.html"),
+    Source("debian-handbook", "debian-handbook", "docbook", "/usr/share/doc/debian-handbook/html/en-US", "index.html"),
+    Source("cmake", "cmake-doc", "sphinx", "/usr/share/doc/cmake-data/html", "index.html"),
+    Source("django", "python-django-doc", "sphinx", "/usr/share/doc/python-django-doc/html", "index.html"),
+    Source("eigen", "libeigen3-doc", "doxygen", "/usr/share/doc/libeigen3-dev/html", "index.html"),
+    Source("junit4", "junit4-doc", "javadoc", "/usr/share/doc/junit4/api", "index.html"),
+    Source("commons-lang3", "libcommons-lang3-java-doc", "javadoc", "/usr/share/doc/libcommons-lang3-java/api",
+           "index.html"),
+    Source("rust-std", "rust-doc", "rustdoc", "/usr/share/doc/rust-doc/html/std", "index.html"),
+    Source("rust-book", "rust-doc", "mdbook", "/usr/share/doc/rust-doc/html/book", "index.html"),
+    Source("octave", "octave-doc", "texinfo", "/usr/share/doc/octave/octave.html", "index.html"),
+)
+
+# The generator's navigation around the content (dropped before measuring).
+_NAV = {
+    "docbook": ["//div[@class='navheader']", "//div[@class='navfooter']", "//table[@class='navigation']",
+                "//div[@class='footer']", "//ul[contains(@class,'docnav')]", "//div[@class='banner']"],
+    "sphinx": ["//div[contains(@class,'sphinxsidebar')]", "//div[@class='related']", "//div[@class='footer']",
+               "//div[@class='nav']", "//div[@id='hd']", "//div[@id='ft']", "//div[@class='global-nav']"],
+    "doxygen": ["//div[@id='top']", "//div[@id='side-nav']", "//div[@id='nav-path']", "//div[@class='navpath']",
+                "//hr[@class='footer']/following-sibling::*", "//address"],
+    "javadoc": ["//div[@class='topNav']", "//div[@class='bottomNav']", "//div[@class='subNav']",
+                "//div[contains(@class,'top-nav')]", "//div[contains(@class,'sub-nav')]", "//footer",
+                "//div[@class='fixedNav']", "//div[@class='flex-header']"],
+    "rustdoc": ["//nav", "//div[contains(@class,'sidebar')]", "//div[contains(@class,'search-container')]"],
+    "mdbook": ["//nav", "//div[contains(@class,'sidebar')]", "//div[@id='menu-bar']",
+               "//div[contains(@class,'menu-bar')]"],
+    "texinfo": ["//div[@class='header']", "//div[@class='nav-panel']", "//hr"],
+}
+_TOC = {
+    "docbook": "//div[contains(concat(' ',@class,' '),' toc ')] | //dl[@class='toc'] | //div[@class='index']"
+               " | //div[starts-with(@class,'list-of-')]",
+    "sphinx": "//div[contains(@class,'toctree-wrapper')] | //table[contains(@class,'indextable')]"
+              " | //table[contains(@class,'modindextable')] | //div[contains(@class,'genindex-jumpbox')]"
+              " | //div[contains(@class,'contents') and contains(@class,'topic')] | //nav[@id='contents']",
+    "doxygen": "//table[@class='directory'] | //div[@class='directory'] | //div[@class='classindex']"
+               " | //table[@class='classindex'] | //div[@class='qindex']",
+    "javadoc": "//table[contains(@class,'typeSummary') or contains(@class,'overviewSummary')"
+               " or contains(@class,'packagesSummary') or contains(@class,'useSummary')]"
+               " | //div[contains(@class,'type-summary')] | //section[contains(@class,'class-summary')]"
+               " | //section[contains(@class,'package-summary')] | //section[@id='all-classes']"
+               " | //div[@id='all-packages-table'] | //div[@id='all-classes-table']"
+               " | //section[contains(@class,'packages')] | //div[@class='indexContainer']"
+               " | //dl[contains(@class,'index')] | //div[@class='allClassesContainer']"
+               " | //div[@id='class-summary'] | //div[@id='related-package-summary']"
+               " | //section[contains(@class,'hierarchy')] | //div[contains(@class,'use-summary')]"
+               " | //section[@role='region'][h2[contains(@title,'Hierarchy')]]"
+               " | //div[@class='contentContainer']/dl[not(@class)]",
+    "rustdoc": "//div[contains(@class,'item-table')] | //ul[contains(@class,'all-items')]"
+               " | //ul[contains(@class,' docblock')]"
+               " | //div[contains(@class,'item-list')]",
+    "mdbook": "//main//ol[@class='chapter']",
+    "texinfo": "//table[@class='menu'] | //ul[contains(@class,'section-toc')] | //ul[@class='mini-toc']"
+               " | //div[@class='contents'] | //table[starts-with(@class,'index-')]"
+               " | //table[contains(@class,'-entries-printindex')]",
+}
+
+_REFRESH = re.compile(rb"<meta[^>]+http-equiv=[\"']?refresh", re.I)
+_WS = re.compile(r"\s+")
+INDEX_SHARE = 0.5
+INFO_SHARE = 0.1
+INFO_PROSE = 800
+
+
+def _text(el: object) -> str:
+    return _WS.sub(" ", "".join(el.itertext())).strip()  # type: ignore[attr-defined]
+
+
+def label(html: bytes, generator: str) -> tuple[str | None, float, int]:
+    """(label, share of the content region's text in TOC blocks, characters
+    of text outside links and TOC blocks)."""
+    doc = lxml.html.document_fromstring(html)
+    for bad in doc.xpath("//script | //style | //noscript"):
+        bad.drop_tree()
+    for xp in _NAV[generator]:
+        for el in doc.xpath(xp):
+            if el.getparent() is not None:
+                el.drop_tree()
+    body = doc.find("body")
+    if body is None:
+        return None, 0.0, 0
+    total = len(_text(body))
+    if not total:
+        return None, 0.0, 0
+    tocs = doc.xpath(_TOC[generator])
+    outer = [t for t in tocs if not any(a in tocs for a in t.iterancestors())]
+    toc = sum(len(_text(t)) for t in outer)
+    for t in outer:
+        t.drop_tree()
+    links = sum(len(_text(a)) for a in body.iter("a"))
+    prose = len(_text(body)) - links
+    share = min(toc / total, 1.0)
+    if share >= INDEX_SHARE:
+        return "index", share, prose
+    if share <= INFO_SHARE and prose >= INFO_PROSE:
+        return "info", share, prose
+    return None, share, prose
+
+
+def crawl_order(src: Source, cap: int) -> list[Path]:
+    """The tree's HTML pages in breadth-first order from its start page."""
+    root = Path(src.root).resolve()
+    start = (root / src.start).resolve()
+    seen = {start}
+    queue = deque([start])
+    out: list[Path] = []
+    href = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#?]+)""", re.I)
+    while queue and len(out) < cap:
+        path = queue.popleft()
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if _REFRESH.search(data[:4000]):
+            continue
+        out.append(path)
+        for m in href.finditer(data):
+            ref = unquote(urldefrag(m.group(1).decode("utf-8", "replace"))[0])
+            if not ref.endswith((".html", ".htm")) or "://" in ref or ref.startswith("/"):
+                continue
+            nxt = (path.parent / ref).resolve()
+            if nxt in seen or root not in nxt.parents or "_modules" in nxt.parts or "_sources" in nxt.parts:
+                continue
+            if nxt.is_file():
+                seen.add(nxt)
+                queue.append(nxt)
+    return out
+
+
+def url_of(src: Source, path: Path) -> str:
+    return f"http://{src.name}.docs.test/" + str(path.relative_to(Path(src.root).resolve()))
+
+
+def build(src: Source, cap: int) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for path in crawl_order(src, cap):
+        lab, share, prose = label(path.read_bytes(), src.generator)
+        rows.append({"url": url_of(src, path), "file": str(path), "label": lab,
+                     "toc_share": round(share, 3), "prose": prose})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cap", type=int, default=600, help="pages per source, in breadth-first order")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/pagetypes"))
+    ap.add_argument("--only", default="", help="comma-separated source names")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    only = {s for s in args.only.split(",") if s}
+    for src in SOURCES:
+        if only and src.name not in only:
+            continue
+        if not (Path(src.root) / src.start).is_file():
+            print(f"{src.name}: {src.root}/{src.start} missing: apt-get install {src.package}", file=sys.stderr)
+            continue
+        rows = build(src, args.cap)
+        with (args.out / f"{src.name}.jsonl").open("w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        n_index = sum(1 for r in rows if r["label"] == "index")
+        n_info = sum(1 for r in rows if r["label"] == "info")
+        print(f"{src.name:16} {src.generator:8} pages {len(rows):4}  index {n_index:4}  info {n_info:4}  "
+              f"unlabelled {len(rows) - n_index - n_info:4}")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,10 +2,14 @@
 
     python bench/bench_neardup.py [--old /usr/share/doc/llvm-14-doc/html]
                                   [--new /usr/share/doc/llvm-15-doc/html] [--k 3]
+    python bench/bench_neardup.py --old TREE --banner "SENTENCE"      # a mirror with a banner
 
 (``apt-get install llvm-14-doc llvm-15-doc``: Sphinx HTML of LLVM 14 and 15,
 823 and 1,044 pages; many pages barely changed between the releases, many
-did.) Both trees are served from a local HTTP server on 127.0.0.1 (as
+did.) With ``--banner``, the second tree is a mirror of ``--old`` with the
+sentence added to every page, after its first heading (or at the start of
+its body): a copy every reader would call the same page. Both trees are
+served from a local HTTP server on 127.0.0.1 (as
 ``/old/...`` and ``/new/...``) and crawled together with ``scrapy crawl site``,
 every HTML page a seed, duplicate detection on (``SIMHASH_MAX_DISTANCE=k``).
 
@@ -71,6 +75,18 @@ def resemblant_pairs(sets: list[set[int]], threshold: float) -> dict[tuple[int, 
     return out
 
 
+_H1_END = re.compile(rb"</h1\s*>", re.I)
+_BODY = re.compile(rb"<body[^>]*>", re.I)
+
+
+def with_banner(html: bytes, sentence: str) -> bytes:
+    """The page with ``sentence`` as a paragraph after its first heading, or
+    at the start of its body."""
+    p = b"<p>" + sentence.encode() + b"</p>"
+    m = _H1_END.search(html) or _BODY.search(html)
+    return html[:m.end()] + p + html[m.end():] if m else p + html
+
+
 def resemblance(a: set[int], b: set[int]) -> float:
     if not a and not b:
         return 1.0
@@ -96,19 +112,23 @@ def main() -> None:
     ap.add_argument("--new", type=Path, default=Path("/usr/share/doc/llvm-15-doc/html"))
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
+    ap.add_argument("--banner", default=None, help="mirror --old with this sentence added to every page")
     args = ap.parse_args()
-    for d in (args.old, args.new):
+    for d in (args.old,) if args.banner else (args.old, args.new):
         if not d.is_dir():
             sys.exit(f"{d} is missing: apt-get install llvm-14-doc llvm-15-doc (or pass --old/--new)")
 
     work = Path(tempfile.mkdtemp(prefix="bench-neardup-"))
     root = work / "root"
     seeds: list[str] = []
-    for name, src in (("old", args.old), ("new", args.new)):
+    for name, src in (("old", args.old), ("new", args.old if args.banner else args.new)):
         for f in sorted(src.rglob("*.html")):
             dst = root / name / f.relative_to(src)
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, dst)
+            if args.banner and name == "new":
+                dst.write_bytes(with_banner(f.read_bytes(), args.banner))
+            else:
+                shutil.copyfile(f, dst)
     server = start_server(work, hosts="127.0.0.1", root=root)
     try:
         for f in sorted(root.rglob("*.html")):

@@ -154,7 +154,17 @@ def _is_boiler(el: Any, tag: str) -> bool:
     role = el.get("role")
     if role in ("navigation", "banner", "contentinfo", "complementary", "menu"):
         return True
-    attrs = (el.get("class") or "") + " " + (el.get("id") or "")
+    cls = el.get("class") or ""
+    if _boiler_value(cls):
+        return True
+    # Generators name the content's container after the page (Sphinx: id
+    # "topics-pagination", "fields-related"): an id that reads like
+    # navigation but holds the page's title is the page, not its menu
+    # (the Django manual's pages on pagination lost all their text).
+    return _boiler_value(el.get("id") or "") and el.find(".//h1") is None
+
+
+def _boiler_value(attrs: str) -> bool:
     if len(attrs) > 256:  # kept out of the cache: a hostile page could fill it with megabytes
         return _BOILER_ATTR.search(attrs) is not None
     return len(attrs) > 1 and _boiler_attrs(attrs)

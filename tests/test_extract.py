@@ -251,3 +251,27 @@ def test_tag_soup_never_raises(soup):
 def test_any_bytes_never_raise(data):
     page = analyze(data)
     assert not _UNSAFE_OUT.intersection(page.text + page.title)
+
+
+def test_a_content_container_named_after_the_page_is_not_navigation():
+    """Sphinx names the content's container after the page: the Django
+    manual's page on pagination is ``<div id="topics-pagination">``. It holds
+    the page's title, so it is the page; an id alone that reads like a menu
+    and holds no h1 is still navigation, and so is a class that does."""
+    html = ('<html><body><div id="hd"><h1><a href="/">Django documentation</a></h1>'
+            '<p>A mirror kept for students.</p><div id="global-nav"><a href="/">Home</a></div></div>'
+            '<div id="topics-pagination"><h1>Pagination</h1><p>Django provides high-level and low-level ways '
+            'to help you manage paginated data, split across several pages.</p></div>'
+            '<div id="site-navigation"><p>Browse the whole site from here, section by section.</p></div>'
+            '<div class="pagination"><h1>Pages</h1><p>Page one of many, and the rest after it.</p></div>'
+            '</body></html>')
+    page = analyze(html)
+    assert [(b.text, b.boiler) for b in page.blocks] == [
+        ("Django documentation", False), ("A mirror kept for students.", False), ("Home", True),
+        ("Pagination", False),
+        ("Django provides high-level and low-level ways to help you manage paginated data, split across "
+         "several pages.", False),
+        ("Browse the whole site from here, section by section.", True),
+        ("Pages", True), ("Page one of many, and the rest after it.", True)]
+    assert page.text == ("A mirror kept for students.\nPagination\nDjango provides high-level and low-level ways "
+                         "to help you manage paginated data, split across several pages.")

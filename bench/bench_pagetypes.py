@@ -18,6 +18,15 @@ training set alone (the best balanced accuracy keeping index recall >=
 0.93), and scored on the held-out source. Each page is typed alone, by the
 features the shipped classifier reads (``crawler.classify.FEATURES``).
 
+``--template`` adds what a crawler knows of a site that a lone page does
+not: pages of a tree are typed in the order a crawl meets them
+(breadth-first from the start page), each with its site's template as
+learned from the pages before it (``bench/site_template.py``: blocks on at
+least 30 % of the site's first 50 pages), and the features of what is left
+of the page are appended (``OWN_FEATURES``); WCXB's pages, each alone on its
+site, get them from the page-only fallback (outside navigation markup). Not
+yet in the crawler: ``--write`` refuses it.
+
 Reported per held-out source: balanced accuracy, index recall and info
 recall of
 
@@ -46,6 +55,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from crawler.classify import FEATURES, INDEX, Model, feature_vector, model  # noqa: E402
 from crawler.extract import Page, analyze  # noqa: E402
+from site_template import LocalTemplates, block_keys, own_features  # noqa: E402
 from train_classifier import fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = 0.35
@@ -59,15 +69,26 @@ def link_density(page: Page) -> float:
 
 
 def rows_of_tree(path: Path) -> list[dict]:
-    """A tree's labelled pages, in crawl order."""
+    """A tree's labelled pages, in crawl order; with ``--template``, each
+    with the site's template as learned so far (unlabelled pages still
+    teach it)."""
+    templates = LocalTemplates()
     rows = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
-        if r["label"] not in ("index", "info"):
+        if r["label"] not in ("index", "info") and not TEMPLATE:
             continue
         page = analyze(Path(r["file"]).read_bytes())
-        rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0,
-                     "x": feature_vector(r["url"], page), "ld": link_density(page)})
+        x = feature_vector(r["url"], page)
+        if TEMPLATE:
+            keys = block_keys(page.blocks)
+            evidence = templates.observe("tree", keys)
+            known = evidence.pages >= templates.policy.min_pages
+            x += own_features(page, evidence.template(keys, templates.policy) if known else None)
+        if r["label"] not in ("index", "info"):
+            continue
+        rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
+                     "ld": link_density(page)})
     return rows
 
 
@@ -79,7 +100,8 @@ def rows_of_wcxb(data: Path) -> list[dict]:
             continue
         page = analyze(gzip.decompress((data / r["file"]).read_bytes()))
         rows.append({"source": "wcxb-test" if held_out(r["file"]) else "wcxb-train", "url": r["url"],
-                     "y": 1 if r["label"] == INDEX else 0, "x": feature_vector(r["url"], page),
+                     "y": 1 if r["label"] == INDEX else 0,
+                     "x": feature_vector(r["url"], page) + (own_features(page, None) if TEMPLATE else []),
                      "ld": link_density(page)})
     return rows
 
@@ -126,9 +148,14 @@ def main() -> None:
     ap.add_argument("--wcxb", type=Path, default=WCXB)
     ap.add_argument("--only", default="", help="held-out sources to report (default: all)")
     ap.add_argument("--write", action="store_true", help="fit on every source and store the model")
+    ap.add_argument("--template", action="store_true", help="add the site-template features (module docstring)")
     ap.add_argument("--shipped", type=Path, default=None,
                     help="a classifier.json to report as shipped (its features a prefix of today's)")
     args = ap.parse_args()
+    if args.template and args.write:
+        sys.exit("--template is not in the crawler yet: --write would store a model it cannot read")
+    global TEMPLATE
+    TEMPLATE = args.template
     rows = rows_of_wcxb(args.wcxb)
     for path in sorted(args.trees.glob("*.jsonl")):
         rows += rows_of_tree(path)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,7 +55,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from crawler.classify import FEATURES, INDEX, Model, feature_vector, model  # noqa: E402
 from crawler.extract import Page, analyze  # noqa: E402
 from site_template import LocalTemplates, block_keys, own_features  # noqa: E402
-from train_classifier import fit, held_out, metrics  # noqa: E402
+from train_classifier import cv_scores, fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = 0.35
 WCXB = ROOT.parent / "shared/data/pagetypes"
@@ -118,15 +117,8 @@ def prefix_model(path: Path) -> Model:
     return m
 
 
-def threshold_by_cv(rows: Sequence[dict], folds: int = 5, **kw: object) -> float:
-    order = list(rows)
-    random.Random(7).shuffle(order)
-    scored = []
-    for k in range(folds):
-        test = order[k::folds]
-        train = [r for i, r in enumerate(order) if i % folds != k]
-        m = Model(fit([r["x"] for r in train], [r["y"] for r in train], **kw))
-        scored += [(m.score(r["x"]), r["y"]) for r in test]
+def threshold_by_cv(rows: Sequence[dict]) -> float:
+    scored = cv_scores(list(rows))
     ys = [y for _, y in scored]
     best = (-1.0, 0.5)
     for t in [i / 100 for i in range(5, 96)]:

@@ -3,6 +3,7 @@
     python bench/bench_neardup.py [--old /usr/share/doc/llvm-14-doc/html]
                                   [--new /usr/share/doc/llvm-15-doc/html] [--k 3]
     python bench/bench_neardup.py --old TREE --banner "SENTENCE"      # a mirror with a banner
+    python bench/bench_neardup.py ... --minhash 128                   # and what MinHash would find
 
 (``apt-get install llvm-14-doc llvm-15-doc``: Sphinx HTML of LLVM 14 and 15,
 823 and 1,044 pages; many pages barely changed between the releases, many
@@ -24,6 +25,11 @@ Reported, over the pages that were fingerprinted (main text ≥
 - pairs: every pair of pages, predicted near duplicate when the Hamming
   distance of their SimHashes is ≤ k, against the truth (precision, recall,
   for k = 0..6: the curve the default is chosen on);
+- minhash (with ``--minhash N``; the crawler does not use it yet): every
+  pair again, predicted near duplicate when N-permutation MinHash
+  signatures (datasketch, over the same word 3-shingles) agree on at least
+  a share t of their values, for a few t, and how many true pairs an LSH
+  of 16 bands of N / 16 rows makes candidates;
 - crawl: the crawler's own decisions. A page stored with ``dup_of`` is right
   when it resembles that page ≥ 0.9; a page should have been flagged when
   some page fetched before it resembles it ≥ 0.9.
@@ -102,6 +108,43 @@ def hamming_matrix(fps: np.ndarray) -> np.ndarray:
     return _POP[x.view(np.uint8)].reshape(len(fps), len(fps), 8).sum(axis=2)
 
 
+def minhash_pairs(texts: list[str], is_true: np.ndarray, iu: tuple[np.ndarray, np.ndarray], perms: int) -> None:
+    """Pair precision and recall of MinHash estimates (module docstring)."""
+    from datasketch import MinHash  # the bench extra
+
+    def grams(text: str) -> list[bytes]:
+        words = _WORD.findall(text.lower())
+        return [" ".join(words[i:i + 3]).encode() for i in range(max(1, len(words) - 2))]
+
+    t0 = time.monotonic()
+    sigs = np.array([m.hashvalues for m in MinHash.bulk([grams(t) for t in texts], num_perm=perms)])
+    took = time.monotonic() - t0
+    n = len(sigs)
+    est = np.empty((n, n), dtype=np.float32)
+    for i in range(n):
+        est[i] = (sigs == sigs[i]).mean(axis=1)
+    e = est[iu]
+    print(f"\nminhash ({perms} permutations, {1000 * took / max(1, n):.2f} ms a page):")
+    print(" agree >=  predicted  true-pos  precision  recall")
+    for t in (0.85, 0.88, 0.90):
+        pred = e >= t
+        tp = int((pred & is_true).sum())
+        p, r = prf(tp, int(pred.sum()) - tp, int(is_true.sum()) - tp)
+        print(f"   {t:.2f}   {int(pred.sum()):9d}  {tp:8d}  {p:9.3f}  {r:6.3f}")
+    rows = perms // 16
+    cand = np.zeros((n, n), dtype=bool)
+    for k in range(16):
+        groups: dict[bytes, list[int]] = {}
+        for i in range(n):
+            groups.setdefault(sigs[i, k * rows:(k + 1) * rows].tobytes(), []).append(i)
+        for g in groups.values():
+            if len(g) > 1:
+                cand[np.ix_(g, g)] = True
+    c = cand[iu]
+    print(f" LSH 16 bands x {rows} rows: {int(c.sum())} candidate pairs, "
+          f"{int((c & is_true).sum())} of the {int(is_true.sum())} true pairs among them")
+
+
 def prf(tp: int, fp: int, fn: int) -> tuple[float, float]:
     return (tp / (tp + fp) if tp + fp else 1.0), (tp / (tp + fn) if tp + fn else 1.0)
 
@@ -113,6 +156,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--banner", default=None, help="mirror --old with this sentence added to every page")
+    ap.add_argument("--minhash", type=int, default=0, help="also report N-permutation MinHash (0: not)")
     args = ap.parse_args()
     for d in (args.old,) if args.banner else (args.old, args.new):
         if not d.is_dir():
@@ -183,6 +227,9 @@ def main() -> None:
         p, r = prf(tp, int(pred.sum()) - tp, int(is_true.sum()) - tp)
         mark = "  <- SIMHASH_MAX_DISTANCE" if k == args.k else ""
         print(f" {k}  {int(pred.sum()):9d}  {tp:8d}  {p:9.3f}  {r:6.3f}{mark}")
+
+    if args.minhash:
+        minhash_pairs([r[1] or "" for r in fingerprinted], is_true, iu, args.minhash)
 
     # The crawler's decisions, in fetch order.
     flagged = {r[0]: r[3] for r in fingerprinted if r[3]}

@@ -24,7 +24,16 @@ While the store is away, partial batches gather into full ones, and the
 pipeline tells the buffer once the crawl is stopping; a forced shutdown
 (second Ctrl-C) makes it give up at once.
 
-Stats: none of its own; the write buffer counts ``store/*``.
+Before each batch is written, re-fetched pages are merged with their stored
+versions (``crawler/recrawl.py``) by a plan that this writer remakes every
+``REVISIT_PLAN_INTERVAL`` from ``REVISIT_SAMPLE`` stored pages' evidence
+(``crawler/revisit.py``: the crawl's prior over change rates and, with
+``REVISIT_BUDGET``, the budget's multiplier); ``REVISIT_MIN_INTERVAL``,
+``REVISIT_MAX_INTERVAL``, ``REVISIT_DEFAULT_INTERVAL``, ``REVISIT_HISTORY``,
+``REVISIT_EVIDENCE`` and ``RECRAWL_GONE_AFTER`` shape each page's schedule.
+
+Stats: ``revisit/plan_sample``, ``revisit/plan_multiplier``,
+``revisit/plan_failed``; the write buffer counts ``store/*``.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def link_density(page: Page) -> float:
     return sum(b.link_chars for b in own) / chars if chars else 1.0
 
 
-def rows_of_tree(path: Path) -> list[dict]:
+def rows_of_tree(path: Path, template: bool = False) -> list[dict]:
     """A tree's labelled pages, in crawl order; with ``--template``, each
     with the site's template as learned so far (unlabelled pages still
     teach it)."""
@@ -75,11 +75,11 @@ def rows_of_tree(path: Path) -> list[dict]:
     rows = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
-        if r["label"] not in ("index", "info") and not TEMPLATE:
+        if r["label"] not in ("index", "info") and not template:
             continue
         page = analyze(Path(r["file"]).read_bytes())
         x = feature_vector(r["url"], page)
-        if TEMPLATE:
+        if template:
             keys = block_keys(page.blocks)
             evidence = templates.observe("tree", keys)
             known = evidence.pages >= templates.policy.min_pages
@@ -91,7 +91,7 @@ def rows_of_tree(path: Path) -> list[dict]:
     return rows
 
 
-def rows_of_wcxb(data: Path) -> list[dict]:
+def rows_of_wcxb(data: Path, template: bool = False) -> list[dict]:
     rows = []
     for line in (data / "labels-all.jsonl").read_text().splitlines():
         r = json.loads(line)
@@ -100,7 +100,7 @@ def rows_of_wcxb(data: Path) -> list[dict]:
         page = analyze(gzip.decompress((data / r["file"]).read_bytes()))
         rows.append({"source": "wcxb-test" if held_out(r["file"]) else "wcxb-train", "url": r["url"],
                      "y": 1 if r["label"] == INDEX else 0,
-                     "x": feature_vector(r["url"], page) + (own_features(page, None) if TEMPLATE else []),
+                     "x": feature_vector(r["url"], page) + (own_features(page, None) if template else []),
                      "ld": link_density(page)})
     return rows
 
@@ -146,11 +146,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.template and args.write:
         sys.exit("--template is not in the crawler yet: --write would store a model it cannot read")
-    global TEMPLATE
-    TEMPLATE = args.template
-    rows = rows_of_wcxb(args.wcxb)
+    rows = rows_of_wcxb(args.wcxb, args.template)
     for path in sorted(args.trees.glob("*.jsonl")):
-        rows += rows_of_tree(path)
+        rows += rows_of_tree(path, args.template)
     sources = sorted({r["source"] for r in rows} - {"wcxb-train"})
     only = {s for s in args.only.split(",") if s}
     shipped = model() if args.shipped is None else prefix_model(args.shipped)

@@ -44,7 +44,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
@@ -129,27 +129,28 @@ class StorePipeline:
                         max_distance=s.getint("SIMHASH_MAX_DISTANCE"))
         budget = s.getfloat("REVISIT_BUDGET")
         sample = s.getint("REVISIT_SAMPLE")
-        # [plan, when], refreshed every REVISIT_PLAN_INTERVAL (the writer thread only)
-        cached: list[Any] = [Plan(RateModel()), -math.inf]
         every = s.getfloat("REVISIT_PLAN_INTERVAL")
+        # Remade every REVISIT_PLAN_INTERVAL, by the writer thread only.
+        current, made_at = Plan(RateModel()), -math.inf
 
         def plan() -> Plan:
+            nonlocal current, made_at
             now = time.monotonic()
-            if self.buffer is not None and now - cached[1] > every:
-                cached[1] = now  # a failure is not retried at every batch
+            if self.buffer is not None and now - made_at > every:
+                made_at = now  # a failure is not retried at every batch
                 try:
                     total, pages = self.buffer.store.revisit_sample(sample)
-                    cached[0] = Plan.make([evidence_of(p) for p in pages], policy,
-                                          budget / 86400 if budget > 0 else None, total, previous=cached[0].model)
+                    current = Plan.make([evidence_of(p) for p in pages], policy,
+                                        budget / 86400 if budget > 0 else None, total, previous=current.model)
                 except Exception as exc:  # the pages in hand are still merged, with the plan before
                     self.stats.inc_value("revisit/plan_failed")
                     logger.error("Re-crawl plan not made again (the last one stands): %(exc)r", {"exc": exc},
                                  extra={"spider": self.crawler.spider})
                 else:
                     self.stats.set_value("revisit/plan_sample", len(pages))
-                    if cached[0].mu is not None:
-                        self.stats.set_value("revisit/plan_multiplier", cached[0].mu)
-            return cast(Plan, cached[0])
+                    if current.mu is not None:
+                        self.stats.set_value("revisit/plan_multiplier", current.mu)
+            return current
 
         return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan)
 

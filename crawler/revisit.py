@@ -318,8 +318,6 @@ class Evidence:
         return Evidence(float(u), tuple(sorted(bins)), float(n))
 
 
-
-
 def observe(evidence: Evidence, history: Sequence[Visit], visit: Visit, cap: float) -> Evidence:
     """The evidence after ``visit``, made after ``history`` (which does not
     hold it yet): one more interval when the visit saw the content and an
@@ -390,23 +388,7 @@ class Posterior:
     def rate(self) -> float:
         """The median rate (changes a second), interpolated on a log scale:
         what ``change_rate`` stores."""
-        cdf = np.cumsum(self.weights)
-        j = int(np.searchsorted(cdf, 0.5))
-        if j == 0 or j >= len(RATES):
-            return float(RATES[min(j, len(RATES) - 1)])
-        lo, hi = cdf[j - 1], cdf[j]
-        f = (0.5 - lo) / (hi - lo) if hi > lo else 0.0
-        return float(math.exp(math.log(RATES[j - 1]) + f * math.log(RATES[j] / RATES[j - 1])))
-
-    def changed_within(self, seconds: float) -> float:
-        """The chance that the page changes at least once in ``seconds``."""
-        return float(self.weights @ -np.expm1(-RATES * max(0.0, seconds)))
-
-    def gains(self, policy: Policy) -> np.ndarray:
-        """The expected gain of one more visit a second at each interval of
-        the policy's table (rising with the interval)."""
-        _, g, _ = _tables(policy.min_interval, policy.max_interval)
-        return np.asarray(g @ self.weights)
+        return _crossing(np.cumsum(self.weights), 0.5, RATES)
 
     def interval(self, policy: Policy, mu: float | None = None) -> float:
         """Seconds until the next visit (module docstring)."""
@@ -441,7 +423,7 @@ class RateModel:
         w = np.exp(a - a.max())
         return Posterior(w / w.sum())
 
-    def fit(self, logliks: Iterable[np.ndarray], iterations: int = 20) -> RateModel:
+    def fit(self, logliks: Iterable[np.ndarray | None], iterations: int = 20) -> RateModel:
         """The prior that best explains these pages' evidence (their
         log-likelihoods, ``loglik``): EM for the mixture weights, starting
         from this one. With no evidence, this one."""
@@ -512,7 +494,7 @@ class Plan:
         a sample (all of them when ``total`` is None): the prior fitted to
         the sample, and the multiplier that spends the budget on all."""
         logliks = [loglik(e) for e in evidence]
-        model = (previous or RateModel()).fit(ll for ll in logliks if ll is not None)
+        model = (previous or RateModel()).fit(logliks)
         if not budget_per_second or budget_per_second <= 0:
             return Plan(model)
         if all(ll is None for ll in logliks):

@@ -12,7 +12,8 @@ sentence added to every page, after its first heading (or at the start of
 its body): a copy every reader would call the same page. Both trees are
 served from a local HTTP server on 127.0.0.1 (as
 ``/old/...`` and ``/new/...``) and crawled together with ``scrapy crawl site``,
-every HTML page a seed, duplicate detection on (``SIMHASH_MAX_DISTANCE=k``).
+every HTML page a seed, duplicate detection on (``NEARDUP_RESEMBLANCE``,
+``--threshold``, 0.9).
 
 Truth: Broder's resemblance of the stored main texts' word 3-shingles,
 |S(A) ∩ S(B)| / |S(A) ∪ S(B)|, at least 0.9 = near duplicates (computed
@@ -24,8 +25,11 @@ Reported, over the pages that were fingerprinted (main text ≥
 
 - pairs: every pair of pages, predicted near duplicate when the Hamming
   distance of their SimHashes is ≤ k, against the truth (precision, recall,
-  for k = 0..6: the curve the default is chosen on);
-- minhash (with ``--minhash N``; the crawler does not use it yet): every
+  for k = 0..6: what SimHash alone would find);
+- sketch pairs: the crawler's own test on every pair, without crawl order:
+  pairs sharing an LSH band key are candidates, and a candidate is a near
+  duplicate when the bottom-k samples' resemblance is ≥ the threshold;
+- minhash (with ``--minhash N``; datasketch's estimates, for comparison): every
   pair again, predicted near duplicate when N-permutation MinHash
   signatures (datasketch, over the same word 3-shingles) agree on at least
   a share t of their values, for a few t, and how many true pairs an LSH
@@ -53,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_crawl import settings_args, stats_of  # noqa: E402
+from crawler.fingerprint import SKETCH_BANDS, SKETCH_ROWS, SKETCH_SAMPLE, sketch  # noqa: E402
 from tests.conftest import start_server  # noqa: E402
 
 _WORD = re.compile(r"\w+")
@@ -180,7 +185,7 @@ def main() -> None:
         (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
         crawl_dir = work / "crawl"
         settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
-                    "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "SIMHASH_MAX_DISTANCE": args.k,
+                    "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "NEARDUP_RESEMBLANCE": args.threshold,
                     "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False,
                     "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
@@ -231,6 +236,22 @@ def main() -> None:
     if args.minhash:
         minhash_pairs([r[1] or "" for r in fingerprinted], is_true, iu, args.minhash)
 
+    # The crawler's own test on every pair: LSH band keys make candidates,
+    # the bottom-k samples' resemblance decides (crawler/fingerprint.py).
+    sketches = [sketch(r[1] or "") for r in fingerprinted]
+    by_band: dict[tuple[int, int], list[int]] = {}
+    for n, sk in enumerate(sketches):
+        for b, key in enumerate(sk.bands if sk is not None else ()):
+            by_band.setdefault((b, key), []).append(n)
+    candidates = {(a, b) for group in by_band.values() for x, a in enumerate(group) for b in group[x + 1:]}
+    predicted = {pair for pair in candidates
+                 if sketches[pair[0]].resemblance(sketches[pair[1]].sample) >= args.threshold}  # type: ignore[union-attr]
+    tp = len(predicted & set(truth))
+    p, r = prf(tp, len(predicted) - tp, len(truth) - tp)
+    print(f"\nsketch pairs (LSH {SKETCH_BANDS}x{SKETCH_ROWS} candidates, bottom-{SKETCH_SAMPLE} resemblance >= "
+          f"{args.threshold}): {len(candidates)} candidates ({len(set(truth) & candidates)} of {len(truth)} true "
+          f"pairs among them), {len(predicted)} predicted, {tp} right: precision {p:.3f}  recall {r:.3f}")
+
     # The crawler's decisions, in fetch order.
     flagged = {r[0]: r[3] for r in fingerprinted if r[3]}
     partners: dict[int, set[int]] = {}
@@ -249,7 +270,7 @@ def main() -> None:
         else:
             wrong.append((url, first, r))
     p, r = prf(len(right), len(wrong), len(should - right))
-    print(f"\ncrawl (SIMHASH_MAX_DISTANCE={args.k}): {len(flagged)} pages stored with dup_of, "
+    print(f"\ncrawl (NEARDUP_RESEMBLANCE={args.threshold}): {len(flagged)} pages stored with dup_of, "
           f"{len(right)} right, {len(wrong)} wrong; {len(should)} should have been flagged, "
           f"{len(should - right)} missed")
     print(f"  precision {p:.3f}  recall {r:.3f}")

@@ -248,7 +248,8 @@ SPECS: dict[str, Check] = {
     "CLASSIFIER_THRESHOLD": _number(float, 0, 1, optional=True),
     # The shared index finds near copies by four 16-bit blocks: exact
     # for distances up to 3 (pigeonhole), so no more can be asked of it.
-    "SIMHASH_MAX_DISTANCE": _number(int, 0, 3),
+    "SIMHASH_MAX_DISTANCE": _number(int, 0, 64),
+    "NEARDUP_RESEMBLANCE": _number(float, 0, 1, lo_open=True),
     "SIMHASH_MIN_CHARS": COUNT,
     "SIMHASH_MIRROR_SHARE": _number(float, 0, 1, lo_open=True),
     "SIMHASH_MIRROR_MIN_PAGES": POSITIVE_COUNT,

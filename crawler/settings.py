@@ -194,9 +194,14 @@ TRAP_HOSTS_TRACKED = 4096  # hosts whose token places are remembered (about 12 M
 CLASSIFIER_THRESHOLD = None
 
 # --- Duplicates (crawler.fingerprint, the frontier's index) -------------------------
-# A page whose main text's 64-bit SimHash is within this Hamming distance of a
-# page seen before (anywhere in the cluster), or whose text is identical, is
-# stored with dup_of and its links are not followed.
+# A page whose main text's word 3-shingles resemble those of a page seen
+# before (anywhere in the cluster) at least this much (Broder's resemblance,
+# |A & B| / |A | B|), or whose text is identical, is stored with dup_of and
+# its links are not followed. Found by MinHash LSH bands and checked on a
+# bottom-k sample of each page's shingles (crawler/fingerprint.py).
+NEARDUP_RESEMBLANCE = 0.9
+# A re-crawled page whose 64-bit SimHash moved more than this Hamming
+# distance has changed (crawler/recrawl.py).
 SIMHASH_MAX_DISTANCE = 3
 # Shorter main texts are not fingerprinted: pages that are mostly navigation
 # look alike, and a false duplicate would stop the crawl at them.

@@ -12,6 +12,7 @@ import pytest
 import redis
 from scrapy import Request, Spider
 
+from crawler.fingerprint import fingerprints, shingles
 from crawler.frontier import Frontier, LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 
@@ -255,41 +256,99 @@ def test_untrusted_entries_are_refused(entry):
         request_from_json(entry, _Spider())
 
 
+def _words(start: int, n: int) -> list[str]:
+    """n distinct words: no 3-shingle of them repeats."""
+    return [f"w{k}" for k in range(start, start + n)]
+
+
+def _exact_resemblance(a: str, b: str) -> float:
+    sa, sb = set(shingles(a).tolist()), set(shingles(b).tolist())
+    return len(sa & sb) / len(sa | sb)
+
+
+def _check(f, url: str, site: str, content_key: str, text: str):
+    fp, sketch = fingerprints(text)
+    return f.near_duplicate(url, site, content_key, fp, sketch)
+
+
 def test_near_duplicate_index_is_shared_and_atomic(client, crawl_name):
     f1 = make(client, crawl_name, node="w1")
     f2 = make(client, crawl_name, node="w2")
-    base = 0x0123456789ABCDEF
+    base = _words(0, 200)  # 198 word 3-shingles: the sample is the whole set
 
-    def verdict(f, url, ch, fp):
-        d = f.near_duplicate(url, "a", ch, fp)
-        return d.kind, d.first, d.distance
+    def verdict(f, url, ch, words):
+        d = _check(f, url, "a", ch, " ".join(words))
+        return d.kind, d.first, round(d.resemblance, 4)
 
-    assert verdict(f1, "http://a/1", "h1", base) == ("new", None, -1)
-    assert verdict(f2, "http://a/2", "h2", base ^ 0b111) == ("near", "http://a/1", 3)  # 3 bits
-    assert verdict(f2, "http://a/3", "h3", base ^ 0b1111) == ("new", None, -1)  # 4 bits
-    assert verdict(f1, "http://a/4", "h1", 0) == ("exact", "http://a/1", 0)
-    # Bits flipped in all four 16-bit blocks still match (distance 3, blocks 0-2).
-    spread = base ^ (1 << 63) ^ (1 << 40) ^ (1 << 20)
-    assert verdict(f2, "http://a/5", "h5", spread)[0:2] == ("near", "http://a/1")
+    assert verdict(f1, "http://a/1", "h1", base) == ("new", None, 0.0)
+    # 22 words added at the end: 22 new shingles, resemblance 198/220 = 0.9 exactly.
+    at_threshold = base + _words(1000, 22)
+    assert _exact_resemblance(" ".join(base), " ".join(at_threshold)) == 0.9
+    assert verdict(f2, "http://a/2", "h2", at_threshold) == ("near", "http://a/1", 0.9)
+    # One word more: 198/221, below 0.9 against page 1; page 2 was a copy of
+    # its own site's page 1, so it was not indexed: the page is new.
+    assert verdict(f2, "http://a/3", "h3", base + _words(1000, 23)) == ("new", None, 0.0)
+    # 20 words in the middle: 2 shingles out, 22 in: 196/220, below 0.9 again.
+    middle = base[:100] + _words(2000, 20) + base[100:]
+    assert _exact_resemblance(" ".join(base), " ".join(middle)) == 196 / 220
+    assert verdict(f1, "http://a/4", "h4", middle) == ("new", None, 0.0)
+    # One at the start: the nearest of the pages indexed, across workers.
+    start = _words(3000, 5) + base
+    r = round(_exact_resemblance(" ".join(base), " ".join(start)), 4)
+    assert r == round(198 / 203, 4)
+    assert verdict(f2, "http://a/5", "h5", start) == ("near", "http://a/1", r)
+    assert verdict(f1, "http://a/6", "h1", base) == ("exact", "http://a/1", 1.0)
     # A page seen again (re-crawl) is not a copy of itself.
-    assert verdict(f1, "http://a/1", "h1", base) == ("new", None, -1)
+    assert verdict(f1, "http://a/1", "h1", base) == ("new", None, 0.0)
     stats = f1.stats()
     assert (stats["near_duplicates"], stats["exact_duplicates"]) == (2, 1)
 
 
+def test_near_duplicates_of_long_pages_are_judged_on_a_sample(client, crawl_name):
+    f = make(client, crawl_name)
+    base = _words(0, 3000)
+    assert _check(f, "http://a/1", "a", "h1", " ".join(base)).kind == "new"
+    # 30 words in 3 places: resemblance 0.975 (exact), estimated from 256 values.
+    edited = base[:1000] + _words(5000, 10) + base[1000:2000] + _words(6000, 10) + base[2000:] + _words(7000, 10)
+    exact = _exact_resemblance(" ".join(base), " ".join(edited))
+    d = _check(f, "http://a/2", "a", "h2", " ".join(edited))
+    assert (d.kind, d.first) == ("near", "http://a/1")
+    assert abs(d.resemblance - exact) < 0.03
+    # Every tenth word changed: far below 0.9, not a copy.
+    changed = [w if k % 10 else f"x{k}" for k, w in enumerate(base)]
+    assert _check(f, "http://a/3", "a", "h3", " ".join(changed)).kind == "new"
+
+
+def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
+    f = make(client, crawl_name)
+    text = " ".join(_words(0, 200))
+    fp, sketch = fingerprints(text)
+    assert f.near_duplicate("http://a/1", "a", "h1", fp, sketch).kind == "new"
+    # Someone writes garbage where the index keeps the page's sample and bands.
+    index = f.duplicates
+    client.hset(index._sample_key(fp), fp.to_bytes(8, "big"), b"\x01\x02\x03")
+    for i, key in enumerate(sketch.bands):
+        bucket, field = index._band(i, key)
+        client.hset(bucket, field, b"short" if i % 2 else client.hget(bucket, field) + b"\xff" * 13)
+    d = f.near_duplicate("http://a/2", "a", "h2", fp, sketch)
+    assert d.kind == "new"  # its sample no longer reads as one: no evidence, no error
+    client.hset(index._sample_key(fp), fp.to_bytes(8, "big"), sketch.sample[::-1].astype("<u4").tobytes())
+    assert f.near_duplicate("http://a/3", "a", "h3", fp, sketch).kind == "new"  # unsorted: refused too
+
+
 def test_a_copy_published_elsewhere_first_does_not_poison_the_original(client, crawl_name):
     f = make(client, crawl_name)
-    fp = 0x0F0F0F0F0F0F0F0F
+    hub = " ".join(_words(0, 100))
     # The copier's site publishes (is crawled) first.
-    assert f.near_duplicate("http://copier/hub", "copier", "c1", fp).kind == "new"
-    original = f.near_duplicate("http://orig/hub", "orig", "c1", fp)
+    assert _check(f, "http://copier/hub", "copier", "c1", hub).kind == "new"
+    original = _check(f, "http://orig/hub", "orig", "c1", hub)
     assert (original.kind, original.first, original.same_site, original.mirror_of) == (
         "exact", "http://copier/hub", False, None)
     # The original's own copies are still found, on its own site, first.
-    again = f.near_duplicate("http://orig/hub-copy", "orig", "c1", fp)
+    again = _check(f, "http://orig/hub-copy", "orig", "c1", hub)
     assert (again.kind, again.first, again.same_site) == ("exact", "http://orig/hub", True)
-    near = f.near_duplicate("http://orig/hub-near", "orig", "c2", fp ^ 0b11)
-    assert (near.kind, near.first, near.distance, near.same_site) == ("near", "http://orig/hub", 2, True)
+    near = _check(f, "http://orig/hub-near", "orig", "c2", hub + " w900 w901")
+    assert (near.kind, near.first, near.same_site) == ("near", "http://orig/hub", True)
     assert f.stats()["cross_site_copies"] == 1
 
 

@@ -1,45 +1,59 @@
 """The cluster's duplicate index: is this page's text a copy of a page seen
 before, anywhere in the crawl?
 
-Two indexes, spread over the duplicate-index shards by fingerprint bits
+Two indexes, spread over the duplicate-index shards by hash bits
 (``crawler/frontier/keys.py``):
 
-- **Near duplicates** (pages with a SimHash). Manku, Jain and Das Sarma's
-  block tables: the 64-bit fingerprint is cut into four 16-bit blocks; two
-  fingerprints within Hamming distance 3 agree on at least one block
-  exactly, so the candidates are the members of four sets, one per block
-  table, each keyed by the block's value and living in the shard that value
-  chooses. ``shurl`` maps each fingerprint to its first page (and to the
-  first on each other site), in the shard of the fingerprint's low bits.
+- **Near duplicates** (pages with a SimHash, which names the page here, and
+  a sketch, ``crawler.fingerprint.Sketch``): a page is a near duplicate of
+  an earlier one when their word 3-shingles' resemblance is at least
+  ``NEARDUP_RESEMBLANCE`` (0.9). Candidates come from 16 LSH band tables
+  (a 128-value MinHash in 16 bands of 8): each band key names the pages
+  that had it, in the shard and bucket its bits choose. Each candidate's
+  bottom-k sample (``nsk``, in the shard of the SimHash's bits) then gives
+  the resemblance, exactly for pages of up to about 300 words. ``shurl``
+  maps each SimHash to its first page (and to the first on each other
+  site), in the same shard. Lookup cost does not grow with the index: 16
+  hash field reads, then at most ``max_candidates`` record and sample reads.
 - **Exact copies** (same text: the content key; for a short page, the
   text with its links): ``content``, in the shard of the key's hash.
 
-Memory (Redis keeps each page's entries, so every byte counts): records
-and content entries live in ``DUPEFILTER_BUCKETS`` small hashes per shard,
-which Redis keeps in its compact listpack encoding while their values fit
-``hash-max-listpack-value``; a site is named by a 10-digit tag
-(``site_tag``), not its name; a page with a SimHash is named in the content
-index by that fingerprint ("=<simhash>"), its URL kept once, in its
-record; only 64 bits of a content key are kept.
+Memory (Redis keeps each page's entries, so every byte counts): content
+entries, records and band keys live in ``DUPEFILTER_BUCKETS`` small hashes
+per shard and table, which Redis keeps in its compact listpack encoding
+while their values fit ``hash-max-listpack-value``; a site is named by a
+10-digit tag (``site_tag``), not its name; a page with a SimHash is named in
+the content index by that fingerprint ("=<simhash>"), its URL kept once, in
+its record; only 64 bits of a content key are kept; a band key keeps 48 bits
+and names its pages by their 8-byte SimHash; a sample is at most 256 values
+of 4 bytes (bench/RESULTS.md states the bytes a page).
 
-Atomicity, argued. A page's check touches up to six shards, so it cannot be
+Atomicity, argued. A page's check touches up to 19 shards, so it cannot be
 one script. Instead:
 
-1. Each block table adds the page's fingerprint *and* returns the
-   candidates already there in one script (``BLOCK``): per table the check
-   and the insert are atomic. Of two fingerprints within distance 3 that
-   share block table i, whichever reaches table i second sees the other.
+1. Each band table adds the page *and* returns the pages already under its
+   band key in one script (``BAND``): per table the check and the insert are
+   atomic. Of two pages that share band key i, whichever reaches table i
+   second sees the other. A pair of resemblance 0.9 shares at least one of
+   16 band keys with probability 0.9999.
 2. Every page carries an order key (its worker's clock in ms; ties broken
    by URL), written with its ``shurl`` record in the same pipeline. A
    candidate counts only if its record is there and its order is earlier.
    So two pages never both count as copies of each other: of a pair, at
    most the later is a copy.
 3. What can be lost: two near copies checked at the same moment by two
-   workers, each reaching the shared table before the other, within the
+   workers, each reaching the shared tables before the other, within the
    clock skew of their workers: both are kept as originals (as a single
    index would have kept whichever it saw first). A copy is never missed
-   once the first page's check has returned. Exact copies of short pages
-   are one script on one key: atomic as before.
+   once the first page's check has returned (but for the LSH's 0.0001).
+   Exact copies are one script on one key: atomic as before.
+
+Round trips: one pipeline for the content key, the 16 band tables, the
+sample and the record; one for the candidates' records and samples (when
+there are candidates); one more for the mirror count of a copy of another
+site. Malformed entries (a band value that is not whole 8-byte names, a
+sample that is not sorted 4-byte values, a record without its tab) are no
+evidence: the page is compared with what remains.
 
 A copy of a page of its own site is taken out of the index again (what the
 check added for it, and only that), as the single-script index this
@@ -60,6 +74,7 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from crawler.fingerprint import SKETCH_BANDS, Sketch, hamming, sample_from_bytes
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
@@ -67,21 +82,24 @@ if TYPE_CHECKING:
 
 __all__ = ["Duplicate", "DuplicateIndex"]
 
-_MASK16 = 0xFFFF
+_MASK48 = (1 << 48) - 1
+_BAND_CAP = 8  # pages kept a band key: more pages alike than that are candidates enough
 
 
 @dataclass(slots=True, frozen=True)
 class Duplicate:
     """The verdict of the duplicate index: ``kind`` "new", "exact" or "near";
     the first page with that content (on this site when there is one), the
-    Hamming distance to it, whether it is on the same site, and the site this
-    page's site mirrors (None: not a mirror)."""
+    Hamming distance of their SimHashes, whether it is on the same site, the
+    site this page's site mirrors (None: not a mirror), and the resemblance
+    of their shingles (1.0: exact; as the samples tell)."""
 
     kind: str
     first: str | None = None
     distance: int = -1
     same_site: bool = False
     mirror_of: str | None = None
+    resemblance: float = 0.0
 
 
 @dataclass(slots=True)
@@ -90,6 +108,7 @@ class _Candidate:
     site: str
     distance: int
     order: str
+    resemblance: float = 1.0
 
 
 class DuplicateIndex:
@@ -109,9 +128,6 @@ class DuplicateIndex:
         self._last_order = order
         return order
 
-    def _block_key(self, i: int, block: int) -> str:
-        return self.keys.dup_shards[(i * 65536 + block) % self.keys.shards].block(i, block)
-
     def _record_key(self, fp: int) -> str:
         shards = self.keys.shards
         return self.keys.dup_shards[(fp >> 16) % shards].shurl((fp >> 32) % self.buckets)
@@ -122,31 +138,45 @@ class DuplicateIndex:
         shard = self.keys.dup_shards[crc % self.keys.shards]
         return shard.content((crc // self.keys.shards) % self.buckets), content_key[:16]
 
+    def _band(self, i: int, key: int) -> tuple[str, bytes]:
+        """(bucket, field) of band table i's band key ``key``."""
+        shard = self.keys.dup_shards[(i * 65536 + (key >> 48)) % self.keys.shards]
+        return shard.band(i, (key >> 32) % self.buckets), (key & _MASK48).to_bytes(6, "big")
+
+    def _sample_key(self, fp: int) -> str:
+        return self.keys.dup_shards[(fp >> 16) % self.keys.shards].sample((fp >> 32) % self.buckets)
+
     def check(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
-              max_distance: int = 3, max_candidates: int = 1000, mirror_min_pages: int = 20,
-              mirror_share: float = 0.5) -> Duplicate:
+              sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
+              mirror_min_pages: int = 20, mirror_share: float = 0.5) -> Duplicate:
         """Is ``url``'s text a copy? ``content_key`` finds exact copies
-        (same text), ``fingerprint`` (an unsigned 64-bit SimHash; None for a
-        short page) near ones; the page is indexed in the same step unless it
-        copies a page of its own site."""
+        (same text); ``fingerprint`` (an unsigned 64-bit SimHash, the page's
+        name in the index) and ``sketch`` near ones, pages whose shingles'
+        resemblance to it is at least ``resemblance`` (None: no near check,
+        a short page). The page is indexed in the same step unless it copies
+        a page of its own site. At most ``max_candidates`` pages (those
+        sharing most band keys) are compared."""
         f = self.frontier
         site_keys = self.keys.site(site)
         tag = site_tag(site)
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("MIRROR", [*site_keys.fixed, site_keys.mirror(site)], [site, "", mirror_min_pages, mirror_share])]
+        near = fingerprint is not None and sketch is not None
         fp_hex = f"{fingerprint:016x}" if fingerprint is not None else ""
         if content_key:
-            bucket, field = self._content_key(content_key)
+            content_bucket, content_field = self._content_key(content_key)
             # A page with a SimHash is named by it: its URL is in its record.
-            calls.append(("EXACT", [bucket], [field, tag, "=" + fp_hex if fp_hex else url]))
-        first_block = len(calls)
+            calls.append(("EXACT", [content_bucket], [content_field, tag, "=" + fp_hex if fp_hex else url]))
+        first_band = len(calls)
         order = self._order()
+        if near:
+            assert fingerprint is not None and sketch is not None
+            page = fingerprint.to_bytes(8, "big")
+            for i, key in enumerate(sketch.bands):
+                band_bucket, band_field = self._band(i, key)
+                calls.append(("BAND", [band_bucket], [band_field, page, _BAND_CAP]))
+            calls.append(("HSETNX", [self._sample_key(fingerprint)], [page, sketch.sample_bytes()]))
         if fingerprint is not None:
-            for i in range(4):
-                block = (fingerprint >> (48 - 16 * i)) & _MASK16
-                rest = _without_block(fingerprint, i)
-                calls.append(("BLOCK", [self._block_key(i, block)],
-                              [rest >> 32, rest & 0xFFFFFFFF, max_distance, max_candidates, rest]))
             calls.append(("RECORD", [self._record_key(fingerprint)], [fp_hex, tag, f"{order}\t{url}"]))
         results = f.run_many(calls)
         mirror = _s(results[0]) or None
@@ -157,28 +187,30 @@ class DuplicateIndex:
                 first = self._resolve(out[1], tag if out[0] == "own" else None)
                 if first is not None and first != url:
                     if out[0] == "own":
-                        self._undo(calls, results, first_block, site_keys.stats, "exact")
-                        return Duplicate("exact", first, 0, True, mirror)
+                        self._undo(calls, results, first_band if near else -1, site_keys.stats, "exact")
+                        return Duplicate("exact", first, 0, True, mirror, 1.0)
                     exact_other = _Candidate(first, url_site(first), 0, "")
         near_other: _Candidate | None = None
-        if fingerprint is not None:
-            found: dict[int, int] = {}
-            for i in range(4):
-                out = results[first_block + i]
-                block = (fingerprint >> (48 - 16 * i)) & _MASK16
-                for j in range(1, len(out), 3):
-                    fp = _with_block((int(out[j]) << 32) | int(out[j + 1]), i, block)
-                    found[fp] = int(out[j + 2])
-            own, near_other = self._candidates(found, url, tag, order)
+        if near:
+            assert fingerprint is not None and sketch is not None
+            hits: dict[int, int] = {}
+            for i in range(SKETCH_BANDS):
+                pages = results[first_band + i][1]
+                if isinstance(pages, bytes):
+                    for k in range(0, len(pages) - 7, 8):
+                        fp = int.from_bytes(pages[k:k + 8], "big")
+                        hits[fp] = hits.get(fp, 0) + 1
+            best = sorted(hits, key=lambda fp: -hits[fp])[:max_candidates]
+            own, near_other = self._candidates(best, fingerprint, sketch, resemblance, url, tag, order)
             if own is not None:
-                self._undo(calls, results, first_block, site_keys.stats, "near")
-                return Duplicate("near", own.url, own.distance, True, mirror)
+                self._undo(calls, results, first_band, site_keys.stats, "near")
+                return Duplicate("near", own.url, own.distance, True, mirror, own.resemblance)
         copy, kind = (exact_other, "exact") if exact_other is not None else (near_other, "near")
         if copy is None:
             return Duplicate("new", mirror_of=mirror)
         mirror = _s(f.run_many([("MIRROR", [*site_keys.fixed, site_keys.mirror(site)],
                                  [site, copy.site, mirror_min_pages, mirror_share, kind])])[0]) or None
-        return Duplicate(kind, copy.url, copy.distance, False, mirror)
+        return Duplicate(kind, copy.url, copy.distance, False, mirror, copy.resemblance)
 
     def _resolve(self, page: str, tag: str | None) -> str | None:
         """The URL of a page as the exact index names it: a URL, or
@@ -201,47 +233,61 @@ class DuplicateIndex:
             return None
         return cand.url if cand is not None else None
 
-    def _undo(self, calls: list[tuple[str, list[str], list[Any]]], results: list[Any], first_block: int,
+    def _undo(self, calls: list[tuple[str, list[str], list[Any]]], results: list[Any], first_band: int,
               stats: str, kind: str) -> None:
         """A copy of a page of its own site: counted, and taken out of the
-        near-duplicate candidates (what its check added to the block tables,
-        and only that: a fingerprint another page had added stays). Its
-        record stays: the exact index may name the page by it."""
+        near-duplicate candidates (what its check added to the band tables
+        and the samples, and only that: what another page had added stays).
+        Its record stays: the exact index may name the page by it."""
         undo: list[tuple[str, list[str], list[Any]]] = [("HINCRBY", [stats], [f"{kind}_duplicates", 1])]
-        for i in range(4 if len(calls) > first_block else 0):
-            _, keys, args = calls[first_block + i]
-            if int(results[first_block + i][0]):
-                undo.append(("SREM", keys, [args[4]]))
+        if first_band >= 0:
+            for i in range(SKETCH_BANDS):
+                _, keys, args = calls[first_band + i]
+                if int(results[first_band + i][0]):
+                    undo.append(("BAND_UNDO", keys, args[:2]))
+            _, keys, args = calls[first_band + SKETCH_BANDS]
+            if int(results[first_band + SKETCH_BANDS]):
+                undo.append(("HDEL", keys, args[:1]))
         self.frontier.run_many(undo)
 
-    def _candidates(self, found: dict[int, int], url: str, tag: str,
-                    order: str) -> tuple[_Candidate | None, _Candidate | None]:
-        """The nearest earlier page of this site and of another site among
-        the fingerprints ``found`` (fingerprint -> distance)."""
-        if not found:
+    def _candidates(self, plan: list[int], fingerprint: int, sketch: Sketch, threshold: float, url: str,
+                    tag: str, order: str) -> tuple[_Candidate | None, _Candidate | None]:
+        """The most resembling earlier page of this site and of another site
+        among the pages ``plan`` names (by SimHash), of resemblance at least
+        ``threshold``."""
+        if not plan:
             return None, None
-        plan = list(found)
-        results = self.frontier.run_many(
-            [("HMGET", [self._record_key(fp)], [f"{fp:016x}", f"{fp:016x}\t{tag}"]) for fp in plan])
+        calls: list[tuple[str, list[str], list[Any]]] = []
+        for fp in plan:
+            calls.append(("HMGET", [self._record_key(fp)], [f"{fp:016x}", f"{fp:016x}\t{tag}"]))
+            calls.append(("HGET", [self._sample_key(fp)], [fp.to_bytes(8, "big")]))
+        results = self.frontier.run_many(calls)
         own: _Candidate | None = None
         other: _Candidate | None = None
-        for fp, (first, mine) in zip(plan, results):
-            d = found[fp]
+        for n, fp in enumerate(plan):
+            (first, mine), stored = results[2 * n], results[2 * n + 1]
             if first is None:
                 continue  # its page's record is not written yet: a later page
+            sample = sample_from_bytes(stored if isinstance(stored, bytes) else None)
+            if sample is None:
+                continue  # no sample (taken out again), or not one this index wrote
+            r = sketch.resemblance(sample)
+            if r < threshold:
+                continue
+            d = hamming(fp, fingerprint)
             text = _s(first)
             same_site = text[:10] == tag
-            cand = _parse(text[10:], "", d)
+            cand = _parse(text[10:], "", d, r)
             if cand is None or cand.url == url or (cand.order, cand.url) >= (order, url):
                 continue
             if not same_site and mine is not None:
-                own_cand = _parse(_s(mine), "", d)
+                own_cand = _parse(_s(mine), "", d, r)
                 if own_cand is not None and own_cand.url != url and (own_cand.order, own_cand.url) < (order, url):
                     cand, same_site = own_cand, True
             if same_site:
-                if own is None or (cand.distance, cand.order) < (own.distance, own.order):
+                if own is None or (-cand.resemblance, cand.order) < (-own.resemblance, own.order):
                     own = cand
-            elif other is None or (cand.distance, cand.order) < (other.distance, other.order):
+            elif other is None or (-cand.resemblance, cand.order) < (-other.resemblance, other.order):
                 other = cand
         if other is not None:
             other.site = url_site(other.url)
@@ -256,26 +302,11 @@ def site_tag(site: str) -> str:
     return digest
 
 
-def _parse(value: str, site: str, distance: int) -> _Candidate | None:
+def _parse(value: str, site: str, distance: int, resemblance: float = 1.0) -> _Candidate | None:
     order, sep, url = value.partition("\t")
     if not sep or not url:
         return None  # not a record this index wrote: ignored
-    return _Candidate(url, site, distance, order)
-
-
-def _without_block(fp: int, i: int) -> int:
-    """The 48 bits of ``fp`` other than its i-th 16-bit block (0 = highest)."""
-    shift = 48 - 16 * i
-    high = fp >> (shift + 16)
-    low = fp & ((1 << shift) - 1)
-    return (high << shift) | low
-
-
-def _with_block(rest: int, i: int, block: int) -> int:
-    shift = 48 - 16 * i
-    high = rest >> shift
-    low = rest & ((1 << shift) - 1)
-    return (high << (shift + 16)) | (block << shift) | low
+    return _Candidate(url, site, distance, order, resemblance)
 
 
 def _s(value: Any) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 import redis
 from redis.exceptions import RedisClusterException
 
+from crawler.fingerprint import Sketch
 from crawler.frontier import scripts
 from crawler.frontier.dupindex import Duplicate, DuplicateIndex
 from crawler.frontier.keys import Keys, ShardKeys
@@ -591,10 +592,10 @@ class Frontier:
 
     # -- duplicates ------------------------------------------------------------
     def near_duplicate(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
-                       max_distance: int = 3, max_candidates: int = 1000, mirror_min_pages: int = 20,
-                       mirror_share: float = 0.5) -> Duplicate:
+                       sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
+                       mirror_min_pages: int = 20, mirror_share: float = 0.5) -> Duplicate:
         """See ``DuplicateIndex.check``."""
-        return self.duplicates.check(url, site, content_key, fingerprint, max_distance, max_candidates,
+        return self.duplicates.check(url, site, content_key, fingerprint, sketch, resemblance, max_candidates,
                                      mirror_min_pages, mirror_share)
 
     def mirror_of(self, site: str) -> str | None:

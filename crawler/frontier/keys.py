@@ -42,8 +42,9 @@ touches one slot only:
   ``content:<b>``    hash content key (16 hex digits) -> "<site tag><page>": the first page
                      with that text, as "=<simhash>" (a page with one) or its URL;
                      "<key>\\t<site tag>" -> "<page>", the first on that site
-  ``sh:<i>:<block>`` set of the SimHashes whose i-th 16-bit block is <block>, as
-                     their other 48 bits (intset: 8 bytes each)
+  ``nb:<i>:<b>``     LSH band table i (of 16): hash band key (its low 48 bits, 6 bytes)
+                     -> the SimHashes (8 bytes each, at most 8) of the pages with that band key
+  ``nsk:<b>``        hash SimHash (8 bytes) -> the bottom-k sample of its first page's shingles
   ``shurl:<b>``      hash SimHash -> "<site tag><order>\\t<url>" of its first page;
                      "<simhash>\\t<site tag>" -> "<order>\\t<url>", the first on that site
   (``<b>``: one of ``DUPEFILTER_BUCKETS`` small hashes, which Redis keeps in its
@@ -131,8 +132,11 @@ class ShardKeys:
     def content(self, bucket: int) -> str:
         return f"{self.prefix}content:{bucket}"
 
-    def block(self, i: int, block: int) -> str:
-        return f"{self.prefix}sh:{i}:{block:04x}"
+    def band(self, i: int, bucket: int) -> str:
+        return f"{self.prefix}nb:{i}:{bucket}"
+
+    def sample(self, bucket: int) -> str:
+        return f"{self.prefix}nsk:{bucket}"
 
     def shurl(self, bucket: int) -> str:
         return f"{self.prefix}shurl:{bucket}"

@@ -416,44 +416,43 @@ if not own then redis.call('HSET', h, ch .. '\t' .. tag, mine) end
 return {'other', first}
 """
 
-# Duplicate index, one SimHash block table (Manku, Jain and Das Sarma 2007):
-# add the fingerprint to the set of its i-th 16-bit block, and return the
-# members within max distance of it, as read just before. A member is the
-# fingerprint's other 48 bits as an integer (exact in Lua's doubles; an
-# intset in Redis: 8 bytes). KEYS: the block's set. ARGV: the 48 bits as
-# (high 16, low 32), max distance, max candidates, and as one decimal integer
-# (Lua would print a number that large in 14 digits).
-# Returns {added (1: the fingerprint was not there), hi1, lo1, d1, hi2, ...}.
-BLOCK = r"""
-local key = KEYS[1]
-local hi, lo, k, maxc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local function popcount(x)
-  local c = 0
-  while x ~= 0 do
-    x = bit.band(x, x - 1)
-    c = c + 1
+# Duplicate index, one LSH band table: add the page (its SimHash, 8 bytes)
+# to the pages of its band key, and return those there just before. At most
+# ARGV[3] pages a key: a full key still names its pages as candidates.
+# KEYS: the band bucket. ARGV: band key field (6 bytes), page (8 bytes), cap.
+# Returns {added (1: the page was not there), pages already there (bytes)}.
+BAND = r"""
+local h, field, page, cap = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
+local v = redis.call('HGET', h, field)
+if not v then
+  redis.call('HSET', h, field, page)
+  return {1, ''}
+end
+for i = 1, #v - 7, 8 do
+  if string.sub(v, i, i + 7) == page then return {0, v} end
+end
+if #v < 8 * cap then
+  redis.call('HSET', h, field, v .. page)
+  return {1, v}
+end
+return {0, v}
+"""
+
+# Duplicate index: take a page out of one band key again (its own check
+# added it, and it turned out a copy of a page of its own site).
+# KEYS: the band bucket. ARGV: band key field, page.
+BAND_UNDO = r"""
+local h, field, page = KEYS[1], ARGV[1], ARGV[2]
+local v = redis.call('HGET', h, field)
+if not v then return 0 end
+for i = 1, #v - 7, 8 do
+  if string.sub(v, i, i + 7) == page then
+    local rest = string.sub(v, 1, i - 1) .. string.sub(v, i + 8)
+    if rest == '' then redis.call('HDEL', h, field) else redis.call('HSET', h, field, rest) end
+    return 1
   end
-  return c
 end
-local members
-if redis.call('SCARD', key) > maxc then
-  members = redis.call('SRANDMEMBER', key, maxc)
-else
-  members = redis.call('SMEMBERS', key)
-end
-local out = {0}
-for _, m in ipairs(members) do
-  local n = tonumber(m)
-  local mhi, mlo = math.floor(n / 4294967296), n % 4294967296
-  local d = popcount(bit.bxor(hi, mhi)) + popcount(bit.bxor(lo, mlo))
-  if d <= k then
-    out[#out + 1] = mhi
-    out[#out + 1] = mlo
-    out[#out + 1] = d
-  end
-end
-out[1] = redis.call('SADD', key, ARGV[5])
-return out
+return 0
 """
 
 # Duplicate index, the page of a SimHash: the first page anywhere with this
@@ -566,4 +565,4 @@ return out
 """
 
 SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
-ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BLOCK", "RECORD")
+ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD")

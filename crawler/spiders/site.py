@@ -86,7 +86,7 @@ import redis
 from crawler.classify import INDEX, INFO, classify
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
-from crawler.fingerprint import content_hash, signed, simhash
+from crawler.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
 from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
 from crawler.extract import analyze, parse_html, parse_robots_directives
@@ -212,7 +212,7 @@ class SiteSpider(Spider):
         self._resolver = LinkResolver()
         self.classifier_threshold: float | None = None
         self.max_text_chars = 1_000_000
-        self.simhash_max_distance = 3
+        self.neardup_resemblance = 0.9
         self.simhash_min_chars = 200
         self.mirror_min_pages = 20
         self.mirror_share = 0.5
@@ -233,7 +233,7 @@ class SiteSpider(Spider):
         threshold = settings.get("CLASSIFIER_THRESHOLD")
         spider.classifier_threshold = None if threshold in (None, "") else float(threshold)
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
-        spider.simhash_max_distance = settings.getint("SIMHASH_MAX_DISTANCE")
+        spider.neardup_resemblance = settings.getfloat("NEARDUP_RESEMBLANCE")
         spider.simhash_min_chars = settings.getint("SIMHASH_MIN_CHARS")
         spider.mirror_min_pages = settings.getint("SIMHASH_MIRROR_MIN_PAGES")
         spider.mirror_share = settings.getfloat("SIMHASH_MIRROR_SHARE")
@@ -473,8 +473,9 @@ class SiteSpider(Spider):
         # differ by their links alone.
         key = item.content_hash
         fp: int | None = None
+        sketch: Sketch | None = None
         if len(item.text) >= self.simhash_min_chars:
-            fp = simhash(item.text)
+            fp, sketch = fingerprints(item.text)
             item.simhash = signed(fp)
         else:
             self.crawler.stats.inc_value("simhash/skipped_short")
@@ -485,7 +486,7 @@ class SiteSpider(Spider):
                 item.simhash = signed(simhash(item.text))
         try:
             verdict = FrontierService.of(self.crawler).frontier.near_duplicate(
-                item.url, item.site, key, fp, self.simhash_max_distance,
+                item.url, item.site, key, fp, sketch, self.neardup_resemblance,
                 mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share)
         except redis.RedisError as exc:
             logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
@@ -499,9 +500,9 @@ class SiteSpider(Spider):
         stats.inc_value(f"simhash/{verdict.kind}_duplicate")
         if not verdict.same_site:
             stats.inc_value("simhash/cross_site_copy")
-        logger.debug("%(url)s is a%(n)s %(kind)s duplicate of %(first)s (distance %(d)d)",
+        logger.debug("%(url)s is a%(n)s %(kind)s duplicate of %(first)s (resemblance %(r).3f)",
                      {"url": item.url, "n": "n" if verdict.kind == "exact" else "", "kind": verdict.kind,
-                      "first": verdict.first, "d": verdict.distance}, extra={"spider": self})
+                      "first": verdict.first, "r": verdict.resemblance}, extra={"spider": self})
         return verdict.same_site or verdict.mirror_of is not None
 
     def _follow(self, links: Iterable[str], referer: str, depth: int, priority: int = 0,

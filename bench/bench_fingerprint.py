@@ -1,42 +1,36 @@
-"""SimHash and near-duplicate index cost per page.
+"""SimHash cost per page.
 
-    python bench/bench_fingerprint.py [--root /usr/share/doc/python3.11/html] [--index 50000]
+    python bench/bench_fingerprint.py [--root /usr/share/doc/python3.11/html]
 
 1. SimHash of the main text of every page under --root: the simhash
    package as shipped (``Simhash(text)``: character 4-grams, one md5 and one
    numpy array per feature), the package on our features (with md5, and
    with our ``feature_hash``), and ours (same features and hash, one
-   vectorised pass over cached word hashes; identical values).
-2. The cluster's near-duplicate index (Redis, one Lua call a page): time a
-   lookup-and-insert as the index grows to --index pages, first and last
-   10 % compared (the package's in-memory SimhashIndex is per process).
+   vectorised pass over cached word hashes; identical values), and ours
+   with the resemblance sketch the spider computes with it.
+
+The cluster's near-duplicate index is timed by bench/bench_dupindex.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simhash import Simhash, SimhashIndex  # noqa: E402
+from simhash import Simhash  # noqa: E402
 
-from bench.bench_frontier import RedisServer  # noqa: E402
 from crawler.extract import analyze  # noqa: E402
-from crawler.fingerprint import content_hash, feature_hash, features, simhash  # noqa: E402
-from crawler.frontier import Frontier  # noqa: E402
+from crawler.fingerprint import feature_hash, features, fingerprints, simhash  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/python3.11/html"))
-    ap.add_argument("--index", type=int, default=50_000)
     args = ap.parse_args()
     texts = [analyze(p.read_bytes()).text for p in sorted(args.root.rglob("*.html"))]
     texts = [t for t in texts if len(t) >= 200]
@@ -66,6 +60,9 @@ def main() -> None:
     for t in texts:
         simhash(t)
     t4 = time.perf_counter()
+    for t in texts:
+        fingerprints(t)
+    t5 = time.perf_counter()
     n = len(texts)
     chars = sum(len(t) for t in texts) / n
     print(f"{n} pages, {chars:.0f} characters of main text on average")
@@ -76,40 +73,7 @@ def main() -> None:
           f"({failed_ours} pages raised OverflowError)")
     print(f"ours (same features and hash, vectorised):         {(t4 - t3) / n * 1000:.2f} ms/page "
           f"(identical values on the {len(package)} pages the package computes: {same})")
-
-    work = Path(tempfile.mkdtemp(prefix="bench-fp-"))
-    rs = RedisServer(work / "redis")
-    try:
-        f = Frontier(rs.client, "bench_fp")
-        rnd = random.Random(1)
-        times = []
-        for i in range(args.index):
-            fp = rnd.getrandbits(64)
-            s = time.perf_counter()
-            f.near_duplicate(f"http://s/{i}", "s", content_hash(str(fp)), fp)
-            times.append(time.perf_counter() - s)
-        k = args.index // 10
-        first, last = sum(times[:k]) / k * 1e6, sum(times[-k:]) / k * 1e6
-        print(f"near-duplicate index, lookup+insert (1 round trip): first {k} pages {first:.0f} us, "
-              f"last {k} pages {last:.0f} us (index of {args.index} pages)")
-        # The anchor: the package's in-memory SimhashIndex (one process only),
-        # on the same fingerprints, k=3.
-        index = SimhashIndex([], k=3)
-        rnd = random.Random(1)
-        times = []
-        for i in range(args.index):
-            value = Simhash(rnd.getrandbits(64))
-            s = time.perf_counter()
-            if not index.get_near_dups(value):
-                index.add(str(i), value)
-            times.append(time.perf_counter() - s)
-        first, last = sum(times[:k]) / k * 1e6, sum(times[-k:]) / k * 1e6
-        print(f"simhash.SimhashIndex (in this process only), lookup+insert: first {k} pages {first:.0f} us, "
-              f"last {k} pages {last:.0f} us")
-        f.delete_all()
-    finally:
-        rs.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    print(f"ours, SimHash and resemblance sketch (fingerprints): {(t5 - t4) / n * 1000:.2f} ms/page")
 
 
 if __name__ == "__main__":

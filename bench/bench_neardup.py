@@ -3,6 +3,7 @@
     python bench/bench_neardup.py [--old /usr/share/doc/llvm-14-doc/html]
                                   [--new /usr/share/doc/llvm-15-doc/html] [--k 3]
     python bench/bench_neardup.py --old TREE --banner "SENTENCE"      # a mirror with a banner
+    python bench/bench_neardup.py --old TREE --nav                    # a mirror with its own menu and footer
     python bench/bench_neardup.py ... --minhash 128                   # and what MinHash would find
 
 (``apt-get install llvm-14-doc llvm-15-doc``: Sphinx HTML of LLVM 14 and 15,
@@ -98,6 +99,23 @@ def with_banner(html: bytes, sentence: str) -> bytes:
     return html[:m.end()] + p + html[m.end():] if m else p + html
 
 
+_BODY_END = re.compile(rb"</body\s*>", re.I)
+NAV = (b'<nav class="mirror-menu"><ul>' + b"".join(
+    b'<li><a href="/%s/">%s</a></li>' % (w.encode(), w.title().encode())
+    for w in ("home", "manuals", "downloads", "news", "mirrors", "about", "contact", "search"))
+    + b"</ul></nav>")
+FOOTER = b'<footer><p>Mirrored nightly by the Example University mirror service. <a href="/about/">About</a></p></footer>'
+
+
+def with_navigation(html: bytes) -> bytes:
+    """The page with a mirror's own menu at the start of its body and a
+    footer at its end (the page's own navigation stays)."""
+    m = _BODY.search(html)
+    html = html[:m.end()] + NAV + html[m.end():] if m else NAV + html
+    m = _BODY_END.search(html)
+    return html[:m.start()] + FOOTER + html[m.start():] if m else html + FOOTER
+
+
 def resemblance(a: set[int], b: set[int]) -> float:
     if not a and not b:
         return 1.0
@@ -161,21 +179,25 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--banner", default=None, help="mirror --old with this sentence added to every page")
+    ap.add_argument("--nav", action="store_true", help="mirror --old with a menu and a footer of its own")
     ap.add_argument("--minhash", type=int, default=0, help="also report N-permutation MinHash (0: not)")
     args = ap.parse_args()
-    for d in (args.old,) if args.banner else (args.old, args.new):
+    mirror = bool(args.banner or args.nav)
+    for d in (args.old,) if mirror else (args.old, args.new):
         if not d.is_dir():
             sys.exit(f"{d} is missing: apt-get install llvm-14-doc llvm-15-doc (or pass --old/--new)")
 
     work = Path(tempfile.mkdtemp(prefix="bench-neardup-"))
     root = work / "root"
     seeds: list[str] = []
-    for name, src in (("old", args.old), ("new", args.old if args.banner else args.new)):
+    for name, src in (("old", args.old), ("new", args.old if mirror else args.new)):
         for f in sorted(src.rglob("*.html")):
             dst = root / name / f.relative_to(src)
             dst.parent.mkdir(parents=True, exist_ok=True)
-            if args.banner and name == "new":
-                dst.write_bytes(with_banner(f.read_bytes(), args.banner))
+            if mirror and name == "new":
+                html = f.read_bytes()
+                html = with_banner(html, args.banner) if args.banner else html
+                dst.write_bytes(with_navigation(html) if args.nav else html)
             else:
                 shutil.copyfile(f, dst)
     server = start_server(work, hosts="127.0.0.1", root=root)

@@ -1,9 +1,11 @@
+import numpy as np
 import pytest
 from simhash import Simhash
 
 from crawler.extract import analyze
-from crawler.fingerprint import (content_hash, feature_hash, features, hamming, signed, simhash,
-                                  simhash_of_features, unsigned)
+from crawler.fingerprint import (SKETCH_SAMPLE, content_hash, feature_hash, features, fingerprints, hamming,
+                                  sample_from_bytes, shingles, signed, simhash, simhash_of_features, sketch,
+                                  unsigned)
 from tests.data.pagetypes import body, labels
 from tests.mockserver import prose
 
@@ -93,3 +95,66 @@ def test_signed_storage_round_trip():
 def test_content_hash_folds_case_and_whitespace():
     assert content_hash("Hello   World\n") == content_hash("hello world")
     assert content_hash("hello world") != content_hash("hello worlds")
+
+
+def _set(text: str) -> set[int]:
+    return set(shingles(text).tolist())
+
+
+def test_shingles_are_word_3_shingles_with_dates_and_cjk_3_grams():
+    assert _set("one two three four") == _set("One  two three. Four!")
+    assert len(_set("one two three four")) == 2
+    assert len(_set("one two")) == 1 and len(_set("one")) == 1
+    # Dates are words for resemblance (the SimHash leaves them out).
+    a, b = "release notes for 1.11.20 fix a bug", "release notes for 2.0.12 fix a bug"
+    assert simhash(a) == simhash(b) and _set(a) != _set(b)
+    assert len(_set("東京都に住む")) == 4  # 6 characters: 4 character 3-grams
+
+
+def test_sketch_resemblance_is_exact_for_short_pages_and_close_for_long_ones():
+    words = [f"w{k}" for k in range(400)]
+    a = " ".join(words)
+    b = " ".join(words[:200] + ["x1", "x2", "x3"] + words[200:])
+    exact = len(_set(a) & _set(b)) / len(_set(a) | _set(b))
+    assert exact == 396 / 403
+    assert sketch(a).resemblance(sketch(b).sample) == exact  # 398 shingles: the whole set
+    long_words = [f"w{k}" for k in range(5000)]
+    c = " ".join(long_words)
+    d = " ".join(long_words[:2500] + [f"y{k}" for k in range(200)] + long_words[2500:])
+    exact = len(_set(c) & _set(d)) / len(_set(c) | _set(d))
+    assert len(sketch(c).sample) == SKETCH_SAMPLE
+    assert abs(sketch(c).resemblance(sketch(d).sample) - exact) < 0.05
+    assert sketch("") is None and sketch("...") is None
+
+
+def test_band_keys_agree_as_resemblance_says():
+    base = [f"w{k}" for k in range(300)]
+    same = sketch(" ".join(base))
+    assert sketch(" ".join(base)).bands == same.bands
+    # Resemblance 0.96: most bands agree; an unrelated page: none.
+    near = sketch(" ".join(base[:150] + ["x1", "x2", "x3", "x4"] + base[150:]))
+    assert sum(x == y for x, y in zip(near.bands, same.bands)) >= 8
+    other = sketch(" ".join(f"v{k}" for k in range(300)))
+    assert not set(other.bands) & set(same.bands)
+    assert len(same.bands) == 16 and all(0 <= b < 1 << 64 for b in same.bands)
+
+
+def test_fingerprints_hash_the_text_once_for_both():
+    text = prose("seven", 300)
+    fp, sk = fingerprints(text)
+    assert fp == simhash(text)
+    assert sk is not None and sk.bands == sketch(text).bands
+    assert sk.sample.tolist() == sketch(text).sample.tolist()
+    assert fingerprints("") == (0, None)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x01\x02\x03", b"\x00" * (4 * SKETCH_SAMPLE + 4),
+                                  np.array([5, 3], dtype="<u4").tobytes(),
+                                  np.array([5, 5], dtype="<u4").tobytes(), None])
+def test_malformed_samples_read_as_none(data):
+    assert sample_from_bytes(data) is None
+
+
+def test_a_sample_round_trips():
+    sk = sketch(prose("three", 100))
+    assert sample_from_bytes(sk.sample_bytes()).tolist() == sk.sample.tolist()

@@ -308,7 +308,7 @@ def test_near_duplicates_of_long_pages_are_judged_on_a_sample(client, crawl_name
     f = make(client, crawl_name)
     base = _words(0, 3000)
     assert _check(f, "http://a/1", "a", "h1", " ".join(base)).kind == "new"
-    # 30 words in 3 places: resemblance 0.975 (exact), estimated from 256 values.
+    # 30 words in 3 places: resemblance 0.975 (exact), estimated from 512 values.
     edited = base[:1000] + _words(5000, 10) + base[1000:2000] + _words(6000, 10) + base[2000:] + _words(7000, 10)
     exact = _exact_resemblance(" ".join(base), " ".join(edited))
     d = _check(f, "http://a/2", "a", "h2", " ".join(edited))
@@ -328,7 +328,7 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     index = f.duplicates
     client.hset(index._sample_key(fp), fp.to_bytes(8, "big"), b"\x01\x02\x03")
     for i, key in enumerate(sketch.bands):
-        bucket, field = index._band(i, key)
+        _, bucket, field = index._band(i, key)
         client.hset(bucket, field, b"short" if i % 2 else client.hget(bucket, field) + b"\xff" * 13)
     d = f.near_duplicate("http://a/2", "a", "h2", fp, sketch)
     assert d.kind == "new"  # its sample no longer reads as one: no evidence, no error

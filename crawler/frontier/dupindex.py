@@ -11,7 +11,7 @@ Two indexes, spread over the duplicate-index shards by hash bits
   (a 128-value MinHash in 16 bands of 8): each band key names the pages
   that had it, in the shard and bucket its bits choose. Each candidate's
   bottom-k sample (``nsk``, in the shard of the SimHash's bits) then gives
-  the resemblance, exactly for pages of up to about 300 words. ``shurl``
+  the resemblance, exactly for pages of up to about 500 words. ``shurl``
   maps each SimHash to its first page (and to the first on each other
   site), in the same shard. Lookup cost does not grow with the index: 16
   hash field reads, then at most ``max_candidates`` record and sample reads.
@@ -25,15 +25,15 @@ while their values fit ``hash-max-listpack-value``; a site is named by a
 10-digit tag (``site_tag``), not its name; a page with a SimHash is named in
 the content index by that fingerprint ("=<simhash>"), its URL kept once, in
 its record; only 64 bits of a content key are kept; a band key keeps 48 bits
-and names its pages by their 8-byte SimHash; a sample is at most 256 values
+and names its pages by their 8-byte SimHash; a sample is at most 512 values
 of 4 bytes (bench/RESULTS.md states the bytes a page).
 
 Atomicity, argued. A page's check touches up to 19 shards, so it cannot be
 one script. Instead:
 
 1. Each band table adds the page *and* returns the pages already under its
-   band key in one script (``BAND``): per table the check and the insert are
-   atomic. Of two pages that share band key i, whichever reaches table i
+   band key in one script (``BAND``, one call for the tables of one shard):
+   per table the check and the insert are atomic. Of two pages that share band key i, whichever reaches table i
    second sees the other. A pair of resemblance 0.9 shares at least one of
    16 band keys with probability 0.9999.
 2. Every page carries an order key (its worker's clock in ms; ties broken
@@ -74,7 +74,7 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.fingerprint import SKETCH_BANDS, Sketch, hamming, sample_from_bytes
+from crawler.fingerprint import Sketch, hamming, sample_from_bytes
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
@@ -138,10 +138,11 @@ class DuplicateIndex:
         shard = self.keys.dup_shards[crc % self.keys.shards]
         return shard.content((crc // self.keys.shards) % self.buckets), content_key[:16]
 
-    def _band(self, i: int, key: int) -> tuple[str, bytes]:
-        """(bucket, field) of band table i's band key ``key``."""
-        shard = self.keys.dup_shards[(i * 65536 + (key >> 48)) % self.keys.shards]
-        return shard.band(i, (key >> 32) % self.buckets), (key & _MASK48).to_bytes(6, "big")
+    def _band(self, i: int, key: int) -> tuple[int, str, bytes]:
+        """(shard, bucket, field) of band table i's band key ``key``."""
+        shard = (i * 65536 + (key >> 48)) % self.keys.shards
+        return shard, self.keys.dup_shards[shard].band(i, (key >> 32) % self.buckets), \
+            (key & _MASK48).to_bytes(6, "big")
 
     def _sample_key(self, fp: int) -> str:
         return self.keys.dup_shards[(fp >> 16) % self.keys.shards].sample((fp >> 32) % self.buckets)
@@ -168,13 +169,17 @@ class DuplicateIndex:
             # A page with a SimHash is named by it: its URL is in its record.
             calls.append(("EXACT", [content_bucket], [content_field, tag, "=" + fp_hex if fp_hex else url]))
         first_band = len(calls)
+        by_shard: dict[int, tuple[list[str], list[Any]]] = {}
         order = self._order()
         if near:
             assert fingerprint is not None and sketch is not None
             page = fingerprint.to_bytes(8, "big")
             for i, key in enumerate(sketch.bands):
-                band_bucket, band_field = self._band(i, key)
-                calls.append(("BAND", [band_bucket], [band_field, page, _BAND_CAP]))
+                shard, band_bucket, band_field = self._band(i, key)
+                keys, args = by_shard.setdefault(shard, ([], [page, _BAND_CAP]))
+                keys.append(band_bucket)
+                args.append(band_field)
+            calls.extend(("BAND", keys, args) for keys, args in by_shard.values())
             calls.append(("HSETNX", [self._sample_key(fingerprint)], [page, sketch.sample_bytes()]))
         if fingerprint is not None:
             calls.append(("RECORD", [self._record_key(fingerprint)], [fp_hex, tag, f"{order}\t{url}"]))
@@ -187,23 +192,23 @@ class DuplicateIndex:
                 first = self._resolve(out[1], tag if out[0] == "own" else None)
                 if first is not None and first != url:
                     if out[0] == "own":
-                        self._undo(calls, results, first_band if near else -1, site_keys.stats, "exact")
+                        self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
                         return Duplicate("exact", first, 0, True, mirror, 1.0)
                     exact_other = _Candidate(first, url_site(first), 0, "")
         near_other: _Candidate | None = None
         if near:
             assert fingerprint is not None and sketch is not None
             hits: dict[int, int] = {}
-            for i in range(SKETCH_BANDS):
-                pages = results[first_band + i][1]
-                if isinstance(pages, bytes):
-                    for k in range(0, len(pages) - 7, 8):
-                        fp = int.from_bytes(pages[k:k + 8], "big")
-                        hits[fp] = hits.get(fp, 0) + 1
+            for out in results[first_band:first_band + len(by_shard)]:
+                for pages in out[1::2]:
+                    if isinstance(pages, bytes):
+                        for k in range(0, len(pages) - 7, 8):
+                            fp = int.from_bytes(pages[k:k + 8], "big")
+                            hits[fp] = hits.get(fp, 0) + 1
             best = sorted(hits, key=lambda fp: -hits[fp])[:max_candidates]
             own, near_other = self._candidates(best, fingerprint, sketch, resemblance, url, tag, order)
             if own is not None:
-                self._undo(calls, results, first_band, site_keys.stats, "near")
+                self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "near")
                 return Duplicate("near", own.url, own.distance, True, mirror, own.resemblance)
         copy, kind = (exact_other, "exact") if exact_other is not None else (near_other, "near")
         if copy is None:
@@ -234,19 +239,21 @@ class DuplicateIndex:
         return cand.url if cand is not None else None
 
     def _undo(self, calls: list[tuple[str, list[str], list[Any]]], results: list[Any], first_band: int,
-              stats: str, kind: str) -> None:
+              band_calls: int, stats: str, kind: str) -> None:
         """A copy of a page of its own site: counted, and taken out of the
         near-duplicate candidates (what its check added to the band tables
         and the samples, and only that: what another page had added stays).
         Its record stays: the exact index may name the page by it."""
         undo: list[tuple[str, list[str], list[Any]]] = [("HINCRBY", [stats], [f"{kind}_duplicates", 1])]
-        if first_band >= 0:
-            for i in range(SKETCH_BANDS):
-                _, keys, args = calls[first_band + i]
-                if int(results[first_band + i][0]):
-                    undo.append(("BAND_UNDO", keys, args[:2]))
-            _, keys, args = calls[first_band + SKETCH_BANDS]
-            if int(results[first_band + SKETCH_BANDS]):
+        if band_calls:
+            for n in range(first_band, first_band + band_calls):
+                _, keys, args = calls[n]
+                added = [int(x) for x in results[n][0::2]]
+                mine = [k for k, a in enumerate(added) if a]
+                if mine:
+                    undo.append(("BAND_UNDO", [keys[k] for k in mine], [args[0], *(args[2 + k] for k in mine)]))
+            _, keys, args = calls[first_band + band_calls]
+            if int(results[first_band + band_calls]):
                 undo.append(("HDEL", keys, args[:1]))
         self.frontier.run_many(undo)
 

@@ -416,43 +416,60 @@ if not own then redis.call('HSET', h, ch .. '\t' .. tag, mine) end
 return {'other', first}
 """
 
-# Duplicate index, one LSH band table: add the page (its SimHash, 8 bytes)
-# to the pages of its band key, and return those there just before. At most
-# ARGV[3] pages a key: a full key still names its pages as candidates.
-# KEYS: the band bucket. ARGV: band key field (6 bytes), page (8 bytes), cap.
-# Returns {added (1: the page was not there), pages already there (bytes)}.
+# Duplicate index, LSH band tables (those of one shard): in each, add the
+# page (its SimHash, 8 bytes) to the pages of its band key, and return those
+# there just before. At most ARGV[2] pages a key: a full key still names its
+# pages as candidates. KEYS: the band buckets. ARGV: page, cap, then each
+# table's band key field (6 bytes), in the order of KEYS.
+# Returns {added (1: the page was not there), pages already there (bytes),
+# ...} for each table in turn.
 BAND = r"""
-local h, field, page, cap = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
-local v = redis.call('HGET', h, field)
-if not v then
-  redis.call('HSET', h, field, page)
-  return {1, ''}
+local page, cap = ARGV[1], tonumber(ARGV[2])
+local out = {}
+for n, h in ipairs(KEYS) do
+  local field = ARGV[n + 2]
+  local v = redis.call('HGET', h, field)
+  local added = 0
+  if not v then
+    redis.call('HSET', h, field, page)
+    v, added = '', 1
+  else
+    local there = false
+    for i = 1, #v - 7, 8 do
+      if string.sub(v, i, i + 7) == page then there = true; break end
+    end
+    if not there and #v < 8 * cap then
+      redis.call('HSET', h, field, v .. page)
+      added = 1
+    end
+  end
+  out[#out + 1] = added
+  out[#out + 1] = v
 end
-for i = 1, #v - 7, 8 do
-  if string.sub(v, i, i + 7) == page then return {0, v} end
-end
-if #v < 8 * cap then
-  redis.call('HSET', h, field, v .. page)
-  return {1, v}
-end
-return {0, v}
+return out
 """
 
-# Duplicate index: take a page out of one band key again (its own check
-# added it, and it turned out a copy of a page of its own site).
-# KEYS: the band bucket. ARGV: band key field, page.
+# Duplicate index: take a page out of band keys again (its own check added
+# it there, and it turned out a copy of a page of its own site).
+# KEYS: the band buckets. ARGV: page, then each table's band key field.
 BAND_UNDO = r"""
-local h, field, page = KEYS[1], ARGV[1], ARGV[2]
-local v = redis.call('HGET', h, field)
-if not v then return 0 end
-for i = 1, #v - 7, 8 do
-  if string.sub(v, i, i + 7) == page then
-    local rest = string.sub(v, 1, i - 1) .. string.sub(v, i + 8)
-    if rest == '' then redis.call('HDEL', h, field) else redis.call('HSET', h, field, rest) end
-    return 1
+local page = ARGV[1]
+local n = 0
+for k, h in ipairs(KEYS) do
+  local field = ARGV[k + 1]
+  local v = redis.call('HGET', h, field)
+  if v then
+    for i = 1, #v - 7, 8 do
+      if string.sub(v, i, i + 7) == page then
+        local rest = string.sub(v, 1, i - 1) .. string.sub(v, i + 8)
+        if rest == '' then redis.call('HDEL', h, field) else redis.call('HSET', h, field, rest) end
+        n = n + 1
+        break
+      end
+    end
   end
 end
-return 0
+return n
 """
 
 # Duplicate index, the page of a SimHash: the first page anywhere with this

@@ -2,7 +2,7 @@
 
     python bench/pagetype_sources.py --out /tmp/pagetypes        # label the Debian trees first
     python bench/bench_pagetypes.py [--trees /tmp/pagetypes] [--wcxb ../shared/data/pagetypes]
-                                    [--only NAME,...] [--write]
+                                    [--only NAME,...] [--no-template] [--write]
 
 Sources: WCXB's development split (``--wcxb``, ``labels-all.jsonl``: 1,326
 pages of many sites, labelled by people), split by a hash of the file name
@@ -15,17 +15,16 @@ For each held-out source, the model is fitted on everything else (WCXB's
 training part and every other tree; for ``wcxb-test``, WCXB's training part
 and every tree), its threshold chosen by 5-fold cross-validation on that
 training set alone (the best balanced accuracy keeping index recall >=
-0.93), and scored on the held-out source. Each page is typed alone, by the
-features the shipped classifier reads (``crawler.classify.FEATURES``).
-
-``--template`` adds what a crawler knows of a site that a lone page does
-not: pages of a tree are typed in the order a crawl meets them
+0.93), and scored on the held-out source, by the features the shipped
+classifier reads (``crawler.classify.FEATURES``), as the crawler computes
+them: pages of a tree are typed in the order a crawl meets them
 (breadth-first from the start page), each with its site's template as
-learned from the pages before it (``bench/site_template.py``: blocks on at
-least 30 % of the site's first 50 pages), and the features of what is left
-of the page are appended (``OWN_FEATURES``); WCXB's pages, each alone on its
-site, get them from the page-only fallback (outside navigation markup). Not
-yet in the crawler: ``--write`` refuses it.
+learned from the pages before it and itself (``crawler.template``: blocks on
+at least 30 % of the site's first 50 pages, once 5 are seen; the crawler
+keeps the same counts in Redis); WCXB's pages, each alone on its site, and
+a tree's first pages get the page-only fallback (blocks outside navigation
+markup). ``--no-template`` gives every page the page-only fallback, fitted
+and scored (what the template adds).
 
 Reported per held-out source: balanced accuracy, index recall and info
 recall of
@@ -54,7 +53,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from crawler.classify import FEATURES, INDEX, Model, feature_vector, model  # noqa: E402
 from crawler.extract import Page, analyze  # noqa: E402
-from site_template import LocalTemplates, block_keys, own_features  # noqa: E402
+from crawler.template import LocalTemplates, block_keys  # noqa: E402
 from train_classifier import cv_scores, fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = 0.35
@@ -67,23 +66,21 @@ def link_density(page: Page) -> float:
     return sum(b.link_chars for b in own) / chars if chars else 1.0
 
 
-def rows_of_tree(path: Path, template: bool = False) -> list[dict]:
-    """A tree's labelled pages, in crawl order; with ``--template``, each
-    with the site's template as learned so far (unlabelled pages still
-    teach it)."""
+def rows_of_tree(path: Path, template: bool = True) -> list[dict]:
+    """A tree's labelled pages, in crawl order, each with the site's
+    template as learned so far (unlabelled pages still teach it)."""
     templates = LocalTemplates()
     rows = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
         if r["label"] not in ("index", "info") and not template:
             continue
-        page = analyze(Path(r["file"]).read_bytes())
-        x = feature_vector(r["url"], page)
+        page = analyze(Path(r["file"]).read_bytes(), r["url"])
+        known = None
         if template:
             keys = block_keys(page.blocks)
-            evidence = templates.observe("tree", keys)
-            known = evidence.pages >= templates.policy.min_pages
-            x += own_features(page, evidence.template(keys, templates.policy) if known else None)
+            known = templates.observe("tree", keys).template(keys, templates.policy)
+        x = feature_vector(r["url"], page, known)
         if r["label"] not in ("index", "info"):
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
@@ -91,16 +88,15 @@ def rows_of_tree(path: Path, template: bool = False) -> list[dict]:
     return rows
 
 
-def rows_of_wcxb(data: Path, template: bool = False) -> list[dict]:
+def rows_of_wcxb(data: Path) -> list[dict]:
     rows = []
     for line in (data / "labels-all.jsonl").read_text().splitlines():
         r = json.loads(line)
         if not isinstance(r.get("url"), str):
             continue
-        page = analyze(gzip.decompress((data / r["file"]).read_bytes()))
+        page = analyze(gzip.decompress((data / r["file"]).read_bytes()), r["url"])
         rows.append({"source": "wcxb-test" if held_out(r["file"]) else "wcxb-train", "url": r["url"],
-                     "y": 1 if r["label"] == INDEX else 0,
-                     "x": feature_vector(r["url"], page) + (own_features(page, None) if template else []),
+                     "y": 1 if r["label"] == INDEX else 0, "x": feature_vector(r["url"], page),
                      "ld": link_density(page)})
     return rows
 
@@ -140,15 +136,16 @@ def main() -> None:
     ap.add_argument("--wcxb", type=Path, default=WCXB)
     ap.add_argument("--only", default="", help="held-out sources to report (default: all)")
     ap.add_argument("--write", action="store_true", help="fit on every source and store the model")
-    ap.add_argument("--template", action="store_true", help="add the site-template features (module docstring)")
+    ap.add_argument("--no-template", action="store_true",
+                    help="every page typed by the page-only fallback, no site template (module docstring)")
     ap.add_argument("--shipped", type=Path, default=None,
                     help="a classifier.json to report as shipped (its features a prefix of today's)")
     args = ap.parse_args()
-    if args.template and args.write:
-        sys.exit("--template is not in the crawler yet: --write would store a model it cannot read")
-    rows = rows_of_wcxb(args.wcxb, args.template)
+    if args.no_template and args.write:
+        sys.exit("--no-template --write would store a model fitted without the evidence the crawler uses")
+    rows = rows_of_wcxb(args.wcxb)
     for path in sorted(args.trees.glob("*.jsonl")):
-        rows += rows_of_tree(path, args.template)
+        rows += rows_of_tree(path, not args.no_template)
     sources = sorted({r["source"] for r in rows} - {"wcxb-train"})
     only = {s for s in args.only.split(",") if s}
     shipped = model() if args.shipped is None else prefix_model(args.shipped)

@@ -16,14 +16,22 @@ the two in practice:
   ``DiscussionForumPosting`` against ``CollectionPage``, ``ItemList``);
 - URL shape: T-spider's "no file name" rule, sequence-number and slug file
   names, listing words (``category``, ``tag``, ``page=``) and dates.
+- what is left of the page once its site's template is set aside
+  (``crawler/template.py``: blocks on many of the site's pages, as the
+  crawl's evidence in Redis says; blocks outside navigation markup while
+  the site is new): how much of it is links to *other* pages (links to a
+  place on the page itself, ``#x``, do not count), how much of it sits in
+  link-list rows, how much prose it has; and the link-density rule's own
+  figure, so the model is not worse than the rule where the rule holds.
 
-It is a small gradient-boosted tree model (pure Python at run time, about
-40 microseconds a page) stored in ``data/classifier.json``;
-``bench/train_classifier.py --data DIR`` refits it on a labelled set of
-pages (WCXB's, kept outside the repository; a held-out part set aside) and
-prints the held-out balanced accuracy and index recall; by default it
-scores the shipped model on ``tests/data/pagetypes``, 112 held-out pages
-kept in the repository. The decision threshold leans
+It is a small gradient-boosted tree model (pure Python at run time, well
+under a millisecond a page) stored in ``data/classifier.json``, fitted by
+``bench/bench_pagetypes.py --write`` on WCXB's training part and eleven
+Debian documentation trees (pages typed in crawl order with their site's
+template, as the crawler types them), never on the PostgreSQL or Python
+documentation; that bench measures it leave-one-source-out.
+``bench/train_classifier.py`` scores the shipped model on
+``tests/data/pagetypes``, 112 held-out pages kept in the repository. The decision threshold leans
 toward "index": a missed index page costs coverage, a missed info page only
 a few extra requests.
 """
@@ -40,6 +48,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
 from crawler.fingerprint import CJK_CHAR
+from crawler.template import OWN_FEATURES, own_features
 
 __all__ = ["INDEX", "INFO", "classify", "feature_vector", "page_type", "tspider_rule"]
 
@@ -83,7 +92,7 @@ FEATURES = (
     "url_info_word", "url_last_index_word", "ld_article", "ld_product", "ld_forum",
     "ld_listing", "og_article", "cart_log", "cart_one", "price_log", "repeat_log",
     "url_forum", "best_run_log", "best_run_share", "title_words", "title_index_word",
-    "h1_words",
+    "h1_words", *OWN_FEATURES,
 )
 _TITLE_SPLIT = re.compile(r"\s+[|\-–—·:»]\s+")
 _TITLE_INDEX_WORDS = frozenset(
@@ -129,7 +138,10 @@ def _slug_words(segment: str) -> int:
     return stem.count("-") + stem.count("_")
 
 
-def feature_vector(url: str, page: Page) -> list[float]:
+def feature_vector(url: str, page: Page, template: frozenset[str] | None = None) -> list[float]:
+    """The model's features of ``page``; ``template``: the keys of its
+    blocks that are its site's template (``crawler.template``), None while
+    the site's template is not known (the page-only view)."""
     f = page.features
     n_links = f["n_links"]
     text = f["text_chars"] or 1.0
@@ -164,6 +176,7 @@ def feature_vector(url: str, page: Page) -> list[float]:
         f["best_run"] / text,
         *_title_features(page.title),
         min(count_words(page.h1), 30) / 10.0,
+        *own_features(page, template),
     ]
 
 
@@ -225,15 +238,18 @@ def model() -> Model:
     return Model(json.loads(raw))
 
 
-def classify(url: str, page: Page, threshold: float | None = None) -> str:
+def classify(url: str, page: Page, threshold: float | None = None,
+             template: frozenset[str] | None = None) -> str:
+    """``"index"`` or ``"info"``; ``template`` as for ``feature_vector``."""
     m = model()
-    score = m.score(feature_vector(url, page))
+    score = m.score(feature_vector(url, page, template))
     return INDEX if score >= (m.threshold if threshold is None else threshold) else INFO
 
 
 def page_type(url: str, html: str | bytes) -> str:
-    """``"index"`` or ``"info"`` for a page given as text or bytes."""
-    return classify(url, analyze(html))
+    """``"index"`` or ``"info"`` for a page given as text or bytes, alone
+    (the page-only view: no site template)."""
+    return classify(url, analyze(html, url))
 
 
 def tspider_rule(url: str, page: Page, min_paragraph: int = 200) -> str:

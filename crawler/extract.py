@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, cast
+from urllib.parse import urljoin
 
 import lxml.etree
 
@@ -69,9 +70,17 @@ _PARSER = lxml.etree.HTMLParser(
 @dataclass(slots=True)
 class Block:
     text: str
-    link_chars: int
+    link_chars: int  # characters of link text, in-page links included
     boiler: bool
     tag: str
+    # Of ``link_chars``, those of links to a place on the same page ("#x", or
+    # the page's own URL with a fragment: javadoc's method summaries,
+    # rustdoc's method lists, a table of contents of the page): they lead
+    # nowhere a crawler goes, so they are not navigation.
+    frag_chars: int = 0
+    # The block opens with a link to another page: a row of a link list
+    # (a menu entry, a table of contents line, a summary table's name cell).
+    lead_link: bool = False
 
 
 @dataclass(slots=True)
@@ -184,8 +193,45 @@ _BLOCK = "\ufdd0"
 _LINK_OPEN, _LINK_CLOSE = "\ufdd1", "\ufdd2"
 _BOIL_OPEN, _BOIL_CLOSE = "\ufdd3", "\ufdd4"
 _H1 = "\ufdd5"
-_LINK_SPLIT = re.compile("([\ufdd1\ufdd2])")
+_FRAG_OPEN, _FRAG_CLOSE = "\ufdd6", "\ufdd7"  # a link to a place on the same page
+_LINK_SPLIT = re.compile("([\ufdd1\ufdd2\ufdd6\ufdd7])")
 _EDGE = " \t\n\r\f\v\ufdd3\ufdd4\ufdd5"
+
+
+def _own_file(url: str | None) -> str | None:
+    """The last path segment of ``url`` ("" for a directory URL), the part
+    of a relative href that names the page itself; None without a URL."""
+    if not url:
+        return None
+    path = url.split("#", 1)[0].split("?", 1)[0]
+    if "://" in path:
+        path = path.split("://", 1)[1].partition("/")[2]
+    return path.rsplit("/", 1)[-1]
+
+
+def _in_page(href: str, own_file: str | None, url: str | None) -> bool:
+    """Whether ``href`` leads to a place on the page itself: "#x", or (with
+    the page's URL known) the page's own address with a fragment. Only hrefs
+    whose last segment names the page's file are resolved, so the cost is a
+    string comparison for almost every link."""
+    href = href.strip()
+    if href.startswith("#"):
+        return True
+    if own_file is None or "#" not in href:
+        return False
+    target = href.split("#", 1)[0]
+    if "?" in target or target.rsplit("/", 1)[-1] != own_file:
+        return False
+    try:
+        return _same_document(url or "", target)
+    except ValueError:
+        return False
+
+
+@lru_cache(maxsize=4096)
+def _same_document(url: str, target: str) -> bool:
+    joined = urljoin(url, target)
+    return joined.split("#", 1)[0] == url.split("#", 1)[0]
 _STRING = lxml.etree.XPath("string()", smart_strings=False)
 _HEADING_LINKS = lxml.etree.XPath(
     "count(//h1//a[@href] | //h2//a[@href] | //h3//a[@href] | //h4//a[@href] | "
@@ -193,8 +239,10 @@ _HEADING_LINKS = lxml.etree.XPath(
 )
 
 
-def analyze(html: str | bytes | Any) -> Page:
-    """Analyse a page given as text, bytes or an lxml root (which is modified)."""
+def analyze(html: str | bytes | Any, url: str | None = None) -> Page:
+    """Analyse a page given as text, bytes or an lxml root (which is modified).
+    With the page's ``url``, links to its own URL with a fragment count as
+    in-page links (``Block.frag_chars``), as ``#x`` links always do."""
     root = parse_html(html) if isinstance(html, (str, bytes)) else html
     page = Page()
     if root is None:
@@ -220,6 +268,7 @@ def analyze(html: str | bytes | Any) -> Page:
     counts["heading_link"] = int(cast(float, _HEADING_LINKS(root)))
 
     links = page.links
+    own_file = _own_file(url)
     for el in root.iter("a", "area"):
         href = el.get("href")
         if href is None:
@@ -229,8 +278,12 @@ def analyze(html: str | bytes | Any) -> Page:
             continue
         text = el.text if len(el) == 0 else cast(str, _STRING(el))
         links.append((href, _clean(text or "") or _clean(_scrub(el.get("title") or ""))))
-        el.text = _LINK_OPEN + (el.text or "")
-        el.tail = _LINK_CLOSE + (el.tail or "")
+        if _in_page(href, own_file, url):
+            el.text = _FRAG_OPEN + (el.text or "")
+            el.tail = _FRAG_CLOSE + (el.tail or "")
+        else:
+            el.text = _LINK_OPEN + (el.text or "")
+            el.tail = _LINK_CLOSE + (el.tail or "")
     for el in root.iter(*BLOCK_TAGS):
         tag = el.tag
         opening = _BLOCK
@@ -274,6 +327,7 @@ def _blocks(flat: str) -> tuple[list[Block], int]:
     blocks: list[Block] = []
     boiler_depth = 0
     link_depth = 0
+    frag_depth = 0  # of link_depth, links to a place on the same page
     long_seen = False
     h1_before_para = 0
     for part in flat.split(_BLOCK):
@@ -287,7 +341,10 @@ def _blocks(flat: str) -> tuple[list[Block], int]:
         if opens or _BOIL_CLOSE in part:
             boiler_depth = max(boiler_depth + opens - part.count(_BOIL_CLOSE), 0)
         part = part.strip(_EDGE)
-        if _LINK_OPEN in part or _LINK_CLOSE in part:
+        lead_link = part.startswith(_LINK_OPEN) or (
+            link_depth > frag_depth and not part.startswith((_LINK_CLOSE, _FRAG_OPEN, _FRAG_CLOSE)))
+        frag_chars = 0
+        if _LINK_OPEN in part or _LINK_CLOSE in part or _FRAG_OPEN in part or _FRAG_CLOSE in part:
             link_chars = 0
             pieces = []
             for piece in _LINK_SPLIT.split(part):
@@ -295,21 +352,33 @@ def _blocks(flat: str) -> tuple[list[Block], int]:
                     link_depth += 1
                 elif piece == _LINK_CLOSE:
                     link_depth = max(link_depth - 1, 0)
+                elif piece == _FRAG_OPEN:
+                    link_depth += 1
+                    frag_depth += 1
+                elif piece == _FRAG_CLOSE:
+                    link_depth = max(link_depth - 1, 0)
+                    frag_depth = max(frag_depth - 1, 0)
                 elif piece:
                     pieces.append(piece)
                     if link_depth:
-                        link_chars += len(piece.strip())
+                        n = len(piece.strip())
+                        link_chars += n
+                        if frag_depth:
+                            frag_chars += n
             text = _clean("".join(pieces))
         else:
             text = _clean(part)
             link_chars = len(text) if link_depth else 0
+            frag_chars = link_chars if frag_depth else 0
         if not text:
             continue
         if is_h1 and not long_seen:
             h1_before_para = 1
         if len(text) - link_chars >= LONG_BLOCK:
             long_seen = True
-        blocks.append(Block(text, min(link_chars, len(text)), in_boiler, "h1" if is_h1 else ""))
+        link_chars = min(link_chars, len(text))
+        blocks.append(Block(text, link_chars, in_boiler, "h1" if is_h1 else "", min(frag_chars, link_chars),
+                            lead_link))
     return blocks, h1_before_para
 
 

@@ -192,6 +192,10 @@ TRAP_HOSTS_TRACKED = 4096  # hosts whose token places are remembered (about 12 M
 # Score (0..1) from which a page counts as an index page; None = the trained
 # model's own threshold (chosen for high index recall).
 CLASSIFIER_THRESHOLD = None
+# Type pages with their site's template: blocks on 30 % of the site's first
+# 50 pages (counted in Redis for the whole cluster) are set aside as
+# navigation; a site's first 4 pages are typed alone. False: every page alone.
+CLASSIFIER_TEMPLATE = True
 
 # --- Duplicates (crawler.fingerprint, the frontier's index) -------------------------
 # A page whose main text's word 3-shingles resemble those of a page seen

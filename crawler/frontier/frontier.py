@@ -1,5 +1,6 @@
 """The Redis frontier: site queues, leases, dedup, retries, heartbeats, the
-crawl's scope, the robots.txt cache and the duplicate index.
+crawl's scope, the robots.txt cache, the duplicate index and the sites'
+templates (``templates.py``).
 
 ``Frontier`` is the only code that talks to the frontier's keys (named in
 ``keys.py``); every operation is one round of Lua scripts (``scripts.py``),
@@ -47,6 +48,7 @@ from crawler.fingerprint import Sketch
 from crawler.frontier import scripts
 from crawler.frontier.dupindex import Duplicate, DuplicateIndex
 from crawler.frontier.keys import Keys, ShardKeys
+from crawler.frontier.templates import SiteTemplates
 
 __all__ = ["Duplicate", "Frontier", "FrontierLayoutError", "Lease", "LinkEntry", "fingerprint_slot"]
 
@@ -153,8 +155,10 @@ class Frontier:
         self.round_trips = 0
         self.calls: dict[str, int] = {}
         self.stop_mode: str | None = None  # the operator's stop, as of the last heartbeat
-        self._shas = {name: sha1(getattr(scripts, name).encode()).hexdigest() for name in scripts.ALL}
+        self._shas = {name: sha1(getattr(scripts, name).encode()).hexdigest()
+                      for name in (*scripts.ALL, *scripts.TEMPLATE_SCRIPTS)}
         self.duplicates = DuplicateIndex(self)
+        self.templates = SiteTemplates(self)
         self.started = time.time()
         # When each shard may next have a site ready (monotonic), as the last
         # lease call there said.

@@ -169,3 +169,12 @@ class Keys:
         braces of hash tags)."""
         c = self.crawl.replace("[", "\\[").replace("*", "\\*").replace("?", "\\?")
         return ["[{]" + c + "[}:]*"]
+
+
+# Site templates (crawler/frontier/templates.py), in the site's own shard so
+# that the script counting a page's blocks touches one slot:
+#   ``tpl:<site>``   hash: "#" -> pages counted, <block key> -> pages holding it
+#                    (frozen to the template's keys after the site's first pages)
+def template_key(shard: ShardKeys, site: str) -> str:
+    """The key of ``site``'s template evidence, in its shard ``shard``."""
+    return shard.prefix + "tpl:" + site

@@ -14,7 +14,7 @@ Arguments (``-a``):
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts).
 
-Settings: ``CLASSIFIER_THRESHOLD``, ``STORE_MAX_TEXT_CHARS``,
+Settings: ``CLASSIFIER_THRESHOLD``, ``CLASSIFIER_TEMPLATE``, ``STORE_MAX_TEXT_CHARS``,
 ``FRONTIER_URL_CACHE``, ``REDIRECT_MAX_TIMES``, ``DEPTH_LIMIT`` (depth is
 kept here: a redirect keeps its source's depth). Queueing, dedup,
 politeness and the per-site cap belong to the frontier.
@@ -38,7 +38,17 @@ mirrors another (``SIMHASH_MIRROR_SHARE``, ``SIMHASH_MIRROR_MIN_PAGES``;
 Every failed request is an error record with its reason, except one that
 robots.txt forbids (not a page of the site: ``robotstxt/forbidden``).
 
-Stats: ``classifier/page_type/<type>``, ``robots/noindex``,
+Page types: with ``CLASSIFIER_TEMPLATE`` (the default) each HTML page's
+block keys are counted in its site's template evidence in Redis (one
+script call, ``crawler/frontier/templates.py``) and the page is typed
+without the blocks that recur on the site's pages; while the site has fewer
+than 5 pages counted, its entry is malformed or Redis cannot be reached,
+the page is typed alone (its blocks outside navigation markup).
+
+Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
+``classifier/template/page_only`` (too few pages of the site yet),
+``classifier/template/malformed``, ``classifier/template/redis_error``,
+``robots/noindex``,
 ``robots/nofollow``, ``simhash/exact_duplicate``, ``simhash/near_duplicate``,
 ``simhash/cross_site_copy``, ``simhash/skipped_short``,
 ``redirect/followed``, ``redirect/off_scope``, ``redirect/loop``,
@@ -89,8 +99,9 @@ from crawler.crawldir import crawl_name
 from crawler.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
 from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
-from crawler.extract import analyze, parse_html, parse_robots_directives
+from crawler.extract import Page, analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
+from crawler.template import block_keys
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of, url_site
 
 if TYPE_CHECKING:
@@ -211,6 +222,7 @@ class SiteSpider(Spider):
         self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
         self._resolver = LinkResolver()
         self.classifier_threshold: float | None = None
+        self.classifier_template = True
         self.max_text_chars = 1_000_000
         self.neardup_resemblance = 0.9
         self.simhash_min_chars = 200
@@ -232,6 +244,7 @@ class SiteSpider(Spider):
         settings = crawler.settings
         threshold = settings.get("CLASSIFIER_THRESHOLD")
         spider.classifier_threshold = None if threshold in (None, "") else float(threshold)
+        spider.classifier_template = settings.getbool("CLASSIFIER_TEMPLATE")
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
         spider.neardup_resemblance = settings.getfloat("NEARDUP_RESEMBLANCE")
         spider.simhash_min_chars = settings.getint("SIMHASH_MIN_CHARS")
@@ -333,13 +346,14 @@ class SiteSpider(Spider):
         text, item.encoding = decode_html(response.body, _header(response, b"Content-Type"),
                                           self._site_encodings.get(item.site))
         self._remember_encoding(item.site, item.encoding)
-        page = analyze(parse_html(text))
+        page = analyze(parse_html(text), url)
         robots |= page.robots
         item.title = page.title
         item.text = page.text[: self.max_text_chars]
         item.abstract = page.abstract
         item.page_type = (
-            classify(url, page, self.classifier_threshold) if page.features else INFO
+            classify(url, page, self.classifier_threshold, self._site_template(item.site, page))
+            if page.features else INFO
         )
         stats.inc_value(f"classifier/page_type/{item.page_type}")
 
@@ -383,6 +397,29 @@ class SiteSpider(Spider):
             return
         # The refresh target was judged as a hop above, not as a link.
         yield from self._follow((u for u in out if u != refresh), url, item.depth + 1)
+
+    def _site_template(self, site: str, page: Page) -> frozenset[str] | None:
+        """The keys of ``page``'s blocks that are its site's template, after
+        counting the page in the cluster's evidence; None (type the page
+        alone) while the site has too few pages, or without evidence."""
+        if not self.classifier_template or not page.blocks:
+            return None
+        stats = self.crawler.stats
+        templates = FrontierService.of(self.crawler).frontier.templates
+        keys = block_keys(page.blocks)
+        try:
+            evidence = templates.observe(site, keys)
+        except redis.RedisError as exc:
+            stats.inc_value("classifier/template/redis_error")
+            logger.debug("Template evidence unavailable for %(site)s: %(exc)s", {"site": site, "exc": exc},
+                         extra={"spider": self})
+            return None
+        if evidence is None:
+            stats.inc_value("classifier/template/malformed")
+            return None
+        template = evidence.template(keys, templates.policy)
+        stats.inc_value("classifier/template/page_only" if template is None else "classifier/template/used")
+        return template
 
     def _remember_encoding(self, site: str, encoding: str) -> None:
         """The site's last legacy encoding: the hint for its pages that declare

@@ -1,0 +1,84 @@
+"""Sites' templates for the whole cluster: which blocks recur on a site's
+pages (``crawler/template.py`` says why the page classifier wants them).
+
+Per site, one Redis hash in the site's own shard (``keys.template_key``):
+the number of the site's pages counted and, per block key (48 bits of a
+block's text), how many of them held it. Every worker counts the pages it
+types into the same hash, so the evidence is the cluster's, not a worker's.
+It is bounded: at most ``TemplatePolicy.max_keys`` counts per site while
+the site's first ``TemplatePolicy.pages`` pages are counted; then the script
+keeps the template's keys only and counts no more (the hash is frozen). One
+script call (``scripts.TEMPLATE``) counts a page and returns its evidence:
+one round trip per page typed.
+
+What comes back from Redis is read defensively: anyone who can write to
+the crawl's Redis can put anything there. A count that is not a whole
+number between 0 and the pages counted, a page count that is not one, a key
+of another type: no evidence (the page-only view), never an exception, and
+nothing read chooses code, a key or a size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from crawler.frontier.keys import template_key
+from crawler.template import Evidence, TemplatePolicy
+
+if TYPE_CHECKING:
+    from crawler.frontier.frontier import Frontier
+
+__all__ = ["SiteTemplates", "parse_evidence"]
+
+
+class SiteTemplates:
+    """The cluster's template evidence, through a ``Frontier``'s client."""
+
+    def __init__(self, frontier: Frontier, policy: TemplatePolicy | None = None) -> None:
+        self.frontier = frontier
+        self.policy = policy or TemplatePolicy()
+
+    def key(self, site: str) -> str:
+        return template_key(self.frontier.shard(site), site)
+
+    def observe(self, site: str, keys: Sequence[str]) -> Evidence | None:
+        """Count a page of ``site`` with block keys ``keys`` (while the site
+        is learned) and return the evidence for those keys, this page
+        included; None when the site's entry is malformed. Raises
+        ``redis.RedisError`` when Redis cannot be reached."""
+        p = self.policy
+        raw = self.frontier.run_many(
+            [("TEMPLATE", [self.key(site)], [p.pages, p.max_keys, p.min_count, p.share_permille, *keys])])[0]
+        return parse_evidence(raw, len(keys), p.pages)
+
+
+def _whole(value: Any, most: int) -> int | None:
+    """``value`` (bytes, str or int from Redis) as a whole number in
+    [0, most], else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, (bytes, str)) and 0 < len(value) <= 12:
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        if not text.isascii() or not text.isdigit():
+            return None
+        n = int(text)
+    else:
+        return None
+    return n if 0 <= n <= most else None
+
+
+def parse_evidence(raw: Any, n_keys: int, max_pages: int) -> Evidence | None:
+    """The script's answer as ``Evidence``: ``[pages, count, ...]`` with one
+    count (or nil) per key asked. Anything else is None (no evidence); a
+    count that cannot be one (not a whole number, more than the pages) reads
+    as 0: that block is not template."""
+    if not isinstance(raw, (list, tuple)) or len(raw) != n_keys + 1:
+        return None
+    pages = _whole(raw[0], max_pages)
+    if pages is None:
+        return None
+    counts = tuple(0 if v is None else (_whole(v, pages) or 0) for v in raw[1:])
+    return Evidence(pages, counts)

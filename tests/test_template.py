@@ -1,0 +1,251 @@
+"""Sites' templates: the rule (crawler/template.py), the cluster's evidence
+in a real Redis (crawler/frontier/templates.py), and the page types they
+give on a generated site whose sidebar is a big link list."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from crawler.classify import INDEX, INFO, classify
+from crawler.extract import analyze
+from crawler.frontier import Frontier
+from crawler.frontier.keys import template_key
+from crawler.frontier.templates import parse_evidence
+from crawler.template import (
+    MAX_PAGE_KEYS,
+    Evidence,
+    LocalTemplates,
+    TemplatePolicy,
+    block_keys,
+    own_blocks,
+    own_features,
+)
+
+SITE = "docs.example"
+SIDEBAR = "".join(f'<li><a href="/topic/{i}.html">Topic number {i} of the manual</a></li>' for i in range(80))
+
+
+def article(i: int) -> str:
+    """An article of the site: its own prose, and the site's sidebar (a big
+    link list in markup that does not say it is navigation)."""
+    prose = " ".join(f"Paragraph {j} of article {i} explains one more detail of the subject at length."
+                     for j in range(6))
+    return (f"<html><head><title>Article {i}</title></head><body><div class='toc'><ul>{SIDEBAR}</ul></div>"
+            f"<div class='body'><h1>Article {i}</h1><p>{prose}</p><p>{prose}</p></div></body></html>")
+
+
+def listing(i: int) -> str:
+    """An index page of the site: its own list of links to other pages."""
+    own = "".join(f'<li><a href="/section/{i}/{j}.html">Entry {j} of section {i}</a></li>' for j in range(40))
+    return (f"<html><head><title>Section {i}</title></head><body><div class='toc'><ul>{SIDEBAR}</ul></div>"
+            f"<div class='body'><h1>Section {i}</h1><ul>{own}</ul></div></body></html>")
+
+
+def url(i: int, kind: str = "article") -> str:
+    return f"http://{SITE}/{kind}/{i}.html"
+
+
+# -- the rule ------------------------------------------------------------------------------
+
+
+def test_a_block_is_template_once_on_enough_of_the_sites_pages():
+    p = TemplatePolicy()
+    assert not p.is_template(4, 4)  # fewer than min_pages pages: nothing is template
+    assert p.is_template(3, 5) and not p.is_template(2, 5)  # at least min_count pages
+    assert p.is_template(15, 50) and not p.is_template(14, 50)  # and 30 % of them
+    assert Evidence(4, (4,)).template(["k"], p) is None  # too early: the page-only view
+    assert Evidence(5, (5, 1)).template(["k", "j"], p) == frozenset({"k"})
+
+
+def test_local_evidence_freezes_to_the_template_after_the_sites_first_pages():
+    p = TemplatePolicy(pages=10, min_pages=3, share=0.5, min_count=2, max_keys=20)
+    t = LocalTemplates(p)
+    for i in range(10):
+        t.observe("s", ["nav", "footer" if i % 3 == 0 else "x", f"own{i}"])
+    # "x" on 6 of 10 pages is template; "footer" on 4 of 10 is under half.
+    assert t.sites["s"].counts == {"nav": 10, "x": 6}
+    assert t.observe("s", ["nav", "new"]) == Evidence(10, (10, 0))  # frozen: nothing counted
+    assert t.sites["s"].pages == 10
+
+
+def test_own_blocks_without_template_are_those_outside_navigation_markup():
+    page = analyze("<html><body><nav><a href='/a'>Menu</a></nav><p>Own text</p></body></html>")
+    assert [b.text for b in own_blocks(page.blocks, None)] == ["Own text"]
+    keys = block_keys(page.blocks)
+    assert [b.text for b in own_blocks(page.blocks, frozenset(keys[1:]))] == ["Menu"]
+
+
+def test_block_keys_are_distinct_and_bounded():
+    page = analyze("<html><body>" + "<p>same</p>" * 3 + "".join(f"<p>b{i}</p>" for i in range(2000))
+                   + "</body></html>")
+    keys = block_keys(page.blocks)
+    assert len(keys) == MAX_PAGE_KEYS == len(set(keys))
+
+
+def test_in_page_links_are_not_links_to_other_pages():
+    html = ("<html><body><ul>" + "".join(f'<li><a href="#m{i}">method{i}()</a></li>' for i in range(30))
+            + "</ul><p>" + "Prose of the class. " * 10 + "</p></body></html>")
+    page = analyze(html, "http://e.org/api/Klass.html")
+    own_link_density = own_features(page, None)[0]
+    assert own_link_density == 0.0
+    # The same list linking to other pages is navigation.
+    other = analyze(html.replace('href="#m', 'href="Other.html#m'), "http://e.org/api/Klass.html")
+    assert own_features(other, None)[0] > 0.5
+
+
+# -- the cluster's evidence in Redis ------------------------------------------------------------
+
+
+@pytest.fixture
+def client(redis_url):
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def frontier(client, crawl_name, node="n1") -> Frontier:
+    return Frontier(client, crawl_name, node=node, shards=4)
+
+
+def typed(f: Frontier, i: int, kind: str = "article") -> tuple[str, bool]:
+    """Type page ``i`` of the generated site as the spider does: count it in
+    the site's evidence, then classify it with the template it gives."""
+    page = analyze(article(i) if kind == "article" else listing(i), url(i, kind))
+    keys = block_keys(page.blocks)
+    evidence = f.templates.observe(SITE, keys)
+    assert evidence is not None
+    template = evidence.template(keys, f.templates.policy)
+    return classify(url(i, kind), page, template=template), template is not None
+
+
+def test_sidebar_is_recognised_as_template_after_the_sites_first_pages(client, crawl_name):
+    f = frontier(client, crawl_name)
+    # Alone, an article is mostly its sidebar's links: typed index.
+    assert [typed(f, i) for i in range(4)] == [(INDEX, False)] * 4
+    # From the fifth page on the sidebar is template: articles are info,
+    # and a page with a link list of its own is still an index page.
+    assert [typed(f, i) for i in range(4, 12)] == [(INFO, True)] * 8
+    assert typed(f, 0, "listing") == (INDEX, True)
+    # Without the template (CLASSIFIER_TEMPLATE=False) the same article is index.
+    page = analyze(article(20), url(20))
+    assert classify(url(20), page) == INDEX
+
+
+def test_evidence_is_bounded_and_frozen_after_the_sites_first_pages(client, crawl_name):
+    f = frontier(client, crawl_name)
+    f.templates.policy = TemplatePolicy(pages=8, min_pages=3, max_keys=50)
+    key = f.templates.key(SITE)
+    for i in range(8):
+        f.templates.observe(SITE, ["nav", "footer"] + [f"own{i}.{j}" for j in range(20)])
+        assert client.hlen(key) <= 51  # "#" and at most max_keys counts
+    assert client.hgetall(key) == {b"#": b"8", b"nav": b"8", b"footer": b"8"}
+    assert f.templates.observe(SITE, ["nav", "own0.0"]) == Evidence(8, (8, 0))
+    assert client.hgetall(key) == {b"#": b"8", b"nav": b"8", b"footer": b"8"}  # frozen
+
+
+def test_two_workers_share_the_evidence(client, crawl_name):
+    a, b = frontier(client, crawl_name, "a"), frontier(client, crawl_name, "b")
+    assert typed(a, 0) == (INDEX, False)
+    assert typed(b, 1) == (INDEX, False)
+    assert typed(a, 2) == (INDEX, False)
+    assert typed(b, 3) == (INDEX, False)
+    # Worker b's second page is the site's fifth: b knows the template from a's pages too.
+    assert typed(b, 4) == (INFO, True)
+    assert typed(a, 5) == (INFO, True)
+    assert b.templates.observe(SITE, []) == Evidence(7, ())
+
+
+def test_the_key_lives_in_the_sites_shard():
+    f = Frontier(redis.Redis(), "c", node="n", shards=16)  # no command is sent
+    for site in ("python.org", "example.com", "a.github.io"):
+        shard = f.shard(site)
+        assert f.templates.key(site) == template_key(shard, site) == shard.prefix + "tpl:" + site
+        assert key_slot(f.templates.key(site).encode()) == key_slot(shard.stats.encode())
+
+
+@pytest.mark.parametrize(("entry", "evidence"), [
+    ("a string", None),  # another type: no evidence, nothing written
+    ({"#": "many"}, None),
+    ({"#": "-3"}, None),
+    ({"#": "2.5"}, None),
+    ({"#": "99"}, None),  # more pages than are ever counted
+    ({"#": "5", "nav": "lots"}, Evidence(6, (0, 1))),  # a bad count is not template, and stays bad
+    ({"#": "5", "nav": "7"}, Evidence(6, (0, 1))),  # more than the pages: not to be believed
+    ({"#": "5", "nav": "4"}, Evidence(6, (5, 1))),
+])
+def test_malformed_entries_are_no_evidence_never_a_crash(client, crawl_name, entry, evidence):
+    f = frontier(client, crawl_name)
+    key = f.templates.key(SITE)
+    if isinstance(entry, str):
+        client.set(key, entry)
+    else:
+        client.hset(key, mapping=entry)
+    assert f.templates.observe(SITE, ["nav", "own"]) == evidence
+    if isinstance(entry, str):
+        assert client.get(key) == b"a string"
+
+
+@pytest.mark.parametrize("raw", [
+    None, b"", 5, [], [b"x"], [b"3", b"1"], [-1, b"1", b"1"], [b"3" * 40, b"1", b"1"], [b"\xff", None, None],
+    [True, None, None], [b"1e3", None, None], [[b"3"], None, None], [b"\xd9\xa3", None, None],
+])
+def test_parse_evidence_reads_anything_as_evidence_or_none(raw):
+    got = parse_evidence(raw, 2, 50)
+    assert got is None
+
+
+def test_parse_evidence_reads_counts_defensively():
+    assert parse_evidence([b"6", b"4", None], 2, 50) == Evidence(6, (4, 0))
+    assert parse_evidence([6, b"x", b"9"], 2, 50) == Evidence(6, (0, 0))
+    assert parse_evidence([b"6", b"-1", b"06"], 2, 50) == Evidence(6, (0, 6))
+
+
+# -- end to end: a crawl of the generated site -------------------------------------------------
+
+
+def write_site(root, n: int = 80) -> None:
+    """The generated site on disk: a home page and ``n`` articles, every
+    page with the sidebar (which lists every article)."""
+    sidebar = "".join(f'<li><a href="/article/{i}.html">Topic number {i} of the manual</a></li>' for i in range(n))
+    (root / "article").mkdir(parents=True)
+    (root / "index.html").write_text(
+        f"<html><head><title>Manual</title></head><body><div class='toc'><ul>{sidebar}</ul></div>"
+        "<div class='body'><h1>Manual</h1><p>Welcome.</p></div></body></html>")
+    for i in range(n):
+        (root / "article" / f"{i}.html").write_text(article(i).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("template", [True, False])
+def test_a_crawl_types_pages_with_the_template_its_workers_learn(tmp_path, frontier_settings, template):
+    import sqlite3
+
+    from tests.conftest import run_crawl, start_server
+
+    write_site(tmp_path / "site")
+    srv = start_server(tmp_path, hosts="127.0.0.1", root=tmp_path / "site")
+    try:
+        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
+                           {**frontier_settings, "CLASSIFIER_TEMPLATE": template, "CONCURRENT_REQUESTS": 1,
+                            "LOG_LEVEL": "INFO"})
+    finally:
+        srv.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    db = sqlite3.connect(result.store_path)
+    types = dict(db.execute("SELECT url, page_type FROM pages"))
+    order = [p for p in result.fetched if p.endswith(".html")]
+    assert len(types) == len(order) == 81
+    typed = [types[srv.url(p)] for p in order]
+    stats = result.log  # Scrapy dumps its stats at the end, one per line
+    if template:
+        # The home page and the first three articles are typed alone (the
+        # sidebar makes them index pages); from the site's fifth page on,
+        # the sidebar is template and articles are information pages.
+        assert typed == [INDEX] * 4 + [INFO] * 77
+        assert "'classifier/template/page_only': 4" in stats
+        assert "'classifier/template/used': 77" in stats
+    else:
+        assert typed == [INDEX] * 81
+        assert "classifier/template" not in stats

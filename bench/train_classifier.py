@@ -14,7 +14,9 @@ The labelled set is split by a hash of each file name: 30 % is held out and
 never seen by the fit (weights, scaling and threshold all come from the other
 70 %). Prints balanced accuracy and index recall on the held-out part for the
 T-spider rule, a link-density rule and the model; ``--write`` stores the model
-in ``crawler/data/classifier.json``.
+in ``crawler/data/classifier_page.json``: the crawler's model for a page
+typed alone, without its site's template (``bench/bench_pagetypes.py``
+fits the other one).
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=SAMPLE,
                     help="directory with labels.jsonl and the gzipped pages (default: the in-repo sample)")
     ap.add_argument("--labels", default="labels.jsonl", help="the labels file in --data")
-    ap.add_argument("--write", action="store_true", help="store the fitted model in crawler/data/classifier.json")
+    ap.add_argument("--write", action="store_true", help="store the fitted model in crawler/data/classifier_page.json")
     args = ap.parse_args()
     rows = load(args.data, args.labels)
     train = [r for r in rows if not held_out(r["file"])]
@@ -202,7 +204,7 @@ def main() -> None:
         if p != r["y"]:
             print(f"  wrong: {r['file']} label={r['label']} ({r['wcxb_type']}) {r['url'][:90]}")
     if args.write:
-        out = ROOT / "crawler/data/classifier.json"
+        out = ROOT / "crawler/data/classifier_page.json"
         out.parent.mkdir(exist_ok=True)
         params["trained_on"] = (f"{len(train)} pages of {args.data.name}/labels.jsonl "
                                 f"(held-out share {HELD_OUT_SHARE}%)")

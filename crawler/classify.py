@@ -24,14 +24,17 @@ the two in practice:
   link-list rows, how much prose it has; and the link-density rule's own
   figure, so the model is not worse than the rule where the rule holds.
 
-It is a small gradient-boosted tree model (pure Python at run time, well
-under a millisecond a page) stored in ``data/classifier.json``, fitted by
-``bench/bench_pagetypes.py --write`` on WCXB's training part and eleven
-Debian documentation trees (pages typed in crawl order with their site's
-template, as the crawler types them), never on the PostgreSQL or Python
-documentation; that bench measures it leave-one-source-out.
-``bench/train_classifier.py`` scores the shipped model on
-``tests/data/pagetypes``, 112 held-out pages kept in the repository. The decision threshold leans
+Two small gradient-boosted tree models (pure Python at run time, well
+under a millisecond a page): ``data/classifier.json`` types a page whose
+site's template is known; it is fitted by ``bench/bench_pagetypes.py
+--write`` on WCXB's training part and eleven Debian documentation trees
+(pages typed in crawl order with their site's template, as the crawler
+types them), never on the PostgreSQL or Python documentation, and that
+bench measures it leave-one-source-out. ``data/classifier_page.json`` types
+a page alone (a site's first pages; its features are the first 39), fitted
+on WCXB's training part, single pages of many sites, by
+``bench/train_classifier.py``, which scores it on ``tests/data/pagetypes``,
+112 held-out pages kept in the repository. The decision threshold leans
 toward "index": a missed index page costs coverage, a missed info page only
 a few extra requests.
 """
@@ -209,13 +212,15 @@ Tree = "float | list[Any]"  # leaf value, or [feature, threshold, left, right]
 
 
 class Model:
-    """Gradient-boosted decision trees over ``FEATURES`` (logistic loss)."""
+    """Gradient-boosted decision trees over ``FEATURES`` or their first
+    ``len(data["features"])`` (an earlier model's: logistic loss)."""
 
     def __init__(self, data: dict[str, Any]) -> None:
-        if list(data["features"]) != list(FEATURES):
+        n = len(data["features"])
+        if list(data["features"]) != list(FEATURES[:n]):
             raise ValueError(
-                "classifier.json was trained on other features; "
-                "rerun bench/train_classifier.py --write"
+                "the classifier's model was trained on other features; "
+                "rerun bench/bench_pagetypes.py --write"
             )
         self.trees: list[Any] = data["trees"]
         self.learning_rate = float(data["learning_rate"])
@@ -232,16 +237,34 @@ class Model:
         return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
 
 
+def _load(name: str) -> Model:
+    raw = resources.files("crawler").joinpath(f"data/{name}").read_text("utf-8")
+    return Model(json.loads(raw))
+
+
 @lru_cache(maxsize=1)
 def model() -> Model:
-    raw = resources.files("crawler").joinpath("data/classifier.json").read_text("utf-8")
-    return Model(json.loads(raw))
+    """The model for pages whose site's template is known."""
+    return _load("classifier.json")
+
+
+@lru_cache(maxsize=1)
+def page_model() -> Model:
+    """The model for a page typed alone (no template known: a site's first
+    pages, or a page whose evidence could not be had): fitted on WCXB's
+    pages, each alone on its site, by ``bench/train_classifier.py``."""
+    return _load("classifier_page.json")
+
+
+def model_for(template: frozenset[str] | None) -> Model:
+    return page_model() if template is None else model()
 
 
 def classify(url: str, page: Page, threshold: float | None = None,
              template: frozenset[str] | None = None) -> str:
-    """``"index"`` or ``"info"``; ``template`` as for ``feature_vector``."""
-    m = model()
+    """``"index"`` or ``"info"``; ``template`` as for ``feature_vector``
+    (None: the page is typed alone, by ``page_model``)."""
+    m = model_for(template)
     score = m.score(feature_vector(url, page, template))
     return INDEX if score >= (m.threshold if threshold is None else threshold) else INFO
 

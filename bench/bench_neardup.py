@@ -179,6 +179,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--banner", default=None, help="mirror --old with this sentence added to every page")
+    ap.add_argument("--min-chars", type=int, default=200, help="SIMHASH_MIN_CHARS of the crawl")
     ap.add_argument("--nav", action="store_true", help="mirror --old with a menu and a footer of its own")
     ap.add_argument("--minhash", type=int, default=0, help="also report N-permutation MinHash (0: not)")
     args = ap.parse_args()
@@ -208,6 +209,7 @@ def main() -> None:
         crawl_dir = work / "crawl"
         settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
                     "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "NEARDUP_RESEMBLANCE": args.threshold,
+                    "SIMHASH_MIN_CHARS": args.min_chars,
                     "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False,
                     "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
@@ -226,8 +228,11 @@ def main() -> None:
     db = sqlite3.connect(crawl_dir / "site.sqlite3")
     rows = db.execute("SELECT url, text, simhash, dup_of, fetched_at FROM pages "
                       "WHERE state = 'C' AND url LIKE '%.html' ORDER BY fetched_at, url").fetchall()
-    fingerprinted = [r for r in rows if r[2] is not None]
-    print(f"{len(rows)} HTML pages stored, {len(fingerprinted)} fingerprinted "
+    # The pages the crawler checks for near duplicates: a SimHash and at
+    # least SIMHASH_MIN_CHARS of main text (shorter ones are stored with a
+    # SimHash for the re-crawl, but only their exact copies are looked for).
+    fingerprinted = [r for r in rows if r[2] is not None and len(r[1] or "") >= args.min_chars]
+    print(f"{len(rows)} HTML pages stored, {len(fingerprinted)} checked for near duplicates "
           f"({len(rows) - len(fingerprinted)} with less main text than SIMHASH_MIN_CHARS)")
     urls = [r[0] for r in fingerprinted]
     index = {u: i for i, u in enumerate(urls)}

@@ -40,7 +40,7 @@ from crawler.fingerprint import SKETCH_BANDS, SKETCH_SAMPLE, Sketch  # noqa: E40
 from crawler.frontier import Frontier  # noqa: E402
 
 
-def pages(n: int, copies: float, seed: int = 1):
+def pages(n: int, copies: float, seed: int = 1, k: int = SKETCH_SAMPLE):
     """(url, content key, simhash, sketch) of n synthetic pages."""
     rnd = random.Random(seed)
     gen = np.random.default_rng(seed)
@@ -50,13 +50,13 @@ def pages(n: int, copies: float, seed: int = 1):
             orig = kept[rnd.randrange(len(kept))]
             share = 0.97 if rnd.random() < 0.5 else 0.5  # a near copy, or a page only alike
             same = orig.sample[gen.random(len(orig.sample)) < share]
-            fresh = gen.integers(0, 1 << 32, SKETCH_SAMPLE - len(same), dtype=np.uint64).astype(np.uint32)
-            sample = np.unique(np.concatenate([same, fresh]))[:SKETCH_SAMPLE]
+            fresh = gen.integers(0, 1 << 32, k - len(same), dtype=np.uint64).astype(np.uint32)
+            sample = np.unique(np.concatenate([same, fresh]))[:k]
             bands = tuple(b if k % 2 == 0 or share > 0.9 else rnd.getrandbits(64) for k, b in enumerate(orig.bands))
         else:
-            sample = np.unique(gen.integers(0, 1 << 32, SKETCH_SAMPLE, dtype=np.uint64).astype(np.uint32))
+            sample = np.unique(gen.integers(0, 1 << 32, k, dtype=np.uint64).astype(np.uint32))
             bands = tuple(rnd.getrandbits(64) for _ in range(SKETCH_BANDS))
-        sk = Sketch(bands, sample)
+        sk = Sketch(bands, sample, k)
         if len(kept) < 10_000:
             kept.append(sk)
         else:
@@ -77,6 +77,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=1_000_000)
     ap.add_argument("--window", type=int, default=10_000)
     ap.add_argument("--copies", type=float, default=0.1)
+    ap.add_argument("--sample", type=int, default=SKETCH_SAMPLE, help="NEARDUP_SAMPLE")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-dupindex-"))
     rs = RedisServer(work / "redis")
@@ -89,7 +90,7 @@ def main() -> None:
         spans = {at_small: [], at_large: []}
         verdicts: dict[str, int] = {}
         t_start = time.monotonic()
-        for i, (url, key, fp, sk) in enumerate(pages(args.pages, args.copies)):
+        for i, (url, key, fp, sk) in enumerate(pages(args.pages, args.copies, k=args.sample)):
             window = at_small if at_small[0] <= i < at_small[1] else at_large if i >= at_large[0] else None
             t0 = time.perf_counter()
             d = f.near_duplicate(url, url.split("/")[2], key, fp, sk)
@@ -101,7 +102,8 @@ def main() -> None:
         used = int(client.info("memory")["used_memory"]) - base
         small = sum(spans[at_small]) / len(spans[at_small]) * 1e6
         large = sum(spans[at_large]) / len(spans[at_large]) * 1e6
-        print(f"{args.pages} pages checked, {args.copies:.0%} near copies: verdicts {verdicts}")
+        print(f"{args.pages} pages checked, samples of {args.sample}, {args.copies:.0%} near copies: "
+              f"verdicts {verdicts}")
         print(f"check (lookup and insert), mean of {args.window} pages: at 10,000 indexed {small:.0f} us, "
               f"at {args.pages:,} indexed {large:.0f} us: {large / small:.2f}x")
         per = {k: v / args.pages for k, v in memory_by_structure(client).items()}

@@ -179,6 +179,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--banner", default=None, help="mirror --old with this sentence added to every page")
+    ap.add_argument("--sample", type=int, default=SKETCH_SAMPLE, help="NEARDUP_SAMPLE of the crawl")
     ap.add_argument("--min-chars", type=int, default=200, help="SIMHASH_MIN_CHARS of the crawl")
     ap.add_argument("--nav", action="store_true", help="mirror --old with a menu and a footer of its own")
     ap.add_argument("--minhash", type=int, default=0, help="also report N-permutation MinHash (0: not)")
@@ -209,7 +210,7 @@ def main() -> None:
         crawl_dir = work / "crawl"
         settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
                     "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "NEARDUP_RESEMBLANCE": args.threshold,
-                    "SIMHASH_MIN_CHARS": args.min_chars,
+                    "SIMHASH_MIN_CHARS": args.min_chars, "NEARDUP_SAMPLE": args.sample,
                     "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False,
                     "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
@@ -265,7 +266,7 @@ def main() -> None:
 
     # The crawler's own test on every pair: LSH band keys make candidates,
     # the bottom-k samples' resemblance decides (crawler/fingerprint.py).
-    sketches = [sketch(r[1] or "") for r in fingerprinted]
+    sketches = [sketch(r[1] or "", args.sample) for r in fingerprinted]
     by_band: dict[tuple[int, int], list[int]] = {}
     for n, sk in enumerate(sketches):
         for b, key in enumerate(sk.bands if sk is not None else ()):
@@ -275,7 +276,7 @@ def main() -> None:
                  if sketches[pair[0]].resemblance(sketches[pair[1]].sample) >= args.threshold}  # type: ignore[union-attr]
     tp = len(predicted & set(truth))
     p, r = prf(tp, len(predicted) - tp, len(truth) - tp)
-    print(f"\nsketch pairs (LSH {SKETCH_BANDS}x{SKETCH_ROWS} candidates, bottom-{SKETCH_SAMPLE} resemblance >= "
+    print(f"\nsketch pairs (LSH {SKETCH_BANDS}x{SKETCH_ROWS} candidates, bottom-{args.sample} resemblance >= "
           f"{args.threshold}): {len(candidates)} candidates ({len(set(truth) & candidates)} of {len(truth)} true "
           f"pairs among them), {len(predicted)} predicted, {tp} right: precision {p:.3f}  recall {r:.3f}")
 

@@ -234,14 +234,6 @@ def simhash(text: str) -> int:
     return _vote(np.concatenate(parts)) if parts else 0
 
 
-def fingerprints(text: str) -> tuple[int, Sketch | None]:
-    """``simhash(text)`` and ``sketch(text)``, hashing the text once."""
-    parts, judged = _hashes(text)
-    if not parts:
-        return 0, None
-    return _vote(np.concatenate(parts)), _sketch(np.unique(np.concatenate(judged)))
-
-
 def shingles(text: str) -> np.ndarray:
     """The set of ``text``'s shingles that resemblance is judged on, as
     sorted unique 64-bit hashes: word 3-shingles (Broder's), CJK character
@@ -280,7 +272,8 @@ def shingles(text: str) -> np.ndarray:
 SKETCH_BANDS = 16
 SKETCH_ROWS = 8
 SKETCH_BINS = SKETCH_BANDS * SKETCH_ROWS
-SKETCH_SAMPLE = 512
+SKETCH_SAMPLE = 512  # the default of NEARDUP_SAMPLE
+SKETCH_SAMPLE_MAX = 4096
 _BIN_SHIFT = np.uint64(64 - 7)
 _LOW57 = np.uint64((1 << 57) - 1)
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -288,26 +281,27 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 
 class Sketch:
     """A page's LSH band keys (``bands``: 16 integers of 64 bits) and its
-    bottom-k ``sample`` (sorted unique uint32)."""
+    bottom-k ``sample`` (sorted unique uint32, at most ``k`` values)."""
 
-    __slots__ = ("bands", "sample")
+    __slots__ = ("bands", "k", "sample")
 
-    def __init__(self, bands: tuple[int, ...], sample: np.ndarray) -> None:
+    def __init__(self, bands: tuple[int, ...], sample: np.ndarray, k: int = SKETCH_SAMPLE) -> None:
         self.bands = bands
         self.sample = sample
+        self.k = k
 
     def sample_bytes(self) -> bytes:
         """The sample as stored: 4 bytes a value, little-endian."""
         return self.sample.astype("<u4").tobytes()
 
     def resemblance(self, other: np.ndarray) -> float:
-        return resemblance(self.sample, other)
+        return resemblance(self.sample, other, self.k)
 
 
 def sample_from_bytes(data: bytes | None) -> np.ndarray | None:
     """A stored sample, or None when ``data`` is not one (a malformed entry
     in a shared store is no evidence: its length, its size, its order)."""
-    if not data or len(data) % 4 or len(data) > 4 * SKETCH_SAMPLE:
+    if not data or len(data) % 4 or len(data) > 4 * SKETCH_SAMPLE_MAX:
         return None
     sample = np.frombuffer(data, dtype="<u4").astype(np.uint32)
     if len(sample) > 1 and not bool(np.all(sample[1:] > sample[:-1])):
@@ -318,26 +312,38 @@ def sample_from_bytes(data: bytes | None) -> np.ndarray | None:
 def resemblance(a: np.ndarray, b: np.ndarray, k: int = SKETCH_SAMPLE) -> float:
     """Resemblance of two pages from their bottom-k samples: among the k
     smallest values of their union, the share both hold (exact when both
-    samples are whole sets)."""
+    samples are whole sets). A sample kept with a larger k (an earlier
+    NEARDUP_SAMPLE) is cut to its k smallest: the bottom-k sample it would
+    have been."""
     if not len(a) or not len(b):
         return 0.0
+    a, b = a[:k], b[:k]
     union = np.union1d(a, b)[:k]
     top = union[-1]
     both = np.intersect1d(a[a <= top], b[b <= top], assume_unique=True)
     return len(both) / len(union)
 
 
-def sketch(text: str) -> Sketch | None:
-    """The sketch of ``text`` (None: no shingles)."""
+def fingerprints(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | None]:
+    """``simhash(text)`` and ``sketch(text, sample)``, hashing the text once."""
+    parts, judged = _hashes(text)
+    if not parts:
+        return 0, None
+    return _vote(np.concatenate(parts)), _sketch(np.unique(np.concatenate(judged)), sample)
+
+
+def sketch(text: str, sample: int = SKETCH_SAMPLE) -> Sketch | None:
+    """The sketch of ``text`` with a sample of at most ``sample`` values
+    (None: no shingles)."""
     found = shingles(text)
-    return _sketch(found) if len(found) else None
+    return _sketch(found, sample) if len(found) else None
 
 
 _DENSIFY = [[_mix((i << 32 | a) ^ 0xD1B54A32D192ED03) % SKETCH_BINS for a in range(1, 64)]
             for i in range(SKETCH_BINS)]
 
 
-def _sketch(hashes: np.ndarray) -> Sketch:
+def _sketch(hashes: np.ndarray, sample: int = SKETCH_SAMPLE) -> Sketch:
     """``hashes``: sorted unique shingle hashes (not empty)."""
     bins = hashes >> _BIN_SHIFT
     first_bins, first = np.unique(bins, return_index=True)  # sorted: a bin's first is its smallest
@@ -357,8 +363,8 @@ def _sketch(hashes: np.ndarray) -> Sketch:
     bands = tuple(int.from_bytes(hashlib.blake2b(row[8 * SKETCH_ROWS * b:8 * SKETCH_ROWS * (b + 1)],
                                                  digest_size=8, person=b"band%02d" % b).digest(), "big")
                   for b in range(SKETCH_BANDS))
-    low = np.unique((hashes & _LOW32).astype(np.uint32))[:SKETCH_SAMPLE]
-    return Sketch(bands, low)
+    low = np.unique((hashes & _LOW32).astype(np.uint32))[:sample]
+    return Sketch(bands, low, sample)
 
 
 def simhash_of_features(feats: Counter[str] | dict[str, int]) -> int:

@@ -204,6 +204,12 @@ CLASSIFIER_TEMPLATE = True
 # its links are not followed. Found by MinHash LSH bands and checked on a
 # bottom-k sample of each page's shingles (crawler/fingerprint.py).
 NEARDUP_RESEMBLANCE = 0.9
+# Shingle hashes kept a page for that check (4 bytes each in Redis; the
+# whole set for a page of fewer shingles): 512 keeps precision and recall
+# >= 0.95 on long pages near the threshold; 128 takes about a third of the
+# memory and leaves long pages' resemblance +-0.03 (bench/RESULTS.md).
+# Every worker of a crawl should agree.
+NEARDUP_SAMPLE = 512
 # A re-crawled page whose 64-bit SimHash moved more than this Hamming
 # distance has changed (crawler/recrawl.py).
 SIMHASH_MAX_DISTANCE = 3

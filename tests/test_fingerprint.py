@@ -158,3 +158,15 @@ def test_malformed_samples_read_as_none(data):
 def test_a_sample_round_trips():
     sk = sketch(prose("three", 100))
     assert sample_from_bytes(sk.sample_bytes()).tolist() == sk.sample.tolist()
+
+
+def test_a_smaller_sample_estimates_and_reads_larger_ones_cut_to_its_size():
+    words = [f"w{k}" for k in range(3000)]
+    a, b = " ".join(words), " ".join(words[:1500] + [f"z{k}" for k in range(60)] + words[1500:])
+    exact = len(_set(a) & _set(b)) / len(_set(a) | _set(b))
+    small_a, small_b = sketch(a, 128), sketch(b, 128)
+    assert len(small_a.sample) == 128 and small_a.bands == sketch(a).bands
+    assert abs(small_a.resemblance(small_b.sample) - exact) < 0.08
+    # A sample stored with 512 values, read by a crawl of 128: its 128 smallest.
+    assert small_a.resemblance(sketch(b).sample) == small_a.resemblance(small_b.sample)
+    assert fingerprints(a, 128)[1].sample.tolist() == small_a.sample.tolist()

@@ -12,7 +12,8 @@ import pytest
 import redis
 from scrapy import Request, Spider
 
-from crawler.fingerprint import fingerprints, shingles
+from crawler.fingerprint import content_hash, fingerprints, shingles
+from crawler.frontier.dupindex import page_id
 from crawler.frontier import Frontier, LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 
@@ -321,19 +322,77 @@ def test_near_duplicates_of_long_pages_are_judged_on_a_sample(client, crawl_name
 
 def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     f = make(client, crawl_name)
+    index = f.duplicates
     text = " ".join(_words(0, 200))
     fp, sketch = fingerprints(text)
     assert f.near_duplicate("http://a/1", "a", "h1", fp, sketch).kind == "new"
-    # Someone writes garbage where the index keeps the page's sample and bands.
-    index = f.duplicates
-    client.hset(index._sample_key(fp), fp.to_bytes(8, "big"), b"\x01\x02\x03")
-    for i, key in enumerate(sketch.bands):
-        _, bucket, field = index._band(i, key)
-        client.hset(bucket, field, b"short" if i % 2 else client.hget(bucket, field) + b"\xff" * 13)
-    d = f.near_duplicate("http://a/2", "a", "h2", fp, sketch)
-    assert d.kind == "new"  # its sample no longer reads as one: no evidence, no error
-    client.hset(index._sample_key(fp), fp.to_bytes(8, "big"), sketch.sample[::-1].astype("<u4").tobytes())
+    pid = page_id("h1").to_bytes(8, "big")
+    bands = [index._band(i, key)[1:] for i, key in enumerate(sketch.bands)]
+    def spoil(*keys, value=sketch.sample[::-1].astype("<u4").tobytes()):  # unsorted: not a sample
+        for key in keys:
+            client.hset(index._sample_key(page_id(key)), page_id(key).to_bytes(8, "big"), value)
+
+    # Someone writes garbage where the index keeps the page's sample...
+    spoil("h1", value=b"\x01\x02\x03")
+    assert f.near_duplicate("http://a/2", "a", "h2", fp, sketch).kind == "new"  # no evidence, no error
+    spoil("h1", "h2")
     assert f.near_duplicate("http://a/3", "a", "h3", fp, sketch).kind == "new"  # unsorted: refused too
+    spoil("h3")
+    # ... and in the band tables: an odd length, a huge value, a key of another type.
+    bucket, field = bands[0]
+    client.hset(bucket, field, pid + b"\xff")
+    client.hset(bands[1][0], bands[1][1], pid * 200_000)  # 1.6 MB
+    client.delete(bands[2][0])
+    client.set(bands[2][0], "not a hash")
+    started = time.monotonic()
+    assert f.near_duplicate("http://a/4", "a", "h4", fp, sketch).kind == "new"
+    assert time.monotonic() - started < 1.0
+    # The malformed band values were replaced by the page checked: whole names again.
+    assert client.hget(bucket, field) == page_id("h4").to_bytes(8, "big")
+    assert client.hget(bands[1][0], bands[1][1]) == page_id("h4").to_bytes(8, "big")
+    assert client.get(bands[2][0]) == b"not a hash"  # another type: left alone
+    # A record whose URL is not one: no candidate, no exception.
+    spoil("h4")
+    client.hset(index._sample_key(page_id("h1")), pid, sketch.sample_bytes())
+    record = index._record_key(page_id("h1"))
+    for bad in (b"garbage", b"", b"http://[::1", b"javascript:alert(1)"):
+        client.hset(record, f"{page_id('h1'):016x}", b"0123456789" + b"00000000000\t" + bad)
+        assert f.near_duplicate("http://a/5", "a", "h5", fp, sketch).kind == "new"
+    # The exact index naming a page that is not one: no copy, no exception.
+    bucket, key = index._content_key("h6")
+    client.hset(bucket, key, b"0000000000not a url")
+    assert f.near_duplicate("http://a/6", "a", "h6", None).kind == "new"
+
+
+def test_pages_alike_but_for_their_dates_are_two_pages(client, crawl_name):
+    """The SimHash leaves dates and versions out, so two release notes share
+    one; the index names pages by their text, so neither is taken for the
+    other, on a re-crawl either."""
+    f = make(client, crawl_name)
+    a = "release 1.11.20 fixes a crash in the parser " + " ".join(_words(0, 20))
+    b = "release 2.0.12 fixes a crash in the parser " + " ".join(_words(0, 20))
+    fa, sa = fingerprints(a)
+    fb, sb = fingerprints(b)
+    assert fa == fb and _exact_resemblance(a, b) < 0.9
+    assert f.near_duplicate("http://a/1.11.20", "a", content_hash(a), fa, sa).kind == "new"
+    assert f.near_duplicate("http://a/2.0.12", "a", content_hash(b), fb, sb).kind == "new"
+    again = f.near_duplicate("http://a/2.0.12", "a", content_hash(b), fb, sb)
+    assert (again.kind, again.first) == ("new", None)
+    copy = f.near_duplicate("http://b/2.0.12", "b", content_hash(b), fb, sb)
+    assert (copy.kind, copy.first) == ("exact", "http://a/2.0.12")
+
+
+def test_a_re_crawled_original_is_not_a_copy_of_its_later_copy(client, crawl_name):
+    f = make(client, crawl_name)
+    text = " ".join(_words(0, 150))
+    copied = "A mirror of the manual kept by the university " + text
+    assert _check(f, "http://orig/p", "orig", content_hash(text), text).kind == "new"
+    d = _check(f, "http://copier/p", "copier", content_hash(copied), copied)
+    assert (d.kind, d.first, d.same_site) == ("near", "http://orig/p", False)
+    # The original, fetched again unchanged, keeps its first place in time.
+    again = _check(f, "http://orig/p", "orig", content_hash(text), text)
+    assert (again.kind, again.first) == ("new", None)
+    assert f.mirror_of("orig") is None
 
 
 def test_a_copy_published_elsewhere_first_does_not_poison_the_original(client, crawl_name):

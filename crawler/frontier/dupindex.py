@@ -23,7 +23,7 @@ entries, records and band keys live in ``DUPEFILTER_BUCKETS`` small hashes
 per shard and table, which Redis keeps in its compact listpack encoding
 while their values fit ``hash-max-listpack-value``; a site is named by a
 10-digit tag (``site_tag``), not its name; a page with a SimHash is named in
-the content index by that fingerprint ("=<simhash>"), its URL kept once, in
+the content index by its id ("=<page id>", 64 bits of its content key), its URL kept once, in
 its record; only 64 bits of a content key are kept; a band key keeps 48 bits
 and names its pages by their 8-byte SimHash; a sample is at most 512 values
 of 4 bytes (bench/RESULTS.md states the bytes a page).
@@ -69,12 +69,13 @@ that site (``MIRROR``, in the site's own shard).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.fingerprint import Sketch, hamming, sample_from_bytes
+from crawler.fingerprint import Sketch, sample_from_bytes
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
@@ -151,39 +152,49 @@ class DuplicateIndex:
               sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
               mirror_min_pages: int = 20, mirror_share: float = 0.5) -> Duplicate:
         """Is ``url``'s text a copy? ``content_key`` finds exact copies
-        (same text); ``fingerprint`` (an unsigned 64-bit SimHash, the page's
-        name in the index) and ``sketch`` near ones, pages whose shingles'
-        resemblance to it is at least ``resemblance`` (None: no near check,
-        a short page). The page is indexed in the same step unless it copies
-        a page of its own site. At most ``max_candidates`` pages (those
-        sharing most band keys) are compared."""
+        (same text); ``sketch`` near ones, pages whose shingles' resemblance
+        to it is at least ``resemblance`` (None: no near check, a short
+        page). ``fingerprint`` (the page's SimHash) is not used any more:
+        the SimHash leaves dates and versions out, so pages that differ only
+        by them share one, and cannot be named by it; a page is named by 64
+        bits of its content key. The page is indexed in the same step
+        unless it copies a page of its own site. At most ``max_candidates``
+        pages (those sharing most band keys) are compared."""
         f = self.frontier
         site_keys = self.keys.site(site)
         tag = site_tag(site)
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("MIRROR", [*site_keys.fixed, site_keys.mirror(site)], [site, "", mirror_min_pages, mirror_share])]
-        near = fingerprint is not None and sketch is not None
-        fp_hex = f"{fingerprint:016x}" if fingerprint is not None else ""
+        pid = page_id(content_key) if content_key and sketch is not None else None
+        pid_hex = f"{pid:016x}" if pid is not None else ""
         if content_key:
             content_bucket, content_field = self._content_key(content_key)
-            # A page with a SimHash is named by it: its URL is in its record.
-            calls.append(("EXACT", [content_bucket], [content_field, tag, "=" + fp_hex if fp_hex else url]))
+            # A page checked for near copies is named by its id: its URL is in its record.
+            calls.append(("EXACT", [content_bucket], [content_field, tag, "=" + pid_hex if pid_hex else url]))
         first_band = len(calls)
         by_shard: dict[int, tuple[list[str], list[Any]]] = {}
         order = self._order()
-        if near:
-            assert fingerprint is not None and sketch is not None
-            page = fingerprint.to_bytes(8, "big")
+        if pid is not None:
+            assert sketch is not None
+            page = pid.to_bytes(8, "big")
             for i, key in enumerate(sketch.bands):
                 shard, band_bucket, band_field = self._band(i, key)
                 keys, args = by_shard.setdefault(shard, ([], [page, _BAND_CAP]))
                 keys.append(band_bucket)
                 args.append(band_field)
             calls.extend(("BAND", keys, args) for keys, args in by_shard.values())
-            calls.append(("HSETNX", [self._sample_key(fingerprint)], [page, sketch.sample_bytes()]))
-        if fingerprint is not None:
-            calls.append(("RECORD", [self._record_key(fingerprint)], [fp_hex, tag, f"{order}\t{url}"]))
+            calls.append(("HSETNX", [self._sample_key(pid)], [page, sketch.sample_bytes()]))
+            calls.append(("RECORD", [self._record_key(pid)], [pid_hex, tag, f"{order}\t{url}"]))
         results = f.run_many(calls)
+        if pid is not None:
+            # This very text, first checked under this URL (a re-crawl of an
+            # unchanged page): it keeps its first place in time, so a copy
+            # made of it since is not taken for its original.
+            first_seen = _parse(_s(results[-1][1])[10:], "", -1)
+            if first_seen is None or first_seen.url != url:
+                first_seen = _parse(_s(results[-1][2]), "", -1)
+            if first_seen is not None and first_seen.url == url and first_seen.order < order:
+                order = first_seen.order
         mirror = _s(results[0]) or None
         exact_other: _Candidate | None = None
         if content_key:
@@ -194,19 +205,19 @@ class DuplicateIndex:
                     if out[0] == "own":
                         self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
                         return Duplicate("exact", first, 0, True, mirror, 1.0)
-                    exact_other = _Candidate(first, url_site(first), 0, "")
+                    exact_other = _Candidate(first, _site_of(first), 0, "")
         near_other: _Candidate | None = None
-        if near:
-            assert fingerprint is not None and sketch is not None
+        if pid is not None:
+            assert sketch is not None
             hits: dict[int, int] = {}
             for out in results[first_band:first_band + len(by_shard)]:
                 for pages in out[1::2]:
-                    if isinstance(pages, bytes):
-                        for k in range(0, len(pages) - 7, 8):
-                            fp = int.from_bytes(pages[k:k + 8], "big")
-                            hits[fp] = hits.get(fp, 0) + 1
-            best = sorted(hits, key=lambda fp: -hits[fp])[:max_candidates]
-            own, near_other = self._candidates(best, fingerprint, sketch, resemblance, url, tag, order)
+                    if isinstance(pages, bytes) and len(pages) % 8 == 0 and len(pages) <= 8 * _BAND_CAP:
+                        for k in range(0, len(pages), 8):
+                            other = int.from_bytes(pages[k:k + 8], "big")
+                            hits[other] = hits.get(other, 0) + 1
+            best = sorted(hits, key=lambda other: -hits[other])[:max_candidates]
+            own, near_other = self._candidates(best, sketch, resemblance, url, tag, order)
             if own is not None:
                 self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "near")
                 return Duplicate("near", own.url, own.distance, True, mirror, own.resemblance)
@@ -219,16 +230,15 @@ class DuplicateIndex:
 
     def _resolve(self, page: str, tag: str | None) -> str | None:
         """The URL of a page as the exact index names it: a URL, or
-        "=<simhash>": the first page with that fingerprint on the site of
-        ``tag`` (when given and there is one), else the first anywhere.
-        None if there is no such record."""
+        "=<page id>": the first page with that id (that text) on the site
+        of ``tag`` (when given and there is one), else the first anywhere.
+        None if there is no such record, or ``page`` is not one."""
         if not page.startswith("="):
-            return page
+            return page if _URL.match(page) and _site_of(page) else None
         fields = [page[1:]] + ([f"{page[1:]}\t{tag}"] if tag else [])
-        try:
-            key = self._record_key(int(page[1:], 16))
-        except ValueError:
+        if not _HEX16.match(page[1:]):
             return None
+        key = self._record_key(int(page[1:], 16))
         values = self.frontier.run_many([("HMGET", [key], fields)])[0]
         if tag and values[1] is not None:
             cand = _parse(_s(values[1]), "", 0)
@@ -257,10 +267,10 @@ class DuplicateIndex:
                 undo.append(("HDEL", keys, args[:1]))
         self.frontier.run_many(undo)
 
-    def _candidates(self, plan: list[int], fingerprint: int, sketch: Sketch, threshold: float, url: str,
+    def _candidates(self, plan: list[int], sketch: Sketch, threshold: float, url: str,
                     tag: str, order: str) -> tuple[_Candidate | None, _Candidate | None]:
         """The most resembling earlier page of this site and of another site
-        among the pages ``plan`` names (by SimHash), of resemblance at least
+        among the pages ``plan`` names (by page id), of resemblance at least
         ``threshold``."""
         if not plan:
             return None, None
@@ -281,7 +291,7 @@ class DuplicateIndex:
             r = sketch.resemblance(sample)
             if r < threshold:
                 continue
-            d = hamming(fp, fingerprint)
+            d = -1
             text = _s(first)
             same_site = text[:10] == tag
             cand = _parse(text[10:], "", d, r)
@@ -297,7 +307,7 @@ class DuplicateIndex:
             elif other is None or (-cand.resemblance, cand.order) < (-other.resemblance, other.order):
                 other = cand
         if other is not None:
-            other.site = url_site(other.url)
+            other.site = _site_of(other.url)
         return own, other
 
 
@@ -309,11 +319,30 @@ def site_tag(site: str) -> str:
     return digest
 
 
+def page_id(content_key: str) -> int:
+    """A page's name in the near-duplicate index: 64 bits of its content key
+    (the same text, the same name)."""
+    return int.from_bytes(hashlib.blake2b(content_key.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                          "big")
+
+
 def _parse(value: str, site: str, distance: int, resemblance: float = 1.0) -> _Candidate | None:
     order, sep, url = value.partition("\t")
-    if not sep or not url:
+    if not sep or not _URL.match(url) or _site_of(url) == "":
         return None  # not a record this index wrote: ignored
     return _Candidate(url, site, distance, order, resemblance)
+
+
+_URL = re.compile(r"https?://[^\s/?#]+[/?#]?\S*\Z")
+_HEX16 = re.compile(r"[0-9a-f]{16}\Z")
+
+
+def _site_of(url: str) -> str:
+    """The site of a URL read back from Redis ("" when it is not one)."""
+    try:
+        return url_site(url)
+    except (ValueError, IndexError):
+        return ""
 
 
 def _s(value: Any) -> str:

@@ -428,9 +428,14 @@ local page, cap = ARGV[1], tonumber(ARGV[2])
 local out = {}
 for n, h in ipairs(KEYS) do
   local field = ARGV[n + 2]
-  local v = redis.call('HGET', h, field)
+  local t = redis.call('TYPE', h).ok
+  local v = nil
+  if t == 'hash' then v = redis.call('HGET', h, field) end
   local added = 0
-  if not v then
+  if t ~= 'hash' and t ~= 'none' then
+    v = ''  -- not a table this index wrote: no evidence, left as it is
+  elseif not v or #v % 8 ~= 0 or #v > 8 * cap then
+    -- absent, or not whole page names within the cap: this page alone
     redis.call('HSET', h, field, page)
     v, added = '', 1
   else
@@ -472,18 +477,24 @@ end
 return n
 """
 
-# Duplicate index, the page of a SimHash: the first page anywhere with this
-# fingerprint, and the first on each other site. KEYS: the record bucket.
-# ARGV: fingerprint (16 hex digits), site tag, "<order>\t<url>".
-# Returns the field it created ('' if none).
+# Duplicate index, the record of a page id (64 bits of a content key: one
+# text): the first page anywhere with this text, and the first on each
+# other site. KEYS: the record bucket. ARGV: page id (16 hex digits), site
+# tag, "<order>\t<url>". Returns {the field it created ('' if none), the
+# first page's value anywhere ("<tag><order>\t<url>"), the value of the
+# first on this site ('' if none)}.
 RECORD = r"""
 local h, fp, tag, rec = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-if redis.call('HSETNX', h, fp, tag .. rec) == 1 then return fp end
-if string.sub(redis.call('HGET', h, fp), 1, 10) ~= tag
-   and redis.call('HSETNX', h, fp .. '\t' .. tag, rec) == 1 then
-  return fp .. '\t' .. tag
+local t = redis.call('TYPE', h).ok
+if t ~= 'hash' and t ~= 'none' then return {'', '', ''} end
+if redis.call('HSETNX', h, fp, tag .. rec) == 1 then return {fp, tag .. rec, ''} end
+local first = redis.call('HGET', h, fp)
+local mine = redis.call('HGET', h, fp .. '\t' .. tag) or ''
+if string.sub(first, 1, 10) ~= tag and mine == '' then
+  redis.call('HSET', h, fp .. '\t' .. tag, rec)
+  return {fp .. '\t' .. tag, first, rec}
 end
-return ''
+return {'', first, mine}
 """
 
 # What an operator sees of a shard (read only). KEYS: fixed... ARGV: how

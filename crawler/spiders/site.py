@@ -225,6 +225,7 @@ class SiteSpider(Spider):
         self.classifier_template = True
         self.max_text_chars = 1_000_000
         self.neardup_resemblance = 0.9
+        self.neardup_sample = 512
         self.simhash_min_chars = 200
         self.mirror_min_pages = 20
         self.mirror_share = 0.5
@@ -247,6 +248,7 @@ class SiteSpider(Spider):
         spider.classifier_template = settings.getbool("CLASSIFIER_TEMPLATE")
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
         spider.neardup_resemblance = settings.getfloat("NEARDUP_RESEMBLANCE")
+        spider.neardup_sample = settings.getint("NEARDUP_SAMPLE")
         spider.simhash_min_chars = settings.getint("SIMHASH_MIN_CHARS")
         spider.mirror_min_pages = settings.getint("SIMHASH_MIRROR_MIN_PAGES")
         spider.mirror_share = settings.getfloat("SIMHASH_MIRROR_SHARE")
@@ -512,7 +514,7 @@ class SiteSpider(Spider):
         fp: int | None = None
         sketch: Sketch | None = None
         if len(item.text) >= self.simhash_min_chars:
-            fp, sketch = fingerprints(item.text)
+            fp, sketch = fingerprints(item.text, self.neardup_sample)
             item.simhash = signed(fp)
         else:
             self.crawler.stats.inc_value("simhash/skipped_short")

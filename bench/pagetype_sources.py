@@ -102,6 +102,7 @@ _TOC = {
                " | //dl[contains(@class,'index')] | //div[@class='allClassesContainer']"
                " | //div[@id='class-summary'] | //div[@id='related-package-summary']"
                " | //section[contains(@class,'hierarchy')] | //div[contains(@class,'use-summary')]"
+               " | //section[contains(@class,'class-uses') or contains(@class,'package-uses')]"
                " | //section[@role='region'][h2[contains(@title,'Hierarchy')]]"
                " | //div[@class='contentContainer']/dl[not(@class)]",
     "rustdoc": "//div[contains(@class,'item-table')] | //ul[contains(@class,'all-items')]"

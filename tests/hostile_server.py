@@ -33,10 +33,14 @@ BOMB_BYTES = 64 * 1024 * 1024  # decompressed; a few tens of KiB on the wire
 
 
 def hub_page() -> bytes:
-    links = [(p, f"Article {i}") for i, p in enumerate(HUB_ARTICLES)]
-    extra = "".join(f"<p>This hub lists the site's articles in order, with a long description "
-                    f"of each so that the page carries enough text to be fingerprinted. {i}</p>"
-                    for i in range(4))
+    # A list of links, as hubs are; their long titles give the page enough
+    # text to be fingerprinted (a hub padded with paragraphs of prose reads,
+    # rightly, as an information page to a classifier that knows the site).
+    links = [(p, f"Article {i} of the hub, in the order the site published them, with a title long enough "
+                 f"to describe it") for i, p in enumerate(HUB_ARTICLES)]
+    extra = ("<p>This hub lists the site's articles in the order they were published. Older articles are kept "
+             "in the archive, every article links back here, and the list is updated whenever an article "
+             "appears on the site.</p>")
     return index_page("The hub", links, extra=extra).encode()
 
 

@@ -15,7 +15,12 @@ counted per site. Once a site has been seen ``pages`` times the counts are
 frozen and only the template's keys are kept (the keys on at least
 ``min_count`` pages and ``share`` of them), so the evidence stays bounded:
 at most ``max_keys`` counts per site while it is learned, the template's
-keys after. The crawler keeps it in Redis for the whole cluster
+keys after. When a page's keys do not fit, the keys that can no longer
+reach the share by the freeze, then those seen on one page only, make room
+(a site's first pages are often big link lists, whose keys would otherwise
+take the room its template needs); in Redis, a site still learned expires
+a week after its last page (a small site crawled once does not keep its
+counts), frozen evidence stays. The crawler keeps it in Redis for the whole cluster
 (``crawler/frontier/templates.py``, the same rule as a Lua script);
 ``LocalTemplates`` keeps it in memory for the benches and tests.
 
@@ -120,6 +125,13 @@ class LocalTemplates:
         if s.pages < p.pages:
             s.pages += 1
             counts = s.counts
+            if len(counts) + len(keys) > p.max_keys:
+                # No room for this page's keys: drop the keys that can no
+                # longer be template when the counts freeze, then those seen
+                # on one page only (the Redis script does the same).
+                need = max(p.min_count, -(-p.share_permille * p.pages // 1000))
+                left = p.pages - s.pages
+                s.counts = counts = {k: c for k, c in counts.items() if c > 1 and c + left >= need}
             for k in keys:
                 if k in counts:
                     counts[k] += 1

@@ -145,6 +145,35 @@ def test_evidence_is_bounded_and_frozen_after_the_sites_first_pages(client, craw
     assert client.hgetall(key) == {b"#": b"8", b"nav": b"8", b"footer": b"8"}  # frozen
 
 
+def test_big_first_pages_do_not_use_up_the_evidence(client, crawl_name):
+    """A site's first pages are often big link lists: their keys must not
+    take the room the template's keys need (Redis and the local rule alike)."""
+    f = frontier(client, crawl_name)
+    policy = TemplatePolicy(pages=20, min_pages=3, max_keys=100)
+    f.templates.policy = policy
+    local = LocalTemplates(policy)
+    sidebar = [f"side{j}" for j in range(5)]
+    pages = [[f"big{i}.{j}" for j in range(90)] for i in range(2)]
+    pages += [sidebar + [f"own{i}.{j}" for j in range(10)] for i in range(2, 20)]
+    for keys in pages:
+        remote, mine = f.templates.observe(SITE, keys), local.observe(SITE, keys)
+        assert remote == mine
+        assert client.hlen(f.templates.key(SITE)) <= 101
+    assert mine.template(pages[-1], policy) == frozenset(sidebar)
+    assert client.hgetall(f.templates.key(SITE)) == {b"#": b"20", **{k.encode(): b"18" for k in sidebar}}
+
+
+def test_evidence_of_a_site_still_learned_expires_and_frozen_evidence_stays(client, crawl_name):
+    f = frontier(client, crawl_name)
+    f.templates.policy = TemplatePolicy(pages=3, min_pages=2, max_keys=50)
+    key = f.templates.key(SITE)
+    f.templates.observe(SITE, ["nav"])
+    assert 604000 < client.ttl(key) <= 604800  # a week after the site's last page
+    f.templates.observe(SITE, ["nav"])
+    f.templates.observe(SITE, ["nav"])
+    assert client.ttl(key) == -1  # frozen: kept
+
+
 def test_two_workers_share_the_evidence(client, crawl_name):
     a, b = frontier(client, crawl_name, "a"), frontier(client, crawl_name, "b")
     assert typed(a, 0) == (INDEX, False)

@@ -621,6 +621,22 @@ if pages < limit then
   pages = pages + 1
   redis.call('HSET', K, '#', pages)
   local n = redis.call('HLEN', K) - 1
+  if n + #ARGV - 4 > max_keys then
+    -- No room for this page's keys: drop the keys that can no longer be
+    -- template when the counts freeze (too few pages left to reach the
+    -- share), then those seen on one page only. Once a page at most.
+    local need = math.max(min_count, math.ceil(share * limit / 1000))
+    local all = redis.call('HGETALL', K)
+    for j = 1, #all, 2 do
+      if all[j] ~= '#' then
+        local c = whole(all[j + 1])
+        if not c or c <= 1 or c + (limit - pages) < need then
+          redis.call('HDEL', K, all[j])
+          n = n - 1
+        end
+      end
+    end
+  end
   for i = 5, #ARGV do
     local v = redis.call('HGET', K, ARGV[i])
     if v then
@@ -639,6 +655,12 @@ if pages < limit then
         redis.call('HDEL', K, all[i])
       end
     end
+    redis.call('PERSIST', K)
+  else
+    -- A site still learned expires a week after its last page (a small
+    -- site crawled once must not hold its counts for ever); frozen
+    -- evidence stays.
+    redis.call('EXPIRE', K, 604800)
   end
 end
 local out = {pages}

@@ -6,8 +6,10 @@ the number of the site's pages counted and, per block key (48 bits of a
 block's text), how many of them held it. Every worker counts the pages it
 types into the same hash, so the evidence is the cluster's, not a worker's.
 It is bounded: at most ``TemplatePolicy.max_keys`` counts per site while
-the site's first ``TemplatePolicy.pages`` pages are counted; then the script
-keeps the template's keys only and counts no more (the hash is frozen). One
+the site's first ``TemplatePolicy.pages`` pages are counted (when a page's
+keys do not fit, hopeless keys and keys seen once make room; a site still
+learned expires a week after its last page); then the script keeps the
+template's keys only and counts no more (the hash is frozen, kept). One
 script call (``scripts.TEMPLATE``) counts a page and returns its evidence:
 one round trip per page typed.
 

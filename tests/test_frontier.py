@@ -362,6 +362,12 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     bucket, key = index._content_key("h6")
     client.hset(bucket, key, b"0000000000not a url")
     assert f.near_duplicate("http://a/6", "a", "h6", None).kind == "new"
+    # A content bucket of another type: no evidence, left as it is.
+    bucket, key = index._content_key("h7")
+    client.delete(bucket)
+    client.rpush(bucket, "x")
+    assert f.near_duplicate("http://a/7", "a", "h7", None).kind == "new"
+    assert client.lrange(bucket, 0, -1) == [b"x"]
 
 
 def test_pages_alike_but_for_their_dates_are_two_pages(client, crawl_name):

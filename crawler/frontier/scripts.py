@@ -401,6 +401,8 @@ return n
 # reference may be this very page (the caller resolves it and tells).
 EXACT = r"""
 local h, ch, tag, mine = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local t = redis.call('TYPE', h).ok
+if t ~= 'hash' and t ~= 'none' then return {'new'} end  -- not a table this index wrote
 local v = redis.call('HGET', h, ch)
 if not v then
   redis.call('HSET', h, ch, tag .. mine)

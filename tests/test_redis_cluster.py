@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import tests.test_cluster as multi
+from crawler.fingerprint import content_hash, fingerprints
 from crawler.frontier import Frontier
 from crawler.store import SQLiteStore
 from tests.mockserver import GRID_HOSTS, grid_paths
@@ -177,6 +178,23 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
         assert done.error is None
         for i, s in enumerate(sites[:8]):
             f.near_duplicate(f"http://{s}/", s, f"{i:040x}", i * 0x9E3779B97F4A7C15 % 2**64)
+        # The near-duplicate index and the site templates on the cluster: every
+        # script call in one slot, the verdicts as on one Redis.
+        text = " ".join(f"w{k}" for k in range(300))
+        verdicts = []
+        for url, s, t in [("http://site0.example/a", sites[0], text),
+                          ("http://site0.example/b", sites[0], text + " one more"),  # own site: undone
+                          ("http://site1.example/a", sites[1], text + " another line")]:
+            fp, sketch = fingerprints(t)
+            d = f.near_duplicate(url, s, content_hash(t), fp, sketch)
+            verdicts.append((d.kind, d.first, d.same_site))
+        assert verdicts == [("new", None, False), ("near", "http://site0.example/a", True),
+                            ("near", "http://site0.example/a", False)]
+        assert f.calls["BAND"] >= 3 and f.calls["BAND_UNDO"] >= 1 and f.calls["RECORD"] == 3  # one call a shard
+        for s in sites[:4]:
+            for _ in range(6):
+                f.templates.observe(s, ["nav", "footer"])
+        assert f.templates.observe(sites[0], ["nav"]).counts == (7,)
         scripts_run = sum(n for name, n in f.calls.items() if isinstance(getattr(scripts, name, None), str))
         stats = [m.info("commandstats") for m in masters]
     finally:

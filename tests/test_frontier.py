@@ -408,6 +408,21 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     assert client.lrange(bucket, 0, -1) == [b"x"]
 
 
+def test_a_re_crawled_original_that_changed_is_not_a_copy_of_its_copy(client, crawl_name):
+    f = make(client, crawl_name)
+    text = " ".join(_words(0, 150))
+    copied = "A mirror of the manual kept by the university " + text
+    assert _check(f, "http://orig/p", "orig", content_hash(text), text).kind == "new"
+    assert _check(f, "http://copier/p", "copier", content_hash(copied), copied).first == "http://orig/p"
+    # The original, fetched again with one word more: its copy is still later.
+    changed = text + " w9999"
+    again = _check(f, "http://orig/p", "orig", content_hash(changed), changed)
+    assert (again.kind, again.first) == ("new", None)
+    # A page first seen now, alike, is a copy of the original, not of the copier.
+    late = _check(f, "http://orig/q", "orig", content_hash(changed + " w8888"), changed + " w8888")
+    assert (late.kind, late.first) == ("near", "http://orig/p")
+
+
 def test_pages_alike_but_for_their_dates_are_two_pages(client, crawl_name):
     """The SimHash leaves dates and versions out, so two release notes share
     one; the index names pages by their text, so neither is taken for the

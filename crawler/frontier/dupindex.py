@@ -40,7 +40,10 @@ one script. Instead:
    by URL), written with its ``shurl`` record in the same pipeline. A
    candidate counts only if its record is there and its order is earlier.
    So two pages never both count as copies of each other: of a pair, at
-   most the later is a copy.
+   most the later is a copy. A URL keeps the order key of its first check
+   (``first:<bucket>``, in its site's shard, read in the same pipeline):
+   re-crawled, changed or not, an original is not taken for a copy of a
+   copy made of it since.
 3. What can be lost: two near copies checked at the same moment by two
    workers, each reaching the shared tables before the other, within the
    clock skew of their workers: both are kept as originals (as a single
@@ -49,7 +52,7 @@ one script. Instead:
    Exact copies are one script on one key: atomic as before.
 
 Round trips: one pipeline for the content key, the 16 band tables, the
-sample and the record; one for the candidates' records and samples (when
+sample, the record and the URL's first order key; one for the candidates' records and samples (when
 there are candidates); one more for the mirror count of a copy of another
 site. Malformed entries (a band value that is not whole 8-byte names, a
 sample that is not sorted 4-byte values, a record without its tab) are no
@@ -185,16 +188,17 @@ class DuplicateIndex:
             calls.extend(("BAND", keys, args) for keys, args in by_shard.values())
             calls.append(("HSETNX", [self._sample_key(pid)], [page, sketch.sample_bytes()]))
             calls.append(("RECORD", [self._record_key(pid)], [pid_hex, tag, f"{order}\t{url}"]))
+            url_key = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            calls.append(("FIRST", [site_keys.first(int.from_bytes(url_key, "big") % self.buckets)],
+                          [url_key, order]))
         results = f.run_many(calls)
         if pid is not None:
-            # This very text, first checked under this URL (a re-crawl of an
-            # unchanged page): it keeps its first place in time, so a copy
-            # made of it since is not taken for its original.
-            first_seen = _parse(_s(results[-1][1])[10:], "", -1)
-            if first_seen is None or first_seen.url != url:
-                first_seen = _parse(_s(results[-1][2]), "", -1)
-            if first_seen is not None and first_seen.url == url and first_seen.order < order:
-                order = first_seen.order
+            # A URL keeps the place in time of its first check (a re-crawl,
+            # changed or not): a copy made of it since, on another site, is
+            # not taken for its original.
+            first_order = _s(results[-1])
+            if _ORDER.match(first_order) and first_order < order:
+                order = first_order
         mirror = _s(results[0]) or None
         exact_other: _Candidate | None = None
         if content_key:
@@ -335,6 +339,7 @@ def _parse(value: str, site: str, distance: int, resemblance: float = 1.0) -> _C
 
 _URL = re.compile(r"https?://[^\s/?#]+[/?#]?\S*\Z")
 _HEX16 = re.compile(r"[0-9a-f]{16}\Z")
+_ORDER = re.compile(r"[0-9a-f]{11}\Z")
 
 
 def _site_of(url: str) -> str:

@@ -479,24 +479,32 @@ end
 return n
 """
 
+# Duplicate index: the order key of a URL's first near-duplicate check.
+# KEYS: the bucket (in the site's shard). ARGV: the URL's 8-byte hash, this
+# check's order key. Returns the first order key ('' for a key of another
+# type: no evidence).
+FIRST = r"""
+local h, u, o = KEYS[1], ARGV[1], ARGV[2]
+local t = redis.call('TYPE', h).ok
+if t ~= 'hash' and t ~= 'none' then return '' end
+if redis.call('HSETNX', h, u, o) == 1 then return o end
+return redis.call('HGET', h, u)
+"""
+
 # Duplicate index, the record of a page id (64 bits of a content key: one
 # text): the first page anywhere with this text, and the first on each
 # other site. KEYS: the record bucket. ARGV: page id (16 hex digits), site
-# tag, "<order>\t<url>". Returns {the field it created ('' if none), the
-# first page's value anywhere ("<tag><order>\t<url>"), the value of the
-# first on this site ('' if none)}.
+# tag, "<order>\t<url>". Returns the field it created ('' if none).
 RECORD = r"""
 local h, fp, tag, rec = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local t = redis.call('TYPE', h).ok
-if t ~= 'hash' and t ~= 'none' then return {'', '', ''} end
-if redis.call('HSETNX', h, fp, tag .. rec) == 1 then return {fp, tag .. rec, ''} end
-local first = redis.call('HGET', h, fp)
-local mine = redis.call('HGET', h, fp .. '\t' .. tag) or ''
-if string.sub(first, 1, 10) ~= tag and mine == '' then
-  redis.call('HSET', h, fp .. '\t' .. tag, rec)
-  return {fp .. '\t' .. tag, first, rec}
+if t ~= 'hash' and t ~= 'none' then return '' end
+if redis.call('HSETNX', h, fp, tag .. rec) == 1 then return fp end
+if string.sub(redis.call('HGET', h, fp), 1, 10) ~= tag
+   and redis.call('HSETNX', h, fp .. '\t' .. tag, rec) == 1 then
+  return fp .. '\t' .. tag
 end
-return {'', first, mine}
+return ''
 """
 
 # What an operator sees of a shard (read only). KEYS: fixed... ARGV: how
@@ -595,7 +603,7 @@ return out
 """
 
 SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
-ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD")
+ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD", "FIRST")
 
 # Site templates (crawler/frontier/templates.py, crawler/template.py): count
 # one page's block keys in its site's evidence while the site is learned,

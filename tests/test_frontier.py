@@ -406,6 +406,13 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     client.rpush(bucket, "x")
     assert f.near_duplicate("http://a/7", "a", "h7", None).kind == "new"
     assert client.lrange(bucket, 0, -1) == [b"x"]
+    # A sample or record bucket of another type: the check goes on, the key is left alone.
+    for key in (index._sample_key(page_id("h8")), index._record_key(page_id("h8"))):
+        client.delete(key)
+        client.set(key, "not a hash")
+    d = f.near_duplicate("http://a/8", "a", "h8", fp, sketch)
+    assert (d.kind, d.first) == ("near", "http://a/5")  # the one page left with whole entries
+    assert client.get(index._sample_key(page_id("h8"))) == b"not a hash"
 
 
 def test_a_re_crawled_original_that_changed_is_not_a_copy_of_its_copy(client, crawl_name):

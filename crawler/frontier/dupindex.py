@@ -186,8 +186,9 @@ class DuplicateIndex:
                 keys.append(band_bucket)
                 args.append(band_field)
             calls.extend(("BAND", keys, args) for keys, args in by_shard.values())
-            calls.append(("HSETNX", [self._sample_key(pid)], [page, sketch.sample_bytes()]))
-            calls.append(("RECORD", [self._record_key(pid)], [pid_hex, tag, f"{order}\t{url}"]))
+            # The record and the sample of a page id live in one shard: one script.
+            calls.append(("RECORD", [self._record_key(pid), self._sample_key(pid)],
+                          [pid_hex, tag, f"{order}\t{url}", page, sketch.sample_bytes()]))
             url_key = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
             calls.append(("FIRST", [site_keys.first(int.from_bytes(url_key, "big") % self.buckets)],
                           [url_key, order]))
@@ -267,8 +268,8 @@ class DuplicateIndex:
                 if mine:
                     undo.append(("BAND_UNDO", [keys[k] for k in mine], [args[0], *(args[2 + k] for k in mine)]))
             _, keys, args = calls[first_band + band_calls]
-            if int(results[first_band + band_calls]):
-                undo.append(("HDEL", keys, args[:1]))
+            if int(results[first_band + band_calls][1]):  # RECORD wrote the sample
+                undo.append(("HDEL", keys[1:], args[3:4]))
         self.frontier.run_many(undo)
 
     def _candidates(self, plan: list[int], sketch: Sketch, threshold: float, url: str,

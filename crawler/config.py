@@ -247,6 +247,8 @@ SPECS: dict[str, Check] = {
     # Classifier and duplicates
     "CLASSIFIER_THRESHOLD": _number(float, 0, 1, optional=True),
     "CLASSIFIER_TEMPLATE": _bool,
+    "TOPIC_TUNNEL": _number(int, 0, 1000),
+    "TOPIC_SIBLINGS": POSITIVE_COUNT,
     # The shared index finds near copies by four 16-bit blocks: exact
     # for distances up to 3 (pigeonhole), so no more can be asked of it.
     "SIMHASH_MAX_DISTANCE": _number(int, 0, 64),

@@ -97,6 +97,9 @@ class Page:
     ld_types: frozenset[str] = frozenset()
     h1: str = ""
     blocks: list[Block] = field(default_factory=list)  # the text's blocks, in page order
+    # With ``analyze(..., link_context=True)``: each link's surroundings (the
+    # text of its parent element, at most CONTEXT_CHARS), as ``links``.
+    link_contexts: list[str] = field(default_factory=list)
 
 
 def parse_html(html: str | bytes) -> Any:
@@ -239,10 +242,30 @@ _HEADING_LINKS = lxml.etree.XPath(
 )
 
 
-def analyze(html: str | bytes | Any, url: str | None = None) -> Page:
+CONTEXT_CHARS = 240
+
+
+def _context(el: Any) -> str:
+    """The text of a link's parent element, read only as far as needed."""
+    parent = el.getparent()
+    if parent is None or parent.tag in ("body", "html"):
+        return ""
+    parts: list[str] = []
+    size = 0
+    for t in parent.itertext():
+        parts.append(t)
+        size += len(t)
+        if size >= CONTEXT_CHARS:
+            break
+    return _clean("".join(parts))[:CONTEXT_CHARS]
+
+
+def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool = False) -> Page:
     """Analyse a page given as text, bytes or an lxml root (which is modified).
     With the page's ``url``, links to its own URL with a fragment count as
-    in-page links (``Block.frag_chars``), as ``#x`` links always do."""
+    in-page links (``Block.frag_chars``), as ``#x`` links always do. With
+    ``link_context``, each link's surroundings too (``Page.link_contexts``:
+    a focused crawl reads them)."""
     root = parse_html(html) if isinstance(html, (str, bytes)) else html
     page = Page()
     if root is None:
@@ -269,6 +292,9 @@ def analyze(html: str | bytes | Any, url: str | None = None) -> Page:
 
     links = page.links
     own_file = _own_file(url)
+    if link_context:
+        # Before the links are marked below: their markers are not text.
+        page.link_contexts = [_context(el) for el in root.iter("a", "area") if el.get("href") is not None]
     for el in root.iter("a", "area"):
         href = el.get("href")
         if href is None:

@@ -53,6 +53,10 @@ class PageItem:
     # Set when the page's site mirrors another (most of its pages are copies
     # of that site's): stores record it in the sites table.
     mirror_of: str | None = None
+    # A focused crawl's (-a topic=PATH, crawler/topic.py): the page's
+    # relevance, 0 to 1, and whether it reaches the topic's threshold.
+    topic_score: float | None = None
+    on_topic: bool | None = None
 
     def __repr__(self) -> str:  # logs: the text would drown the line
         return (f"<PageItem {self.url} state={self.state} status={self.status} type={self.page_type} "

@@ -197,6 +197,14 @@ CLASSIFIER_THRESHOLD = None
 # navigation; a site's first 4 pages are typed alone. False: every page alone.
 CLASSIFIER_TEMPLATE = True
 
+# --- Focused crawling (-a topic=PATH, crawler/topic.py) ---------------------------
+# Off-topic pages' links are followed while the page is at most this many
+# hops from the last on-topic page on its path (0: only on-topic pages'
+# links are followed).
+TOPIC_TUNNEL = 2
+# URL directories whose on-topic share a worker remembers (siblings' outcomes).
+TOPIC_SIBLINGS = 50_000
+
 # --- Duplicates (crawler.fingerprint, the frontier's index) -------------------------
 # A page whose main text's word 3-shingles resemble those of a page seen
 # before (anywhere in the cluster) at least this much (Broder's resemblance,

@@ -47,9 +47,9 @@ links' topics, and siblings share topics):
   score while few are known) — weight 0.2.
 
 Tunnelling (``follow_links``): an off-topic page's links are still followed
-while it is fewer than ``tunnel`` hops from the last on-topic page on its
-path (``TOPIC_TUNNEL``), so on-topic regions behind a thin off-topic layer
-are reached.
+while it is at most ``tunnel`` hops from the last on-topic page on its path
+(``TOPIC_TUNNEL``), so an on-topic region behind up to ``tunnel`` off-topic
+pages in a row is reached; with 0, only on-topic pages' links are followed.
 """
 
 from __future__ import annotations

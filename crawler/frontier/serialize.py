@@ -77,6 +77,12 @@ META_KEYS: dict[str, str] = {
     # A re-crawl's HEAD: the stored Content-Length it compares (RECRAWL_HEAD).
     "head_length": "int",
     "head_since": "time",
+    # A focused crawl (crawler/topic.py): off-topic hops since the last
+    # on-topic page on the path here (the tunnel), the parent page's score
+    # and the link's priority, both in thousandths.
+    "topic_hops": "int",
+    "topic_parent": "int",
+    "topic_priority": "int",
 }
 
 

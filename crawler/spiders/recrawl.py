@@ -81,6 +81,9 @@ class RecrawlSpider(SiteSpider):
             cls, site: str | None = None, all: str | None = None,  # noqa: A002 (-a all=1)
             limit: str | None = None, follow: str = "index",
             **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
+        if "topic" in kwargs:  # a re-crawl revisits stored pages; it follows no topic
+            raise ConfigError(f"unknown spider argument -a topic; spider {cls.name!r} takes "
+                              f"{', '.join('-a ' + a for a in cls.arguments)}")
         super().check_arguments(None, None, "site", follow, **kwargs)
         if all is not None and all.strip().lower() not in (*_TRUE, "0", "false", "no", "off", ""):
             raise ConfigError(f"-a all={all!r}: give 1 (every stored page, due or not) or 0")

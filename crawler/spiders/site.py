@@ -10,11 +10,21 @@ Arguments (``-a``):
   (the seed's host only) or ``any`` (follow links anywhere).
 - ``follow``: ``index`` (default: follow the links of index pages only) or
   ``all`` (follow the links of information pages too).
+- ``topic``: a topic file (JSON or YAML, ``crawler/topic.py``): a focused
+  crawl. Each page gets ``topic_score`` and ``on_topic``; the links of
+  on-topic pages (and seeds) are followed whatever the page's type, those
+  of off-topic pages while the page is at most ``TOPIC_TUNNEL`` hops from
+  the last on-topic page on its path (so an on-topic region behind up to
+  ``TOPIC_TUNNEL`` off-topic pages in a row is reached); each link carries its priority
+  (``topic_priority``, thousandths) from its anchor and surroundings, URL,
+  parent's score and siblings' outcomes (``TOPIC_SIBLINGS`` directories
+  remembered per worker).
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts).
 
-Settings: ``CLASSIFIER_THRESHOLD``, ``CLASSIFIER_TEMPLATE``, ``STORE_MAX_TEXT_CHARS``,
+Settings: ``CLASSIFIER_THRESHOLD``, ``CLASSIFIER_TEMPLATE``, ``TOPIC_TUNNEL``,
+``TOPIC_SIBLINGS``, ``STORE_MAX_TEXT_CHARS``,
 ``FRONTIER_URL_CACHE``, ``REDIRECT_MAX_TIMES``, ``DEPTH_LIMIT`` (depth is
 kept here: a redirect keeps its source's depth). Queueing, dedup,
 politeness and the per-site cap belong to the frontier.
@@ -48,8 +58,11 @@ the page is typed alone (its blocks outside navigation markup).
 Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
 ``classifier/template/page_only`` (too few pages of the site yet),
 ``classifier/template/malformed``, ``classifier/template/redis_error``,
-``robots/noindex``,
-``robots/nofollow``, ``simhash/exact_duplicate``, ``simhash/near_duplicate``,
+``robots/noindex``, ``topic/pages_scored``, ``topic/on_topic``,
+``topic/off_topic``, ``topic/tunnel_pages`` (pages reached through an
+off-topic parent), ``topic/tunnel_on_topic`` (on-topic among them),
+``topic/tunnel_stopped`` (off-topic pages whose links were not followed:
+beyond the tunnel), ``robots/nofollow``, ``simhash/exact_duplicate``, ``simhash/near_duplicate``,
 ``simhash/cross_site_copy``, ``simhash/skipped_short``,
 ``redirect/followed``, ``redirect/off_scope``, ``redirect/loop``,
 ``redirect/limit``, ``redirect/bad_location``,
@@ -72,7 +85,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +115,7 @@ from crawler.encoding import decode_html
 from crawler.extract import Page, analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
 from crawler.template import block_keys
+from crawler.topic import Siblings, Topic, TopicError, follow_links, load_topic
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of, url_site
 
 if TYPE_CHECKING:
@@ -116,6 +130,7 @@ FOLLOW_MODES = ("index", "all")
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
 
+_TOPIC_META = ("topic_hops", "topic_parent", "topic_priority")
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_FORBIDDEN = "Forbidden by robots.txt"  # Scrapy's RobotsTxtMiddleware's IgnoreRequest
 
@@ -170,11 +185,11 @@ class SiteSpider(Spider):
     # The only callbacks a frontier entry may name (crawler.frontier.serialize).
     frontier_callbacks = frozenset({"parse"})
     frontier_errbacks = frozenset({"errback"})
-    arguments = ("seeds", "seeds_file", "scope", "follow")
+    arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic")
 
     @classmethod
     def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
-                        scope: str = "site", follow: str = "index",
+                        scope: str = "site", follow: str = "index", topic: str | None = None,
                         **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         """The seeds (normal form) and the bad seeds with their reasons;
         ``ConfigError`` for an argument the spider cannot run with."""
@@ -188,6 +203,8 @@ class SiteSpider(Spider):
             raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
         if follow not in FOLLOW_MODES:
             raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
+        if topic is not None:
+            cls.read_topic(topic)
         raw_seeds = read_seeds(seeds, seeds_file)
         good: list[str] = []
         bad: list[tuple[str, str]] = []
@@ -204,15 +221,28 @@ class SiteSpider(Spider):
             )
         return list(dict.fromkeys(good)), bad
 
+    @staticmethod
+    def read_topic(path: str) -> Topic:
+        if not path.strip():
+            raise ConfigError("-a topic= names no file: give the path of a topic file (JSON or YAML)")
+        try:
+            return load_topic(path)
+        except TopicError as exc:
+            raise ConfigError(f"-a topic: {exc}") from None
+
     def __init__(
         self,
         seeds: str | None = None,
         seeds_file: str | None = None,
         scope: str = "site",
         follow: str = "index",
+        topic: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, **kwargs)
+        self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
+        self.topic_tunnel = 2
+        self._siblings = Siblings()
         super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
         for seed, reason in bad:
             logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": seed, "reason": reason})
@@ -255,6 +285,8 @@ class SiteSpider(Spider):
         spider.max_redirects = settings.getint("REDIRECT_MAX_TIMES")
         spider.depth_limit = settings.getint("DEPTH_LIMIT")
         spider._seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
+        spider.topic_tunnel = settings.getint("TOPIC_TUNNEL")
+        spider._siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
         return spider
 
     def _in_scope(self, url: str) -> bool:
@@ -348,7 +380,8 @@ class SiteSpider(Spider):
         text, item.encoding = decode_html(response.body, _header(response, b"Content-Type"),
                                           self._site_encodings.get(item.site))
         self._remember_encoding(item.site, item.encoding)
-        page = analyze(parse_html(text), url)
+        topic = self.topic
+        page = analyze(parse_html(text), url, link_context=topic is not None)
         robots |= page.robots
         item.title = page.title
         item.text = page.text[: self.max_text_chars]
@@ -358,6 +391,16 @@ class SiteSpider(Spider):
             if page.features else INFO
         )
         stats.inc_value(f"classifier/page_type/{item.page_type}")
+        if topic is not None:
+            item.topic_score = topic.score(page.title, page.text)
+            item.on_topic = topic.on_topic(item.topic_score)
+            self._siblings.record(url, item.on_topic)
+            stats.inc_value("topic/pages_scored")
+            stats.inc_value("topic/on_topic" if item.on_topic else "topic/off_topic")
+            if _meta_int(response.meta, "topic_hops") > 0:
+                stats.inc_value("topic/tunnel_pages")
+                if item.on_topic:
+                    stats.inc_value("topic/tunnel_on_topic")
 
         base = url
         if page.base_href:
@@ -367,10 +410,13 @@ class SiteSpider(Spider):
                 pass  # a broken <base href> is ignored, as browsers do
         resolve = self._resolver.resolve
         out: dict[str, str] = {}
-        for href, anchor in page.links:
+        contexts: dict[str, str] = {}
+        for i, (href, anchor) in enumerate(page.links):
             link = resolve(base, href)
             if link is not None and link not in out and link != url:
                 out[link] = anchor
+                if topic is not None:
+                    contexts[link] = page.link_contexts[i]
         refresh = self._meta_refresh(text, url)
         if refresh is not None:
             out.setdefault(refresh, "[meta refresh]")
@@ -395,10 +441,34 @@ class SiteSpider(Spider):
                 yield follow
         if duplicate:
             return  # a copy's links only repeat work (the textbook's reason)
+        links = (u for u in out if u != refresh)  # the refresh target was judged as a hop above
+        if topic is not None and item.topic_score is not None:
+            yield from self._follow_topic(topic, response, item, links, out, contexts)
+            return
         if item.page_type != INDEX and not self.follow_all:
             return
-        # The refresh target was judged as a hop above, not as a link.
-        yield from self._follow((u for u in out if u != refresh), url, item.depth + 1)
+        yield from self._follow(links, url, item.depth + 1)
+
+    def _follow_topic(self, topic: Topic, response: Response, item: PageItem, links: Iterable[str],
+                      anchors: dict[str, str], contexts: dict[str, str]) -> Iterator[Request]:
+        """A focused crawl's links: followed after an on-topic page and
+        through the tunnel, each with its priority."""
+        score = item.topic_score or 0.0
+        # A seed's links are followed whatever its score: the crawl starts there.
+        origin = bool(item.on_topic) or item.depth == 0
+        follow, hops = follow_links(origin, _meta_int(response.meta, "topic_hops"), self.topic_tunnel)
+        if not follow:
+            self.crawler.stats.inc_value("topic/tunnel_stopped")
+            return
+        siblings = self._siblings
+
+        def meta(link: str) -> dict[str, Any]:
+            priority = topic.link_priority(link, anchors.get(link, ""), contexts.get(link, ""), score,
+                                           siblings.rate(link, score))
+            return {"topic_hops": hops, "topic_parent": round(score * 1000),
+                    "topic_priority": round(priority * 1000)}
+
+        yield from self._follow(links, item.url, item.depth + 1, link_meta=meta)
 
     def _site_template(self, site: str, page: Page) -> frozenset[str] | None:
         """The keys of ``page``'s blocks that are its site's template, after
@@ -493,8 +563,10 @@ class SiteSpider(Spider):
         if not self._in_scope(target):
             stats.inc_value("redirect/off_scope")
             return None, None
-        follow = list(self._follow([target], item.url, item.depth, priority=1, meta={
-            "redirect_times": hops + 1, "redirect_urls": [*chain, item.url][-self.max_redirects:]}))
+        meta: dict[str, Any] = {"redirect_times": hops + 1, "redirect_urls": [*chain, item.url][-self.max_redirects:]}
+        # A focused crawl's standing goes with the hop: the target is the link it was.
+        meta.update({k: response.meta[k] for k in _TOPIC_META if _meta_int(response.meta, k)})
+        follow = list(self._follow([target], item.url, item.depth, priority=1, meta=meta))
         if follow:
             stats.inc_value("redirect/followed")
         return (follow[0] if follow else None), None
@@ -545,7 +617,8 @@ class SiteSpider(Spider):
         return verdict.same_site or verdict.mirror_of is not None
 
     def _follow(self, links: Iterable[str], referer: str, depth: int, priority: int = 0,
-                meta: dict[str, Any] | None = None) -> Iterator[Request]:
+                meta: dict[str, Any] | None = None,
+                link_meta: Callable[[str], dict[str, Any]] | None = None) -> Iterator[Request]:
         """Requests for the links not sent before, at ``depth`` (the number of
         links from a seed: a redirect keeps its source's depth). Depth is kept
         here rather than by Scrapy's DepthMiddleware, which counts a redirect
@@ -573,6 +646,8 @@ class SiteSpider(Spider):
                 request.priority = priority
             if meta:
                 request.meta.update(meta)
+            if link_meta is not None:
+                request.meta.update(link_meta(link))
             yield request
         stats.inc_value("frontier/links_new", new)
         stats.inc_value("frontier/links_parsed", parsed)
@@ -601,6 +676,13 @@ def _revisit(meta: dict[str, Any]) -> int | None:
     """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
     due = meta.get("revisit")
     return due if isinstance(due, int) and not isinstance(due, bool) else None
+
+
+def _meta_int(meta: dict[str, Any], key: str) -> int:
+    """A non-negative integer the crawler put in ``meta`` (0 when absent or
+    not one: the frontier checks entries, a request built by hand may not)."""
+    value = meta.get(key, 0)
+    return value if type(value) is int and value >= 0 else 0
 
 
 def content_length(response: Response) -> int | None:

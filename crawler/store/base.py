@@ -29,6 +29,7 @@ PAGE_FIELDS = (
     "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
+    "topic_score", "on_topic",
 )
 # The outcome of a re-fetched page (crawler/recrawl.py), a list of stat
 # names, travels with it to the write buffer, which counts each as

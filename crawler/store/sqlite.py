@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS pages (
     simhash INTEGER, content_hash TEXT, dup_of TEXT, fetched_at REAL, etag TEXT,
     last_modified TEXT, next_fetch_at REAL, revisit_interval REAL, error TEXT,
     encoding TEXT, referer TEXT, change_rate REAL, changed_at REAL, history TEXT,
-    gone_count INTEGER, content_length INTEGER, evidence TEXT
+    gone_count INTEGER, content_length INTEGER, evidence TEXT,
+    topic_score REAL, on_topic INTEGER
 );
 CREATE INDEX IF NOT EXISTS pages_site_state ON pages (site, state);
 CREATE TABLE IF NOT EXISTS links (
@@ -46,7 +47,9 @@ CREATE TABLE IF NOT EXISTS sites (
 # Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
 # their pages are due fetched_at + REVISIT_DEFAULT_INTERVAL (see due()).
 _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER",
-                    "content_length": "INTEGER", "evidence": "TEXT"}
+                    "content_length": "INTEGER", "evidence": "TEXT",
+                    # and those of focused crawling (crawler/topic.py)
+                    "topic_score": "REAL", "on_topic": "INTEGER"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -289,4 +292,6 @@ def _page(row: sqlite3.Row) -> dict[str, Any]:
                 page[name] = json.loads(page[name]) if page[name] else empty
             except (TypeError, ValueError, RecursionError):
                 page[name] = empty  # edited by hand: read as none (the evidence is rebuilt from the history)
+    if page.get("on_topic") is not None:
+        page["on_topic"] = bool(page["on_topic"])
     return page

@@ -1,0 +1,147 @@
+"""End-to-end: a focused crawl (``-a topic=PATH``) of a generated web with
+on-topic clusters, an off-topic region and tunnels of off-topic pages,
+served from disk on 127.0.0.1; exactly which pages are reached with and
+without tunnelling, and what is stored."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from crawler.store import SQLiteStore
+from tests.conftest import run_crawl, start_server
+
+pytestmark = pytest.mark.slow
+
+ON = ("PostgreSQL vacuum reclaims the storage of dead rows. Run vacuum often; "
+      "autovacuum does it for you in PostgreSQL. ")
+OFF = ("Tomatoes need sun, water and patience. Prune the side shoots and feed "
+       "the plants every second week in summer. ")
+
+# page -> (on topic?, links); "/" is the seed, an off-topic hub.
+WEB: dict[str, tuple[bool, list[str]]] = {
+    "/": (False, ["/a/", "/b/", "/t/1.html", "/u/1.html"]),
+    # an on-topic cluster linked from the seed
+    "/a/": (True, ["/a/1.html", "/a/2.html"]),
+    "/a/1.html": (True, ["/a/2.html"]),
+    "/a/2.html": (True, []),
+    # an off-topic region that goes on and on
+    "/b/": (False, ["/b/1.html"]),
+    "/b/1.html": (False, ["/b/2.html"]),
+    "/b/2.html": (False, ["/b/3.html"]),
+    "/b/3.html": (False, ["/b/4.html"]),
+    "/b/4.html": (False, []),
+    # a tunnel of two off-topic pages to an on-topic cluster
+    "/t/1.html": (False, ["/t/2.html"]),
+    "/t/2.html": (False, ["/c/"]),
+    "/c/": (True, ["/c/1.html"]),
+    "/c/1.html": (True, []),
+    # a tunnel of three off-topic pages to another
+    "/u/1.html": (False, ["/u/2.html"]),
+    "/u/2.html": (False, ["/u/3.html"]),
+    "/u/3.html": (False, ["/d/"]),
+    "/d/": (True, []),
+}
+
+
+VOCABULARY = ("river stone cloud maple lantern harbor meadow copper violet thunder orchard "
+              "canyon ember falcon glacier hollow island jasmine kettle lagoon marble nectar").split()
+
+
+def filler(path: str, words: int = 120) -> str:
+    """Words of the page's own (a different text on every page: no page is a
+    near copy of another, whose links would not be followed)."""
+    rng = random.Random(path)
+    return " ".join(rng.choice(VOCABULARY) + str(rng.randrange(1000)) for _ in range(words))
+
+
+def page_html(path: str, on: bool, links: list[str]) -> str:
+    body = (ON if on else OFF) + filler(path)
+    items = "".join(f'<li><a href="{u}">page {i}</a></li>' for i, u in enumerate(links))
+    return (f"<!doctype html><html><head><title>{'Vacuum' if on else 'Garden'} {path}</title></head>"
+            f"<body><h1>{path}</h1><p>{body}</p><ul>{items}</ul></body></html>")
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    root = tmp_path_factory.mktemp("web")
+    for path, (on, links) in WEB.items():
+        f = root / (path.lstrip("/") + ("index.html" if path.endswith("/") else ""))
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(page_html(path, on, links))
+    topic = root.parent / "topic.yaml"
+    topic.write_text("name: PostgreSQL maintenance\nkeywords:\n  vacuum: 1\n  postgresql: 1\nthreshold: 0.3\n")
+    srv = start_server(tmp_path_factory.mktemp("websrv"), hosts="127.0.0.1", root=root)
+    yield srv, topic
+    srv.stop()
+
+
+def crawl(web, tmp_path, tunnel):
+    srv, topic = web
+    result = run_crawl(srv, tmp_path, [f"seeds={srv.url('/')}", f"topic={topic}"],
+                       {"TOPIC_TUNNEL": tunnel, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
+    assert result.returncode == 0, result.log[-3000:]
+    return result
+
+
+def fetched(result) -> Counter:
+    return Counter(p for p in result.fetched if p != "/robots.txt")
+
+
+def stats(result) -> dict:
+    m = re.search(r"Dumping Scrapy stats:\n(\{.*?\})\n", result.log, re.S)
+    assert m, result.log[-2000:]
+    return {k: v for k, v in re.findall(r"'(topic/[a-z_]+)': (\d+)", m.group(1))}
+
+
+def pages_of(result, srv):
+    prefix = srv.url("")
+    with SQLiteStore(result.store_path) as store:
+        return {p["url"].replace(prefix, ""): p for p in store.iter_pages()}
+
+
+COMMON = {"/", "/a/", "/a/1.html", "/a/2.html", "/b/", "/t/1.html", "/u/1.html"}
+
+
+def test_without_tunnelling_only_on_topic_pages_links_are_followed(web, tmp_path):
+    result = crawl(web, tmp_path, 0)
+    assert fetched(result) == Counter(COMMON)
+    assert stats(result) == {"topic/pages_scored": "7", "topic/on_topic": "3", "topic/off_topic": "4",
+                             "topic/tunnel_stopped": "3"}
+
+
+def test_a_tunnel_of_two_reaches_the_cluster_behind_two_off_topic_pages(web, tmp_path):
+    result = crawl(web, tmp_path, 2)
+    reached = COMMON | {"/b/1.html", "/b/2.html", "/t/2.html", "/c/", "/c/1.html", "/u/2.html", "/u/3.html"}
+    assert fetched(result) == Counter(reached)  # each once; /d/ and /b/3.html lie beyond
+    assert stats(result) == {"topic/pages_scored": "14", "topic/on_topic": "5", "topic/off_topic": "9",
+                             # /b/1 /b/2 /t/2 /c/ /u/2 /u/3: their parent was off-topic (not a seed); /c/ is on topic
+                             "topic/tunnel_pages": "6", "topic/tunnel_on_topic": "1",
+                             "topic/tunnel_stopped": "2"}
+    pages = pages_of(result, web[0])
+    assert {u for u, p in pages.items() if p["on_topic"]} == {"/a/", "/a/1.html", "/a/2.html", "/c/", "/c/1.html"}
+    assert all(p["on_topic"] is False for u, p in pages.items() if not WEB[u][0])
+    assert all(p["topic_score"] >= 0.3 for u, p in pages.items() if WEB[u][0])
+    assert all(p["topic_score"] == 0.0 for u, p in pages.items() if not WEB[u][0])
+
+
+def test_a_tunnel_of_three_reaches_both_clusters(web, tmp_path):
+    result = crawl(web, tmp_path, 3)
+    # /d/ behind three off-topic pages; /b/3.html is the region's fourth: fetched, its links not followed
+    assert fetched(result) == Counter(set(WEB) - {"/b/4.html"})
+
+
+def test_a_bad_topic_file_stops_the_start(web, tmp_path):
+    srv, _ = web
+    bad = tmp_path / "topic.json"
+    bad.write_text(json.dumps({"keywords": {"vacuum": "lots"}}))
+    result = run_crawl(srv, tmp_path, [f"seeds={srv.url('/')}", f"topic={bad}"])
+    assert result.returncode != 0
+    assert f"-a topic: {bad}: keywords['vacuum'] = 'lots': a weight must be a number" in result.log
+    assert fetched(result) == Counter()
+

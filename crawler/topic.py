@@ -54,6 +54,7 @@ pages in a row is reached; with 0, only on-topic pages' links are followed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -167,6 +168,14 @@ class Topic:
         words = count_words(title) + count_words(text[:MAX_SCAN_CHARS])
         density = 100.0 * weighted / max(words, 50)
         return round(1.0 - math.exp(-max(density, 0.0) / 2.0), 4)
+
+    @property
+    def digest(self) -> str:
+        """What the topic decides by, hashed: workers of one focused crawl
+        must score pages alike (the frontier records it)."""
+        canonical = json.dumps([sorted(self.keywords.items()), sorted(self.patterns), sorted(self.languages),
+                                self.threshold], ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:16]
 
     def on_topic(self, score: float) -> bool:
         return score >= self.threshold

@@ -145,3 +145,83 @@ def test_a_bad_topic_file_stops_the_start(web, tmp_path):
     assert f"-a topic: {bad}: keywords['vacuum'] = 'lots': a weight must be a number" in result.log
     assert fetched(result) == Counter()
 
+
+
+# -- order: two workers share one site queue, most promising links first ---------------------------
+
+V = [f"/v{i}.html" for i in range(1, 6)]  # on-topic anchors: "vacuum ..."
+G = [f"/g{i}.html" for i in range(1, 6)]  # off-topic anchors: "garden ..."
+
+
+@pytest.fixture(scope="module")
+def order_web(tmp_path_factory):
+    root = tmp_path_factory.mktemp("orderweb")
+    hub = "".join(f'<li><a href="{g}">garden notes {i}</a></li><li><a href="{v}">vacuum settings {i}</a></li>'
+                  for i, (g, v) in enumerate(zip(G, V)))
+    (root / "index.html").write_text(f"<html><head><title>Hub</title></head><body><h1>Hub</h1>"
+                                     f"<p>{filler('/')}</p><ul>{hub}</ul></body></html>")
+    for path in V + G:
+        (root / path.lstrip("/")).write_text(page_html(path, path in V, []))
+    topic = root.parent / "topic.json"
+    topic.write_text(json.dumps({"keywords": {"vacuum": 1, "postgresql": 1}, "threshold": 0.3}))
+    srv = start_server(tmp_path_factory.mktemp("ordersrv"), hosts="127.0.0.1", root=root)
+    yield srv, topic
+    srv.stop()
+
+
+def test_two_workers_fetch_the_most_promising_links_first(order_web, redis_url, tmp_path):
+    import subprocess
+    import time
+
+    import redis
+
+    from crawler.frontier import Frontier
+    from tests.conftest import ROOT, crawl_cmd
+
+    srv, topic = order_web
+    name = f"focused_order_{int(time.time() * 1000)}"
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": 0.3,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "LOG_LEVEL": "INFO"}
+    mark = srv.mark()
+    workers = [subprocess.Popen(crawl_cmd([f"seeds={srv.url('/')}", f"topic={topic}"], settings, tmp_path),
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)]
+    deadline = time.monotonic() + 60
+    while not srv.requests(mark) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    workers.append(subprocess.Popen(crawl_cmd([f"topic={topic}"], settings, tmp_path), cwd=ROOT,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    logs = [w.communicate(timeout=120)[0] for w in workers]
+    try:
+        assert [w.returncode for w in workers] == [0, 0], logs[0][-2000:] + logs[1][-2000:]
+        assert "No seeds: joining crawl" in logs[1]
+        order = [str(r["path"]) for r in srv.requests(mark) if r["path"] != "/robots.txt"]
+        # The hub lists them garden, vacuum, garden, ...: the vacuum links go
+        # first, each kind in the order found, whichever worker fetched them.
+        assert order == ["/", *V, *G]
+    finally:
+        client = redis.Redis.from_url(redis_url)
+        Frontier(client, name, node="reader").delete_all()
+        client.close()
+
+
+def test_a_plain_worker_cannot_join_a_focused_crawl(order_web, redis_url, tmp_path):
+    import time
+
+    import redis
+
+    from crawler.frontier import Frontier
+
+    srv, topic = order_web
+    name = f"focused_join_{int(time.time() * 1000)}"
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": 0}
+    try:
+        assert run_crawl(srv, tmp_path, [f"seeds={srv.url('/')}", f"topic={topic}"], settings).returncode == 0
+        mark = srv.mark()
+        plain = run_crawl(srv, tmp_path, [], settings)
+        assert plain.returncode != 0
+        assert f"crawl {name!r} is a focused crawl: join it with -a topic= and the same topic file" in plain.log
+        assert srv.requests(mark) == []
+    finally:
+        client = redis.Redis.from_url(redis_url)
+        Frontier(client, name, node="reader").delete_all()
+        client.close()

@@ -77,13 +77,15 @@ class FrontierLayoutError(RuntimeError):
 @dataclass(slots=True)
 class LinkEntry:
     """A request to enqueue: dedup slot (empty bucket: no dedup), site, JSON,
-    and whether it goes first in its site queue (raised priority)."""
+    whether it goes first in its site queue (raised priority), and in an
+    ordered crawl its priority."""
 
     bucket: str
     member: str
     site: str
     entry: str
     head: bool = False
+    priority: int = 0  # 0..1000, in an ordered (focused) crawl: more goes first
 
 
 @dataclass(slots=True)
@@ -154,6 +156,7 @@ class Frontier:
         self.lease_timeout_ms = int(lease_timeout * 1000)
         self.round_trips = 0
         self.calls: dict[str, int] = {}
+        self.ordered = False  # a focused crawl's: queues by priority (check_layout)
         self.stop_mode: str | None = None  # the operator's stop, as of the last heartbeat
         self._shas = {name: sha1(getattr(scripts, name).encode()).hexdigest()
                       for name in (*scripts.ALL, *scripts.TEMPLATE_SCRIPTS)}
@@ -261,9 +264,13 @@ class Frontier:
         except ValueError:
             return None
 
-    def check_layout(self) -> None:
+    def check_layout(self, order: str | None = None) -> None:
         """Record this crawl's shard count, or check it against the one
-        recorded: workers of one crawl must agree on where keys live."""
+        recorded: workers of one crawl must agree on where keys live. With
+        ``order`` (``"fifo"``, or ``"topic:<digest>"`` for a focused crawl),
+        the same for the order of its queues: a focused crawl's shards are
+        ordered by priority (``scripts.qpush``), and every worker of it must
+        score pages by the same topic."""
         self.round_trips += 1
         created = self.client.hsetnx(self.keys.meta, "shards", self.keys.shards)
         if created and self.client.exists(self.keys.prefix + "stats"):
@@ -276,6 +283,38 @@ class Frontier:
             raise FrontierLayoutError(
                 f"crawl {self.crawl!r} was started with FRONTIER_SHARDS={_s(recorded)}; this worker has "
                 f"FRONTIER_SHARDS={self.keys.shards}: set it to {_s(recorded)} to join the crawl")
+        if order is not None:
+            self._check_order(order)
+        else:
+            recorded = self.client.hget(self.keys.meta, "order")
+            self.ordered = recorded is not None and _s(recorded) != "fifo"
+
+    def _check_order(self, order: str) -> None:
+        self.round_trips += 1
+        created = self.client.hsetnx(self.keys.meta, "order", order)
+        if created and order != "fifo" and any(self.client.exists(sk.stats) for sk in self.keys.site_shards):
+            # Queues of a crawl started without a topic are lists: first in, first out.
+            self.client.hdel(self.keys.meta, "order")
+            raise FrontierLayoutError(
+                f"crawl {self.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl of "
+                f"its own: start it with another -s CRAWL_NAME=...")
+        recorded = _s(self.client.hget(self.keys.meta, "order") or b"fifo")
+        if recorded != order:
+            if order == "fifo":
+                raise FrontierLayoutError(
+                    f"crawl {self.crawl!r} is a focused crawl: join it with -a topic= and the same topic file")
+            if recorded == "fifo":
+                raise FrontierLayoutError(
+                    f"crawl {self.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
+                    f"of its own: start it with another -s CRAWL_NAME=...")
+            raise FrontierLayoutError(
+                f"crawl {self.crawl!r} was started with another topic; join it with the same topic file, "
+                f"or start a crawl of your own (-s CRAWL_NAME=...)")
+        self.ordered = order != "fifo"
+        if order != "fifo":
+            # Each shard's scripts read the flag (one shard at a time: on a
+            # cluster the shards' keys lie in different slots).
+            self.run_many([("HSET", [sk.stats], ["ordered", "1"]) for sk in self.keys.site_shards])
 
     # -- queues and leases ---------------------------------------------------
     def enqueue(self, links: Sequence[LinkEntry]) -> tuple[int, int, int]:
@@ -324,7 +363,8 @@ class Frontier:
             args: list[Any] = [self.node, self.cap, self.conc, self.default_delay_ms, self.margin_ms, len(w.links)]
             for link in w.links:
                 keys += [sk.seen(link.bucket) if link.bucket else sk.queue(link.site), sk.queue(link.site)]
-                args += [link.member if link.bucket else "", link.site, link.entry, "1" if link.head else ""]
+                args += [link.member if link.bucket else "", link.site, link.entry,
+                         "h" if link.head else (str(link.priority) if link.priority else "")]
             args.append(len(w.acks))
             for lease_id, state, reason in w.acks:
                 args += [lease_id, state, reason]
@@ -427,6 +467,10 @@ class Frontier:
             # The caller holds on to ``downloaded`` and tries again: freeing
             # a slot twice is a no-op.
             raise errors[0]
+        if self.ordered:
+            # Each shard served its most promising sites first; across the
+            # shards asked, the most promising requests go first too.
+            leases.sort(key=lambda lease: -entry_priority(lease.entry))
         return leases, max(min(self._shard_ready) - time.monotonic(), 0.0)
 
     def release(self, lease_ids: Sequence[str]) -> int:
@@ -713,7 +757,10 @@ class Frontier:
         return out[:limit]
 
     def queue_length(self, site: str) -> int:
-        return int(self._run("LLEN", [self.shard(site).queue(site)], []))
+        key = self.shard(site).queue(site)
+        # A list, or in a focused crawl a sorted set (ordered by priority).
+        kind = _s(self._run("TYPE", [key], []))
+        return int(self._run("ZCARD" if kind == "zset" else "LLEN", [key], []))
 
     def held_leases(self, node: str | None = None) -> int:
         """Leases a node holds, over all shards."""
@@ -739,6 +786,17 @@ class Frontier:
                 pipe.delete(key)
             pipe.execute()
         return len(keys)
+
+
+def entry_priority(entry: str) -> int:
+    """The priority a frontier entry carries (meta ``topic_priority``,
+    0..1000; 0 for anything else, as the Lua scripts read it)."""
+    try:
+        meta = json.loads(entry).get("m")
+        p = meta.get("topic_priority") if isinstance(meta, dict) else None
+    except (ValueError, AttributeError, RecursionError):
+        return 0
+    return min(max(p, 0), 1000) if type(p) is int else 0
 
 
 def _s(value: Any, errors: str = "replace") -> str:

@@ -184,8 +184,10 @@ class FrontierScheduler(BaseScheduler):
             bucket, member = "", ""
         else:
             bucket, member = self.service.frontier.slot(self._fingerprint(request))
+        priority = request.meta.get("topic_priority", 0)
         self.book.enqueue(LinkEntry(bucket, member, queue_key(host_of(request.url), self.queue_by), entry,
-                                    request.priority > 0))
+                                    request.priority > 0,
+                                    priority if type(priority) is int and 0 <= priority <= 1000 else 0))
         if len(self.book.links) >= 1000:
             self._flush()
         return True

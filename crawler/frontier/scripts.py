@@ -34,6 +34,61 @@ local FAR = 9007199254740  -- "not ready": a site at its concurrency limit
 
 local function qkey(site) return P .. 'q:' .. site end
 
+-- A focused crawl's shards are ordered ('ordered' in the shard's stats, set
+-- when the crawl is created with a topic): a site's queue is then a sorted
+-- set, scored (1000 - priority) * PBASE + sequence, so the most promising
+-- request goes first and requests of one priority in the order queued; and
+-- BEST (a sorted set like the site queues, built from the shard's prefix)
+-- holds each site's best queued (1000 - priority), so a lease serves the
+-- ready sites with the most promising work first. Otherwise a site's queue
+-- is a list: first in, first out (breadth-first).
+local ORDERED = redis.call('HGET', STATS, 'ordered') == '1'
+local BEST = P .. 'best'
+local PBASE = 4294967296
+
+local function qlen(site)
+  if ORDERED then return redis.call('ZCARD', qkey(site)) end
+  return redis.call('LLEN', qkey(site))
+end
+
+-- The priority an entry carries (meta topic_priority, 0..1000), for entries
+-- pushed back without one given: a lease given back, a retry now due.
+local function entry_priority(entry)
+  local ok, d = pcall(cjson.decode, entry)
+  if ok and type(d) == 'table' and type(d.m) == 'table' then
+    local p = tonumber(d.m.topic_priority)
+    if p and p == p then return math.max(0, math.min(1000, math.floor(p))) end
+  end
+  return 0
+end
+
+-- Queue an entry at the head (head) or in its place; prio nil: read it from
+-- the entry. Returns 1, or 0 when the very same entry is already queued.
+local function qpush(site, entry, head, prio)
+  if not ORDERED then
+    if head then redis.call('LPUSH', qkey(site), entry) else redis.call('RPUSH', qkey(site), entry) end
+    return 1
+  end
+  local rank = 1000 - (prio or entry_priority(entry))
+  local seq = 0
+  if not head then seq = redis.call('HINCRBY', STATS, 'qseq', 1) % PBASE end
+  local added = redis.call('ZADD', qkey(site), rank * PBASE + seq, entry)
+  redis.call('ZADD', BEST, 'LT', rank, site)
+  return added
+end
+
+local function qpop(site)
+  if not ORDERED then return redis.call('LPOP', qkey(site)) end
+  local r = redis.call('ZPOPMIN', qkey(site))
+  local first = redis.call('ZRANGE', qkey(site), 0, 0, 'WITHSCORES')
+  if first[2] then
+    redis.call('ZADD', BEST, math.floor(tonumber(first[2]) / PBASE), site)
+  else
+    redis.call('ZREM', BEST, site)
+  end
+  return r[1] or false
+end
+
 -- The pending counts (queued, leased, delayed) change here and only here.
 local function move(from, to, n)
   if n == 0 then return end
@@ -64,7 +119,7 @@ end
 
 -- Make a site with queued entries servable again at max(now, its next time).
 local function wake(site, conc)
-  if redis.call('LLEN', qkey(site)) == 0 then
+  if qlen(site) == 0 then
     redis.call('ZREM', READY, site)
     return
   end
@@ -111,8 +166,7 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
   local site, entry = split_entry(v)
   if holds_slot(v) then release_active(site) end
   if outcome == 'H' then
-    redis.call('LPUSH', qkey(site), entry)
-    move('leased', 'queued', 1)
+    if qpush(site, entry, true) == 1 then move('leased', 'queued', 1) else move('leased', nil, 1) end
   elseif outcome == 'R' then
     redis.call('ZADD', DELAYED, now + delay, site .. '\n' .. entry2)
     move('leased', 'delayed', 1)
@@ -139,24 +193,31 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
   return true
 end
 
--- Dedup and enqueue links: ARGV groups of (member, site, entry, head) from
+-- Dedup and enqueue links: ARGV groups of (member, site, entry, place) from
 -- index i, KEYS pairs (seen bucket, queue) from index ki. An empty member
--- means "do not dedup" (dont_filter); head "1" puts the request first in
--- its site queue (raised priority: redirects). Returns added, dup, capped.
+-- means "do not dedup" (dont_filter); place "h" puts the request first in
+-- its site queue (raised priority: redirects), a number (0..1000) is its
+-- priority in an ordered shard. Returns added, dup, capped.
 local function enqueue(i, ki, n, cap, conc)
   local added, dup, capped = 0, 0, 0
   for k = 0, n - 1 do
     local j = i + k * 4
-    local m, site, entry, head = ARGV[j], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
-    local seen, q = KEYS[ki + k * 2], KEYS[ki + k * 2 + 1]
+    local m, site, entry, place = ARGV[j], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+    local seen = KEYS[ki + k * 2]
     if m ~= '' and redis.call('SADD', seen, m) == 0 then
       dup = dup + 1
     elseif m ~= '' and cap > 0 and redis.call('HINCRBY', SITECOUNT, site, 1) > cap then
       capped = capped + 1
     else
-      if head == '1' then redis.call('LPUSH', q, entry) else redis.call('RPUSH', q, entry) end
-      if not redis.call('ZSCORE', READY, site) then wake(site, conc) end
-      added = added + 1
+      local prio = tonumber(place)
+      if prio and prio == prio then prio = math.max(0, math.min(1000, math.floor(prio))) else prio = 0 end
+      if place == 'h' then prio = nil end  -- first of its priority, which the entry carries
+      if qpush(site, entry, place == 'h', prio) == 1 then
+        if not redis.call('ZSCORE', READY, site) then wake(site, conc) end
+        added = added + 1
+      else
+        dup = dup + 1  -- the very same entry is queued already (dont_filter twice)
+      end
     end
   end
   move(nil, 'queued', added)
@@ -211,21 +272,36 @@ local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', now, 'LIMIT', 0, 200)
 for _, v in ipairs(due) do
   redis.call('ZREM', DELAYED, v)
   local site, entry = split_entry(v)
-  redis.call('RPUSH', qkey(site), entry)
-  move('delayed', 'queued', 1)
+  if qpush(site, entry, false) == 1 then move('delayed', 'queued', 1) else move('delayed', nil, 1) end
   if not redis.call('ZSCORE', READY, site) then wake(site, conc) end
 end
 local out = {0}
 local taken = 0
 if max_n > 0 then
   local sites = redis.call('ZRANGEBYSCORE', READY, '-inf', now, 'LIMIT', 0, max_n)
+  if ORDERED then
+    -- The ready sites with the most promising work first: of the sites with
+    -- the best queued priorities, those ready now; then by time as usual.
+    local best, chosen = {}, {}
+    for _, site in ipairs(redis.call('ZRANGE', BEST, 0, math.max(4 * max_n, 32) - 1)) do
+      local at = redis.call('ZSCORE', READY, site)
+      if at and tonumber(at) <= now and #best < max_n then
+        best[#best + 1] = site
+        chosen[site] = true
+      end
+    end
+    for _, site in ipairs(sites) do
+      if not chosen[site] and #best < max_n then best[#best + 1] = site end
+    end
+    sites = best
+  end
   for _, site in ipairs(sites) do
     -- One request per site and call (Larbin: spread consecutive leases over
     -- sites); more only from a site with no delay and free concurrency.
     local more = true
     while more and taken < max_n do
       more = false
-      local entry = redis.call('LPOP', qkey(site))
+      local entry = qpop(site)
       if not entry then
         redis.call('ZREM', READY, site)
       else
@@ -535,7 +611,7 @@ else
 end
 local top = {}
 for _, site in ipairs(ready) do
-  local n = redis.call('LLEN', qkey(site))
+  local n = qlen(site)
   if n > 0 then
     local k = #top
     if k < top_n or n > top[k][2] then
@@ -573,12 +649,25 @@ local function wanted(entry)
   return false
 end
 local removed_q = 0
-local entries = redis.call('LRANGE', q, 0, -1)
+local entries
+if ORDERED then entries = redis.call('ZRANGE', q, 0, -1) else entries = redis.call('LRANGE', q, 0, -1) end
 local kept = {}
 for _, e in ipairs(entries) do
   if wanted(e) then removed_q = removed_q + 1 else kept[#kept + 1] = e end
 end
-if removed_q > 0 then
+if ORDERED and removed_q > 0 then
+  for _, e in ipairs(entries) do
+    if wanted(e) then redis.call('ZREM', q, e) end
+  end
+  move('queued', nil, removed_q)
+  if #kept == 0 then
+    redis.call('ZREM', READY, site)
+    redis.call('ZREM', BEST, site)
+  else
+    local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    redis.call('ZADD', BEST, math.floor(tonumber(first[2]) / PBASE), site)
+  end
+elseif removed_q > 0 then
   redis.call('DEL', q)
   for i = 1, #kept, 1000 do
     redis.call('RPUSH', q, unpack(kept, i, math.min(i + 999, #kept)))

@@ -113,7 +113,9 @@ class FrontierService:
             buckets=s.getint("DUPEFILTER_BUCKETS"), lease_timeout=self.lease_timeout,
             shards=s.getint("FRONTIER_SHARDS"),
         )
-        frontier.check_layout()
+        # The spider says how its crawl's queues are ordered ("fifo", or a
+        # focused crawl's topic); a spider that does not say joins any.
+        frontier.check_layout(getattr(spider, "frontier_order", None))
         self._frontier = frontier
         # The frontier spaces requests to a site for the whole cluster; the
         # local downloader must not add DOWNLOAD_DELAY (and its jitter) on top.

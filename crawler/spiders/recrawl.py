@@ -97,6 +97,9 @@ class RecrawlSpider(SiteSpider):
             raise ConfigError("-a site= names no site: give a site as stored (e.g. example.org)")
         return [], []
 
+    # A re-crawl joins its crawl's frontier as the crawl made it.
+    frontier_order = None
+
     def __init__(self, site: str | None = None, all: str | None = None,  # noqa: A002
                  limit: str | None = None, follow: str = "index", **kwargs: Any) -> None:
         self.check_arguments(site, all, limit, follow, **kwargs)

@@ -221,6 +221,12 @@ class SiteSpider(Spider):
             )
         return list(dict.fromkeys(good)), bad
 
+    @property
+    def frontier_order(self) -> str | None:
+        """How this crawl's queues are ordered (``Frontier.check_layout``):
+        first in, first out, or by priority under a topic."""
+        return "fifo" if self.topic is None else "topic:" + self.topic.digest
+
     @staticmethod
     def read_topic(path: str) -> Topic:
         if not path.strip():
@@ -346,7 +352,10 @@ class SiteSpider(Spider):
             if url in self._seen:
                 continue
             self._seen.add(url)
-            yield self._request(url)
+            request = self._request(url)
+            if self.topic is not None:
+                request.meta["topic_priority"] = 1000  # where the crawl starts
+            yield request
 
     # -- responses
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:

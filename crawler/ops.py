@@ -11,7 +11,16 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "last_heartbeat"}], "frontier": {"queued", "leased", "delayed",
      "sites", "sites_ready", "sites_backed_off", "seen"}, "errors":
      {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
-     "totals": {"pages", "errors", "pages_per_min", "links"}, "time"}
+     "totals": {"pages", "errors", "pages_per_min", "links"}, "time",
+     "topic": null, or for a focused crawl {"on_topic", "pages",
+     "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"}}
+
+In a focused crawl (``-a topic``) each node has ``on_topic`` and
+``harvest_rate`` too: the pages it stored on the topic (counted in Redis as
+it acknowledged them), over the pages it stored; ``topic`` sums the crawl
+(the tunnel figures as the nodes last reported them: pages reached through
+an off-topic parent, the on-topic ones among them, and off-topic pages
+whose links were not followed).
 
 A crawl's state: "stopping" (``scrapy stop`` asked, workers still alive),
 "stopped" (asked, none alive), "running" (a worker alive), "finished"
@@ -58,6 +67,15 @@ def _error_reason(reason: Any) -> str:
 RECRAWL_FIGURES = ("due", "fetched", "not_modified", "unchanged", "trivial", "changed", "gone", "moved")
 
 
+# What `scrapy status` shows of a focused crawl's tunnelling (stats topic/<name>).
+TOPIC_FIGURES = ("tunnel_pages", "tunnel_on_topic", "tunnel_stopped")
+
+
+def harvest_rate(on_topic: int, pages: int) -> float:
+    """On-topic pages over pages stored (0 before any)."""
+    return round(on_topic / pages, 4) if pages else 0.0
+
+
 def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample: int = 1000) -> dict[str, Any]:
     """The crawl as an operator sees it (module docstring)."""
     now, beats = frontier.heartbeats()
@@ -83,6 +101,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
             "pages": int(c.get("pages", 0)), "pages_per_min": round(_number(rec.get("pages_per_min"), 0.0), 2)
             if alive else 0.0,
             "links": int(_number(rec.get("links"), 0)), "errors": int(c.get("errors", 0)),
+            "on_topic": int(c.get("on_topic", 0)), "harvest_rate": harvest_rate(c.get("on_topic", 0), c.get("pages", 0)),
             "last_heartbeat": beat if beat is not None else _number(rec.get("heartbeat"), 0.0),
         })
     stats = view["stats"]
@@ -112,8 +131,15 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         for key in RECRAWL_FIGURES:
             value = int(_number(figures.get(key), 0))
             recrawl[key] = max(recrawl[key], value) if key == "due" else recrawl[key] + value
+    topic: dict[str, Any] | None = None
+    if (frontier.recorded_order() or "fifo") != "fifo":
+        topic = {"on_topic": stats.get("on_topic", 0), "pages": stats.get("done", 0),
+                 "harvest_rate": harvest_rate(stats.get("on_topic", 0), stats.get("done", 0))}
+        for key in TOPIC_FIGURES:
+            topic[key] = sum(int(_number((rec.get("topic") or {}).get(key), 0))
+                             for rec in records.values() if isinstance(rec.get("topic"), dict))
     return {
-        "crawl": frontier.crawl, "state": state, "stop": stop, "time": now,
+        "crawl": frontier.crawl, "state": state, "stop": stop, "time": now, "topic": topic,
         "nodes": nodes, "frontier": frontier_view,
         "errors": dict(errors.most_common()),
         "errors_total": stats.get("errors", 0),

@@ -21,6 +21,14 @@ figures labelled by ``crawl`` and ``node``:
   ``crawler_frontier_leased``, ``crawler_frontier_delayed``: the whole crawl,
   as this node last read it from Redis.
 - ``crawler_redis_up``: 1 while this node reaches Redis.
+- In a focused crawl (``-a topic``): ``crawler_on_topic_total`` and
+  ``crawler_harvest_rate`` (this node's pages on the topic, and their share
+  of its pages), ``crawler_cluster_on_topic_total`` and
+  ``crawler_cluster_harvest_rate`` (the crawl's), and
+  ``crawler_topic_tunnel_total`` by ``kind`` (``pages`` reached through an
+  off-topic parent, ``on_topic`` among them, ``stopped``: off-topic pages
+  whose links were not followed). The progress line adds
+  ``on topic N (harvest R here, R' cluster)``.
 
 Figures are sampled from the reactor thread every ``min(PROGRESS_INTERVAL,
 10)`` seconds; the metrics server only reads the last sample.
@@ -39,7 +47,7 @@ from scrapy import signals
 from twisted.internet.task import LoopingCall
 
 from crawler.frontier.service import FrontierService
-from crawler.ops import RECRAWL_FIGURES
+from crawler.ops import RECRAWL_FIGURES, harvest_rate
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -55,7 +63,7 @@ class Sample:
     """One reading of this node and of the crawl."""
 
     __slots__ = ("at", "pages", "errors", "fetched", "links", "cluster_pages", "cluster_errors", "queued",
-                 "leased", "delayed", "redis_up", "node_rate", "cluster_rate")
+                 "leased", "delayed", "redis_up", "node_rate", "cluster_rate", "on_topic", "cluster_on_topic")
 
     def __init__(self) -> None:
         self.at = time.monotonic()
@@ -63,6 +71,7 @@ class Sample:
         self.cluster_pages = self.cluster_errors = self.queued = self.leased = self.delayed = 0
         self.redis_up = False
         self.node_rate = self.cluster_rate = 0.0
+        self.on_topic = self.cluster_on_topic = 0
 
 
 def _rate(history: deque[Sample], now: Sample, field: str) -> float:
@@ -101,6 +110,7 @@ class Progress:
         self._server: Any = None
         self.crawl = ""
         self.node = ""
+        self.focused = False
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -136,23 +146,27 @@ class Progress:
         service = FrontierService.of(self.crawler)
         stats = self.crawler.stats
         s = Sample()
-        s.pages = service.book.acked.get("C", 0)
+        s.on_topic = service.book.acked.get("T", 0)  # done and on a focused crawl's topic
+        s.pages = service.book.acked.get("C", 0) + s.on_topic
         s.errors = service.book.acked.get("E", 0)
         s.fetched = int(stats.get_value("response_received_count", 0) or 0)
         s.links = int(stats.get_value("frontier/links_parsed", 0) or 0)
         if service.is_open:
             frontier = service.frontier
             self.crawl, self.node = frontier.crawl, frontier.node
+            self.focused = frontier.ordered
             try:
                 c = frontier.stats()
             except redis.RedisError:
                 s.redis_up = False
                 prev = self.last
                 s.cluster_pages, s.cluster_errors = prev.cluster_pages, prev.cluster_errors
+                s.cluster_on_topic = prev.cluster_on_topic
                 s.queued, s.leased, s.delayed = prev.queued, prev.leased, prev.delayed
             else:
                 s.redis_up = not service.redis_down
                 s.cluster_pages, s.cluster_errors = c.get("done", 0), c.get("errors", 0)
+                s.cluster_on_topic = c.get("on_topic", 0)
                 s.queued, s.leased, s.delayed = c.get("queued", 0), c.get("leased", 0), c.get("delayed", 0)
         self.history.append(s)
         while len(self.history) > 2 and s.at - self.history[1].at >= 60.0:
@@ -172,6 +186,9 @@ class Progress:
         text = (f"Progress: {s.pages:,} pages ({s.node_rate:,.0f}/min here, {s.cluster_rate:,.0f}/min cluster), "
                 f"{s.links:,} links parsed, queued {s.queued:,}, leased {s.leased:,}, delayed {s.delayed:,}, "
                 f"errors {s.errors:,} (cluster {s.cluster_pages:,} pages, {s.cluster_errors:,} errors)")
+        if self.focused:
+            text += (f"; on topic {s.on_topic:,} (harvest {harvest_rate(s.on_topic, s.pages):.1%} here, "
+                     f"{harvest_rate(s.cluster_on_topic, s.cluster_pages):.1%} cluster)")
         if not s.redis_up:
             text += "; Redis unreachable, cluster figures as last read"
         if self.bounded:
@@ -213,6 +230,22 @@ class Progress:
         for name in RECRAWL_FIGURES:
             recrawl.add_metric([*values, name], int(stats.get_value(f"recrawl/{name}", 0) or 0))
         yield recrawl
+        if self.focused:
+            yield family(CounterMetricFamily, "crawler_on_topic", "Pages this node stored on the crawl's topic",
+                         s.on_topic)
+            yield family(GaugeMetricFamily, "crawler_harvest_rate", "This node's pages on topic / pages stored",
+                         harvest_rate(s.on_topic, s.pages))
+            yield family(CounterMetricFamily, "crawler_cluster_on_topic", "Pages the whole crawl stored on topic",
+                         s.cluster_on_topic)
+            yield family(GaugeMetricFamily, "crawler_cluster_harvest_rate",
+                         "The crawl's pages on topic / pages stored", harvest_rate(s.cluster_on_topic, s.cluster_pages))
+            tunnel = CounterMetricFamily("crawler_topic_tunnel", "This node's tunnelling: pages reached through an "
+                                         "off-topic parent, on_topic among them, stopped (links not followed)",
+                                         labels=[*labels, "kind"])
+            for kind, stat in (("pages", "tunnel_pages"), ("on_topic", "tunnel_on_topic"),
+                               ("stopped", "tunnel_stopped")):
+                tunnel.add_metric([*values, kind], int(stats.get_value(f"topic/{stat}", 0) or 0))
+            yield tunnel
 
     def _serve(self) -> None:
         from prometheus_client import CollectorRegistry, start_http_server

@@ -201,6 +201,7 @@ def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_na
     until(lambda: text(browser, "state") == "idle", what="the page's first status")
     assert texts(browser, "#nodes td") == ["no worker has joined this crawl"]
     assert browser.current_url == console.url  # the token left the address bar
+    assert browser.execute_script("return document.getElementById('topic').hidden") is True  # not a focused crawl
 
     mark = grid_server.mark()
     a = Worker([seeds(grid_server)], settings, tmp_path)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from crawler import ops
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl, start_server
+from tests.conftest import run_crawl, start_server, until
+from tests.test_console import ConsoleProcess, browser, text, texts  # noqa: F401 (browser: a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -169,7 +171,7 @@ def order_web(tmp_path_factory):
     srv.stop()
 
 
-def test_two_workers_fetch_the_most_promising_links_first(order_web, redis_url, tmp_path):
+def test_two_workers_fetch_the_most_promising_links_first(order_web, redis_url, tmp_path, browser):
     import subprocess
     import time
 
@@ -198,6 +200,30 @@ def test_two_workers_fetch_the_most_promising_links_first(order_web, redis_url, 
         # The hub lists them garden, vacuum, garden, ...: the vacuum links go
         # first, each kind in the order found, whichever worker fetched them.
         assert order == ["/", *V, *G]
+
+        # The harvest rate, per node and for the crawl, as operators see it.
+        frontier = Frontier(redis.Redis.from_url(redis_url), name, node="reader")
+        st = ops.status(frontier, 10)
+        assert {k: st["topic"][k] for k in ("on_topic", "pages", "harvest_rate")} == \
+            {"on_topic": len(V), "pages": 1 + len(V) + len(G), "harvest_rate": round(len(V) / 11, 4)}
+        assert sum(n["on_topic"] for n in st["nodes"]) == len(V)
+        assert sum(n["pages"] for n in st["nodes"]) == 11
+        for n in st["nodes"]:
+            assert n["harvest_rate"] == (round(n["on_topic"] / n["pages"], 4) if n["pages"] else 0.0)
+        closing = [line for log in logs for line in log.splitlines() if "(at close)" in line]
+        assert len(closing) == 2 and all("on topic" in line and "% cluster)" in line for line in closing)
+
+        # ... and the console, in a real browser.
+        console = ConsoleProcess(settings, tmp_path)
+        try:
+            browser.get(console.url)
+            until(lambda: text(browser, "topic-on_topic") == str(len(V)), what="the focused figures")
+            assert text(browser, "topic-harvest_rate") == f"{100 * len(V) / 11:.1f} %"
+            assert browser.execute_script("return document.getElementById('topic').hidden") is False
+            assert sorted(texts(browser, "#topic-nodes td:nth-child(3)")) == \
+                sorted(str(n["on_topic"]) for n in st["nodes"])
+        finally:
+            console.stop()
     finally:
         client = redis.Redis.from_url(redis_url)
         Frontier(client, name, node="reader").delete_all()

@@ -34,7 +34,7 @@ def test_a_lease_is_acknowledged_once_its_output_and_items_are_settled():
     assert not book.holds("0.1")
     book.item_settled("0.1")  # a late signal changes nothing
     assert book.acks == [("0.1", "C", "")]
-    assert book.acked == {"C": 1, "E": 0}
+    assert book.acked == {"C": 1, "T": 0, "E": 0}
 
 
 def test_an_error_record_or_a_failed_item_settles_as_an_error():
@@ -117,3 +117,17 @@ def test_busy_until_everything_is_sent():
     assert not book.busy()
     book.give_back(["0.5"])
     assert book.busy() and book.take_releases() == ["0.5"]
+
+
+def test_a_page_on_a_focused_crawls_topic_is_acknowledged_as_such():
+    book = LeaseBook()
+    for i in ("1", "2", "3"):
+        book.add(Lease(i, "a", "{}"))
+    book.item_yielded("1", on_topic=True)
+    book.item_yielded("2")
+    book.item_yielded("3", error="HTTP 500", on_topic=True)  # an error record is not a page on topic
+    for i in ("1", "2", "3"):
+        book.output_done(i)
+        book.item_settled(i)
+    assert book.acks == [("1", "T", ""), ("2", "C", ""), ("3", "E", "HTTP 500")]
+    assert book.acked == {"C": 1, "T": 1, "E": 1}

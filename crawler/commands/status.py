@@ -54,17 +54,28 @@ def render(st: dict[str, Any]) -> RenderableType:
         head.append(f"\nre-crawl: {r['due']:,} due, {r['fetched']:,} fetched, {r['not_modified']:,} not modified "
                     f"(304), {r['unchanged']:,} unchanged, {r['trivial']:,} trivially changed, "
                     f"{r['changed']:,} changed, {r['gone']:,} gone, {r['moved']:,} moved")
+    tp = st.get("topic")
+    if tp:
+        head.append(f"\nfocused: {tp['on_topic']:,} of {tp['pages']:,} pages on topic (harvest rate "
+                    f"{tp['harvest_rate']:.1%}); tunnels: {tp['tunnel_pages']:,} pages through off-topic "
+                    f"parents, {tp['tunnel_on_topic']:,} of them on topic, {tp['tunnel_stopped']:,} stopped")
     if st.get("stop"):
         head.append(f"\nstop asked ({st['stop']['stop']}) by {st['stop']['by']}; "
                     "`scrapy stop --clear` lets workers run again", style="yellow")
     nodes = Table(title="nodes", title_justify="left", expand=False)
-    for col in ("node", "host", "pid", "state", "pages", "pages/min", "links", "errors", "heartbeat"):
-        nodes.add_column(col, justify="right" if col in ("pid", "pages", "pages/min", "links", "errors") else "left")
+    cols = ["node", "host", "pid", "state", "pages", "pages/min", "links", "errors", "heartbeat"]
+    if tp:
+        cols[6:6] = ["on topic", "harvest"]
+    for col in cols:
+        nodes.add_column(col, justify="left" if col in ("node", "host", "state", "heartbeat") else "right")
     for n in st["nodes"]:
         style = "" if n["alive"] else "dim"
-        nodes.add_row(n["id"], n["host"], str(n["pid"]), n["state"] if n["alive"] else f"{n['state']} (dead)",
-                      f"{n['pages']:,}", f"{n['pages_per_min']:,.1f}", f"{n['links']:,}", f"{n['errors']:,}",
-                      _age(st["time"] - n["last_heartbeat"]), style=style)
+        row = [n["id"], n["host"], str(n["pid"]), n["state"] if n["alive"] else f"{n['state']} (dead)",
+               f"{n['pages']:,}", f"{n['pages_per_min']:,.1f}", f"{n['links']:,}", f"{n['errors']:,}",
+               _age(st["time"] - n["last_heartbeat"])]
+        if tp:
+            row[6:6] = [f"{n['on_topic']:,}", f"{n['harvest_rate']:.1%}"]
+        nodes.add_row(*row, style=style)
     fr = Table(title="frontier", title_justify="left", show_header=True)
     for col in ("queued", "leased", "delayed", "sites", "ready", "backed off", "seen"):
         fr.add_column(col, justify="right")

@@ -256,6 +256,12 @@ class Frontier:
     def slot(self, fp: bytes) -> tuple[str, str]:
         return fingerprint_slot(fp, self.buckets)
 
+    def recorded_order(self) -> str | None:
+        """How the crawl's queues are ordered (``check_layout``): "fifo", a
+        focused crawl's "topic:<digest>", or None (not recorded: fifo)."""
+        raw = self._run("HGET", [self.keys.meta], ["order"])
+        return _s(raw) if raw is not None else None
+
     def recorded_shards(self) -> int | None:
         """The shard count the crawl was started with (None: not started)."""
         raw = self._run("HGET", [self.keys.meta], ["shards"])

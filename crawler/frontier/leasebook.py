@@ -12,7 +12,8 @@ leaves no URL marked done but not stored.
 What the book gathers for the next commit, all sent in one round trip:
 
 - ``links``: new requests to enqueue;
-- ``acks``: leases settled, (id, "C" or "E", reason);
+- ``acks``: leases settled, (id, "C", "T" or "E", reason): "T" is done and
+  on a focused crawl's topic (the frontier counts those per node and crawl);
 - ``requeues``: leases to retry after a backoff, (id, delay, site, entry);
 - ``downloaded``: leases whose download is over (their site's concurrency
   slot is free for the next request, before the page is processed);
@@ -42,6 +43,7 @@ class Tracker:
     state: str = "C"
     reason: str = ""
     release: bool = False  # give the URL back instead of acknowledging it
+    on_topic: bool = False  # a focused crawl's page on its topic
     since: float = field(default_factory=time.monotonic)
 
 
@@ -67,7 +69,7 @@ class LeaseBook:
         self.downloaded: list[str] = []
         self.releases: list[str] = []
         self._maybe_orphans: set[str] = set()
-        self.acked = {"C": 0, "E": 0}
+        self.acked = {"C": 0, "T": 0, "E": 0}
 
     # -- leases in ---------------------------------------------------------------
     def add(self, lease: Lease) -> None:
@@ -83,12 +85,14 @@ class LeaseBook:
         self.acked["E"] += 1
 
     # -- what a page produces ------------------------------------------------------
-    def item_yielded(self, lease_id: str, error: str | None = None) -> None:
-        """The callback yielded an item (an error record when ``error``)."""
+    def item_yielded(self, lease_id: str, error: str | None = None, on_topic: bool = False) -> None:
+        """The callback yielded an item (an error record when ``error``; a
+        page on a focused crawl's topic when ``on_topic``)."""
         tracker = self.trackers.get(lease_id)
         if tracker is None:
             return
         tracker.items += 1
+        tracker.on_topic = tracker.on_topic or on_topic
         if error is not None:
             tracker.state, tracker.reason = "E", error
 
@@ -129,8 +133,9 @@ class LeaseBook:
         if tracker.release:
             self.releases.append(lease_id)
             return
-        self.acks.append((lease_id, tracker.state, tracker.reason))
-        self.acked[tracker.state] = self.acked.get(tracker.state, 0) + 1
+        state = "T" if tracker.state == "C" and tracker.on_topic else tracker.state
+        self.acks.append((lease_id, state, tracker.reason))
+        self.acked[state] = self.acked.get(state, 0) + 1
 
     # -- other events ------------------------------------------------------------------
     def download_over(self, lease_id: str) -> bool:

@@ -285,7 +285,7 @@ class FrontierScheduler(BaseScheduler):
         error = None
         if getattr(item, "state", None) == "E" and not _not_modified(item):
             error = str(getattr(item, "error", "") or "error")
-        self.book.item_yielded(lease_id, error)
+        self.book.item_yielded(lease_id, error, getattr(item, "on_topic", None) is True)
 
     def _item_settled(self, item: Any, response: Response | Failure | None, **kwargs: Any) -> None:
         request = getattr(response, "request", None)
@@ -351,7 +351,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _node_record(self) -> dict[str, Any]:
         get = self.stats.get_value
-        now, done = time.monotonic(), self.book.acked.get("C", 0)
+        # "T": done and on a focused crawl's topic.
+        now, done = time.monotonic(), self.book.acked.get("C", 0) + self.book.acked.get("T", 0)
         self._rate.append((now, done))
         while len(self._rate) > 2 and now - self._rate[1][0] >= 60.0:
             self._rate.popleft()
@@ -364,7 +365,10 @@ class FrontierScheduler(BaseScheduler):
                 "spider": self.spider.name if self.spider else None,
                 # The re-crawl's figures (crawler/recrawl.py), when it revisits.
                 "recrawl": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
-                            if k.startswith("recrawl/") and isinstance(v, int)}}
+                            if k.startswith("recrawl/") and isinstance(v, int)},
+                # A focused crawl's figures (crawler/spiders/site.py: topic/*).
+                "topic": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
+                          if k.startswith("topic/") and isinstance(v, int)}}
 
     # -- an operator's stop (scrapy stop) ------------------------------------------------
     def _stop(self, mode: str) -> None:

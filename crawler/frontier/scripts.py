@@ -155,7 +155,8 @@ local function downloaded(lkey, id, conc, default_delay, margin)
   wake(site, conc)
 end
 
--- End a lease. outcome: 'C' (done), 'E' (final error, with reason), 'R'
+-- End a lease. outcome: 'C' (done; 'T': done, on a focused crawl's topic), 'E' (final
+-- error, with reason), 'R'
 -- (retry: to the delayed set, due after delay ms, as the new entry), 'H'
 -- (back to the head of its queue: given back or reaped). False if the lease
 -- is not held (acknowledged late, after it was reaped).
@@ -182,6 +183,10 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
     move('leased', nil, 1)
     redis.call('HINCRBY', STATS, 'done', 1)
     redis.call('HINCRBY', P .. 'node:' .. node, 'pages', 1)
+    if outcome == 'T' then  -- done, and a focused crawl's page on its topic
+      redis.call('HINCRBY', STATS, 'on_topic', 1)
+      redis.call('HINCRBY', P .. 'node:' .. node, 'on_topic', 1)
+    end
     -- A success halves any backoff the site had: it recovers step by step.
     local bo = tonumber(redis.call('HGET', BACKOFF, site) or '0')
     if bo > 0 then

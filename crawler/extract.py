@@ -81,6 +81,9 @@ class Block:
     # The block opens with a link to another page: a row of a link list
     # (a menu entry, a table of contents line, a summary table's name cell).
     lead_link: bool = False
+    # With ``analyze(..., link_context=True)``: the block's text without its
+    # links' text (None: the same as ``text``).
+    plain: str | None = None
 
 
 @dataclass(slots=True)
@@ -100,6 +103,10 @@ class Page:
     # With ``analyze(..., link_context=True)``: each link's surroundings (the
     # text of its parent element, at most CONTEXT_CHARS), as ``links``.
     link_contexts: list[str] = field(default_factory=list)
+    # ... and the main text without the text of its links: what the page
+    # itself says (a focused crawl scores it; a list of links about a topic
+    # is not a page about it).
+    own_text: str = ""
 
 
 def parse_html(html: str | bytes) -> Any:
@@ -322,13 +329,15 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
         el.text = opening + (el.text or "")
         el.tail = closing + (el.tail or "")
 
-    blocks, h1_before_para = _blocks(cast(str, _STRING(root)))
+    blocks, h1_before_para = _blocks(cast(str, _STRING(root)), link_context)
     counts["h1_before_para"] = h1_before_para
     page.blocks = blocks
     main = [b for b in blocks if not b.boiler and b.link_chars * 2 < len(b.text)]
     if not main:
         main = [b for b in blocks if b.link_chars * 2 < len(b.text)] or blocks
     page.text = "\n".join(b.text for b in main)
+    if link_context:
+        page.own_text = "\n".join(t for b in main if (t := b.text if b.plain is None else b.plain))
     page.h1 = next((b.text for b in blocks if b.tag == "h1"), "")[:500]
     if not page.title:
         page.title = page.h1
@@ -346,10 +355,10 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
 _COUNTED_TAGS = ("article", "time", "img", "input", "li", "h1", "div", "tr", "section")
 
 
-def _blocks(flat: str) -> tuple[list[Block], int]:
+def _blocks(flat: str, plain: bool = False) -> tuple[list[Block], int]:
     """Cut the marked, flattened text into blocks with link and boilerplate
-    information. Returns the blocks and whether an h1 precedes the first
-    long paragraph."""
+    information (with ``plain``, each block's text without its links' too).
+    Returns the blocks and whether an h1 precedes the first long paragraph."""
     blocks: list[Block] = []
     boiler_depth = 0
     link_depth = 0
@@ -370,9 +379,11 @@ def _blocks(flat: str) -> tuple[list[Block], int]:
         lead_link = part.startswith(_LINK_OPEN) or (
             link_depth > frag_depth and not part.startswith((_LINK_CLOSE, _FRAG_OPEN, _FRAG_CLOSE)))
         frag_chars = 0
+        own: str | None = None
         if _LINK_OPEN in part or _LINK_CLOSE in part or _FRAG_OPEN in part or _FRAG_CLOSE in part:
             link_chars = 0
             pieces = []
+            own_pieces: list[str] = []
             for piece in _LINK_SPLIT.split(part):
                 if piece == _LINK_OPEN:
                     link_depth += 1
@@ -391,11 +402,17 @@ def _blocks(flat: str) -> tuple[list[Block], int]:
                         link_chars += n
                         if frag_depth:
                             frag_chars += n
+                    elif plain:
+                        own_pieces.append(piece)
             text = _clean("".join(pieces))
+            if plain:
+                own = _clean(" ".join(own_pieces))
         else:
             text = _clean(part)
             link_chars = len(text) if link_depth else 0
             frag_chars = link_chars if frag_depth else 0
+            if plain and link_depth:
+                own = ""
         if not text:
             continue
         if is_h1 and not long_seen:
@@ -404,7 +421,7 @@ def _blocks(flat: str) -> tuple[list[Block], int]:
             long_seen = True
         link_chars = min(link_chars, len(text))
         blocks.append(Block(text, link_chars, in_boiler, "h1" if is_h1 else "", min(frag_chars, link_chars),
-                            lead_link))
+                            lead_link, own))
     return blocks, h1_before_para
 
 

@@ -275,3 +275,18 @@ def test_a_content_container_named_after_the_page_is_not_navigation():
         ("Pages", True), ("Page one of many, and the rest after it.", True)]
     assert page.text == ("A mirror kept for students.\nPagination\nDjango provides high-level and low-level ways "
                          "to help you manage paginated data, split across several pages.")
+
+
+def test_link_contexts_and_own_text_only_when_asked():
+    html = ("<html><body><h1>Vacuum</h1><p>Words of the page <a href='/x'>galaxy link</a> and more words after "
+            "it, enough to make a paragraph.</p><ul><li><a href='/a'>nebula</a> six words of context here</li>"
+            "<li><a href='/b'>comet</a></li></ul><a href='/d'>direct</a></body></html>")
+    plain = analyze(html, "http://h/")
+    assert plain.link_contexts == [] and plain.own_text == ""
+    page = analyze(html, "http://h/", link_context=True)
+    assert page.text == plain.text  # the main text does not change
+    assert page.link_contexts == [
+        "Words of the page galaxy link and more words after it, enough to make a paragraph.",
+        "nebula six words of context here", "comet", ""]
+    assert page.own_text == ("Vacuum\nWords of the page and more words after it, enough to make a paragraph.\n"
+                             "six words of context here")

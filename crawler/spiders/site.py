@@ -401,7 +401,7 @@ class SiteSpider(Spider):
         )
         stats.inc_value(f"classifier/page_type/{item.page_type}")
         if topic is not None:
-            item.topic_score = topic.score(page.title, page.text)
+            item.topic_score = topic.score(page.title, page.own_text)
             item.on_topic = topic.on_topic(item.topic_score)
             self._siblings.record(url, item.on_topic)
             stats.inc_value("topic/pages_scored")

@@ -250,20 +250,40 @@ _HEADING_LINKS = lxml.etree.XPath(
 
 
 CONTEXT_CHARS = 240
+CONTEXT_NODES = 64  # elements of a link's parent read at most (a hostile page nests thousands of empty links)
 
 
-def _context(el: Any) -> str:
-    """The text of a link's parent element, read only as far as needed."""
-    parent = el.getparent()
-    if parent is None or parent.tag in ("body", "html"):
-        return ""
+def _contexts(root: Any) -> list[str]:
+    """Each link's surroundings: the text of its parent element, read only
+    as far as needed (``CONTEXT_CHARS``, ``CONTEXT_NODES``), once a parent."""
+    seen: dict[Any, str] = {}
+    out = []
+    for el in root.iter("a", "area"):
+        if el.get("href") is None:
+            continue
+        parent = el.getparent()
+        if parent is None or parent.tag in ("body", "html"):
+            out.append("")
+            continue
+        got = seen.get(parent)
+        if got is None:
+            got = seen[parent] = _text_of(parent)
+        out.append(got)
+    return out
+
+
+def _text_of(parent: Any) -> str:
     parts: list[str] = []
     size = 0
-    for t in parent.itertext():
-        parts.append(t)
-        size += len(t)
-        if size >= CONTEXT_CHARS:
+    for n, node in enumerate(parent.iter()):
+        if n >= CONTEXT_NODES or size >= CONTEXT_CHARS:
             break
+        if not isinstance(node.tag, str):
+            continue  # comments, processing instructions
+        for t in (node.text, node.tail if node is not parent else None):
+            if t:
+                parts.append(t)
+                size += len(t)
     return _clean("".join(parts))[:CONTEXT_CHARS]
 
 
@@ -301,7 +321,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     own_file = _own_file(url)
     if link_context:
         # Before the links are marked below: their markers are not text.
-        page.link_contexts = [_context(el) for el in root.iter("a", "area") if el.get("href") is not None]
+        page.link_contexts = _contexts(root)
     for el in root.iter("a", "area"):
         href = el.get("href")
         if href is None:

@@ -142,6 +142,11 @@ class Revisits:
             page["changed_at"] = at
         else:  # trivial: the new version, the page did not really change
             page["changed_at"] = old.get("changed_at")
+        for name in ("topic_score", "on_topic"):
+            # A re-crawl scores no topic: a focused crawl's score of the page
+            # stands (as of the version that crawl stored).
+            if page.get(name) is None:
+                page[name] = old.get(name)
         rate, interval = (plan or self.plan()).schedule(evidence, self.policy)
         page.update(history=[v.to_json() for v in history], evidence=evidence.to_json(), gone_count=gone,
                     change_rate=rate,

@@ -199,7 +199,8 @@ class Topic:
     def link_priority(self, url: str, anchor: str, context: str, parent_score: float,
                       siblings: float | None) -> float:
         """How promising a link is, 0 to 1, before it is fetched."""
-        a = self.short_text_score(f"{anchor} {context[:CONTEXT_CHARS]}")
+        # Both cut: a hostile page's anchors are as long as the page.
+        a = self.short_text_score(f"{anchor[:CONTEXT_CHARS]} {context[:CONTEXT_CHARS]}")
         u = self.url_score(url)
         s = parent_score if siblings is None else siblings
         return round(W_ANCHOR * a + W_URL * u + W_PARENT * parent_score + W_SIBLINGS * s, 4)

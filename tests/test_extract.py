@@ -290,3 +290,17 @@ def test_link_contexts_and_own_text_only_when_asked():
         "nebula six words of context here", "comet", ""]
     assert page.own_text == ("Vacuum\nWords of the page and more words after it, enough to make a paragraph.\n"
                              "six words of context here")
+
+
+def test_a_links_surroundings_are_read_only_so_far():
+    # Thousands of empty links under one parent: each link's context is
+    # read once a parent, and never more than CONTEXT_NODES elements deep.
+    from crawler.extract import CONTEXT_NODES
+
+    html = ("<html><body><div>" + "<a href='/e'></a>" * 2000 + "<a href='/t'>far away text</a></div>"
+            "<p><a href='/n'>near</a> words</p></body></html>")
+    page = analyze(html, "http://h/", link_context=True)
+    assert len(page.link_contexts) == 2002
+    assert set(page.link_contexts[:2001]) == {""}  # the text lies beyond the first CONTEXT_NODES elements
+    assert page.link_contexts[2001] == "near words"
+    assert CONTEXT_NODES < 2000

@@ -138,7 +138,7 @@ def test_the_same_entry_twice_is_queued_once_and_counted(client, crawl_name):
 
 
 @pytest.mark.parametrize("raw", ['{"u":"http://a/h1","m":{"topic_priority":"x"}}', "not json",
-                                 '{"u":"http://a/h2","m":{"topic_priority":1e308}}', '{"m":[1]}'])
+                                 '{"u":"http://a/h2","m":{"topic_priority":{"a":1}}}', '{"m":[1]}'])
 def test_a_malformed_entry_given_back_gets_the_lowest_priority_not_an_error(client, crawl_name, raw):
     f = make(client, crawl_name, concurrency_per_site=5)
     good = link(f, "http://a/ok", "a", 300)
@@ -180,3 +180,45 @@ def test_a_crawl_started_without_a_topic_cannot_become_focused(client, crawl_nam
     make(client, crawl_name, order="fifo")
     with pytest.raises(FrontierLayoutError, match="was started without a topic"):
         make(client, crawl_name, order=TOPIC)
+
+
+def test_two_focused_workers_starting_together_both_join(client, crawl_name):
+    probe = Frontier(client, crawl_name, node="probe")
+    # The other worker recorded the order and flagged the shards a moment ago.
+    client.hset(probe.keys.meta, "order", TOPIC)
+    for sk in probe.keys.site_shards:
+        client.hset(sk.stats, "ordered", "1")
+    f = make(client, crawl_name)
+    assert f.ordered and client.hget(f.keys.meta, "order").decode() == TOPIC
+
+
+def test_a_crawl_an_earlier_version_started_is_first_in_first_out(client, crawl_name):
+    old = Frontier(client, crawl_name, node="old", default_delay=0, delay_margin=0)
+    old.check_layout()  # no order recorded: an earlier version's crawl
+    old.enqueue([link(old, "http://a/1", "a")])
+    with pytest.raises(FrontierLayoutError, match="was started without a topic"):
+        make(client, crawl_name, order=TOPIC)
+    assert client.hget(old.keys.meta, "order") is None  # nothing written by the refused worker
+    assert not make(client, crawl_name, order="fifo").ordered
+    assert client.hget(old.keys.meta, "order") == b"fifo"
+
+
+def test_the_best_ready_site_wins_even_behind_many_better_ones_waiting(client, crawl_name):
+    f = make(client, crawl_name, shards=1, default_delay=30)
+    f.enqueue([link(f, "http://old/1", "old", 0)])  # ready first, least promising
+    waiting = [f"w{i}" for i in range(40)]
+    f.enqueue([link(f, f"http://{s}/1", s, 950) for s in waiting] + [link(f, f"http://{s}/2", s, 950) for s in waiting])
+    leases, _ = f.lease(41)
+    assert len(leases) == 41  # one from each site; now all 41 wait 30 s
+    f.enqueue([link(f, "http://new/1", "new", 900), link(f, "http://old/2", "old", 0)])
+    client.hset(f.shard("old").next, "old", 0)  # old's delay is over: ready before new
+    client.zadd(f.shard("old").ready, {"old": 0})
+    assert urls(f.lease(1)[0]) == ["http://new/1"]
+
+
+@pytest.mark.parametrize("priority, expected", [(500, 500), ("700", 700), (700.9, 700), (-5, 0), (5000, 1000),
+                                                (True, 0), ("x", 0), (None, 0), ([1], 0)])
+def test_python_reads_an_entrys_priority_as_the_scripts_do(priority, expected):
+    from crawler.frontier.frontier import entry_priority
+
+    assert entry_priority(json.dumps({"u": "http://a/", "m": {"topic_priority": priority}})) == expected

@@ -485,3 +485,22 @@ def test_recrawl_without_a_crawl_says_so_in_one_line_and_makes_nothing(tmp_path)
                       "`scrapy crawl site -a seeds=...` makes the crawl first (the same CRAWL_NAME, CRAWL_DIR "
                       "or MONGO_URI)"]
     assert "Traceback" not in p.stderr and not crawl_dir.exists()
+
+
+@pytest.mark.parametrize("visit", [
+    {"state": "E", "status": None, "error": "timeout", "links": []},  # the stored version stands
+    {"state": "C", "status": 200, "text": "other words " * 40, "simhash": 77, "content_hash": "h2",
+     "links": [{"url": "http://a.example/r", "anchor": "r"}]},  # changed
+])
+def test_a_recrawl_keeps_a_focused_crawls_topic_score(tmp_path, visit):
+    merge = Revisits(Policy(min_interval=10, max_interval=1000, default_interval=100))
+    page = {"url": "http://a.example/p", "site": "a.example", "state": "C", "status": 200, "text": "words " * 50,
+            "simhash": -5, "content_hash": "h1", "fetched_at": 1000.0, "links": [], "topic_score": 0.8,
+            "on_topic": True}
+    with SQLiteStore(tmp_path / "s.sqlite3") as store:
+        store.write(merge(store.revisit_state, [page]))
+        again = {"url": page["url"], "site": "a.example", "fetched_at": 1100.0, "revisit": 1100, **visit}
+        store.write(merge(store.revisit_state, [again]))
+        stored = store.get_page(page["url"])
+        assert (stored["topic_score"], stored["on_topic"]) == (0.8, True)
+        assert len(stored["history"]) == 2

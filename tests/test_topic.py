@@ -185,3 +185,10 @@ def test_topic_is_pure():
 def test_topic_dataclass_defaults():
     t = Topic(keywords={"a": 1.0})
     assert t.threshold == 0.3 and t.has_terms
+
+
+def test_a_links_anchor_counts_only_so_far():
+    t = topic()
+    far = "x " * 200 + "vacuum"  # past CONTEXT_CHARS
+    assert t.link_priority("http://a/x", far, "", 0.0, None) == 0.0
+    assert t.link_priority("http://a/x", "vacuum " + far, "", 0.0, None) > 0.0

@@ -30,6 +30,7 @@ buckets = expected URLs per shard / 400.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -297,14 +298,20 @@ class Frontier:
 
     def _check_order(self, order: str) -> None:
         self.round_trips += 1
-        created = self.client.hsetnx(self.keys.meta, "order", order)
-        if created and order != "fifo" and any(self.client.exists(sk.stats) for sk in self.keys.site_shards):
-            # Queues of a crawl started without a topic are lists: first in, first out.
-            self.client.hdel(self.keys.meta, "order")
-            raise FrontierLayoutError(
-                f"crawl {self.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl of "
-                f"its own: start it with another -s CRAWL_NAME=...")
-        recorded = _s(self.client.hget(self.keys.meta, "order") or b"fifo")
+        recorded_raw = self.client.hget(self.keys.meta, "order")
+        if recorded_raw is None:
+            # Not recorded: a new crawl, or one an earlier version started
+            # (its queues are lists: first in, first out). Looked at before
+            # anything is written, so a worker joining at the same moment
+            # cannot make a new crawl look old.
+            started = any(self.client.hexists(sk.stats, "enqueued") for sk in self.keys.site_shards)
+            if started and order != "fifo":
+                raise FrontierLayoutError(
+                    f"crawl {self.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
+                    f"of its own: start it with another -s CRAWL_NAME=...")
+            self.client.hsetnx(self.keys.meta, "order", "fifo" if started else order)
+            recorded_raw = self.client.hget(self.keys.meta, "order")
+        recorded = _s(recorded_raw or b"fifo")
         if recorded != order:
             if order == "fifo":
                 raise FrontierLayoutError(
@@ -796,13 +803,15 @@ class Frontier:
 
 def entry_priority(entry: str) -> int:
     """The priority a frontier entry carries (meta ``topic_priority``,
-    0..1000; 0 for anything else, as the Lua scripts read it)."""
+    0..1000; 0 for anything else), read as the Lua scripts read it: a
+    number or a numeric string, rounded down."""
     try:
         meta = json.loads(entry).get("m")
         p = meta.get("topic_priority") if isinstance(meta, dict) else None
-    except (ValueError, AttributeError, RecursionError):
+        value = float(p) if isinstance(p, (int, float, str)) and not isinstance(p, bool) else math.nan
+    except (ValueError, AttributeError, RecursionError, OverflowError):
         return 0
-    return min(max(p, 0), 1000) if type(p) is int else 0
+    return int(min(max(math.floor(value), 0), 1000)) if math.isfinite(value) else 0
 
 
 def _s(value: Any, errors: str = "replace") -> str:

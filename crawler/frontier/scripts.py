@@ -57,7 +57,7 @@ local function entry_priority(entry)
   local ok, d = pcall(cjson.decode, entry)
   if ok and type(d) == 'table' and type(d.m) == 'table' then
     local p = tonumber(d.m.topic_priority)
-    if p and p == p then return math.max(0, math.min(1000, math.floor(p))) end
+    if p and p == p and p ~= math.huge and p ~= -math.huge then return math.max(0, math.min(1000, math.floor(p))) end
   end
   return 0
 end
@@ -287,13 +287,21 @@ if max_n > 0 then
   if ORDERED then
     -- The ready sites with the most promising work first: of the sites with
     -- the best queued priorities, those ready now; then by time as usual.
+    -- The best sites are often waiting for their delay: read on, a page
+    -- at a time, up to 512 of them; then the other ready sites, by time.
     local best, chosen = {}, {}
-    for _, site in ipairs(redis.call('ZRANGE', BEST, 0, math.max(4 * max_n, 32) - 1)) do
-      local at = redis.call('ZSCORE', READY, site)
-      if at and tonumber(at) <= now and #best < max_n then
-        best[#best + 1] = site
-        chosen[site] = true
+    local page, offset = math.max(4 * max_n, 32), 0
+    while #best < max_n and offset < 512 do
+      local batch = redis.call('ZRANGE', BEST, offset, offset + page - 1)
+      if #batch == 0 then break end
+      for _, site in ipairs(batch) do
+        local at = redis.call('ZSCORE', READY, site)
+        if at and tonumber(at) <= now and #best < max_n then
+          best[#best + 1] = site
+          chosen[site] = true
+        end
       end
+      offset = offset + page
     end
     for _, site in ipairs(sites) do
       if not chosen[site] and #best < max_n then best[#best + 1] = site end

@@ -42,7 +42,7 @@ REVISIT_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text", "abstract",
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
-    "content_length", "evidence",
+    "content_length", "evidence", "topic_score", "on_topic",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most

@@ -193,6 +193,8 @@ SPECS: dict[str, Check] = {
     # Identity and files
     "CRAWL_NAME": _name,
     "CRAWL_DIR": _path,
+    "CRAWL_PROCESSES": lambda v: None if isinstance(v, str) and v.strip().lower() == "auto"
+    else (None if _number(int, 1, 256)(v) is None else "must be a number of processes from 1 to 256, or auto"),
     "STORE_PATH": _path,
     "STORE_SPILL_PATH": _path,
     # robots.txt
@@ -213,6 +215,7 @@ SPECS: dict[str, Check] = {
     "FRONTIER_LEASE_TIMEOUT": POSITIVE_SECONDS,
     "FRONTIER_HEARTBEAT_INTERVAL": POSITIVE_SECONDS,
     "FRONTIER_LEASE_BATCH": _number(int, 1, 1000),
+    "FRONTIER_MAX_HELD": _number(int, 0, 100_000),
     "FRONTIER_WAIT_FOR_SEEDS": _bool,
     "REVISIT_MIN_INTERVAL": POSITIVE_SECONDS,
     "REVISIT_MAX_INTERVAL": POSITIVE_SECONDS,

@@ -78,6 +78,10 @@ RETRY_TIMES = 3
 # --- Crawl identity and files ----------------------------------------------------
 CRAWL_NAME = None  # default: the spider's name; keys everything in Redis
 CRAWL_DIR = None  # default: .scrapy/crawl inside the project
+# Worker processes `scrapy crawl` starts and looks after (crawler/supervisor.py):
+# 1 runs the crawl in this process; N > 1 starts N workers of the same crawl
+# (the first with the seeds); "auto": one per core.
+CRAWL_PROCESSES = 1
 
 # --- The frontier (crawler.frontier) --------------------------------------------------
 # The shared Redis: REDIS_URL = "redis://host:6379/0" (or rediss://, unix://).
@@ -107,6 +111,9 @@ FRONTIER_RETRY_BACKOFF_MAX = 300.0
 FRONTIER_LEASE_TIMEOUT = 60.0
 FRONTIER_HEARTBEAT_INTERVAL = 5.0
 FRONTIER_LEASE_BATCH = 16  # most requests leased per Redis call (one per site)
+# Most leases a worker holds at once, downloading or waiting to be processed
+# (0: twice CONCURRENT_REQUESTS): a CPU-bound worker leaves site slots to others.
+FRONTIER_MAX_HELD = 0
 # URLs each worker remembers having sent to the frontier (two generations of
 # this many, about 15 MB each): links seen again are not sent again. A URL
 # forgotten is sent again and dropped by the frontier's shared dedup.

@@ -131,3 +131,15 @@ def test_a_page_on_a_focused_crawls_topic_is_acknowledged_as_such():
         book.item_settled(i)
     assert book.acks == [("1", "T", ""), ("2", "C", ""), ("3", "E", "HTTP 500")]
     assert book.acked == {"C": 1, "T": 1, "E": 1}
+
+
+def test_leases_waiting_only_for_the_store_are_not_unprocessed():
+    book = LeaseBook()
+    for i in ("1", "2", "3"):
+        book.add(Lease(i, "a", "{}"))
+    assert book.unprocessed() == 3
+    book.item_yielded("1")
+    book.output_done("1")  # the spider is done with it; its item waits for the store
+    assert book.unprocessed() == 2 and book.holds("1")
+    book.item_settled("1")
+    assert book.unprocessed() == 2 and not book.holds("1")

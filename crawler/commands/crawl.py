@@ -1,5 +1,8 @@
 """``scrapy crawl``: Scrapy's command, with start-up errors as one line.
 
+With ``CRAWL_PROCESSES`` above 1 (or ``auto``) it starts that many worker
+processes of the crawl and looks after them (``crawler/supervisor.py``).
+
 Before anything starts, the settings (``crawler.config``) and the spider's
 arguments (its ``check_arguments``, when it has one) are checked; a bad
 value prints one line naming it and exits with status 1. An error while the
@@ -20,6 +23,7 @@ from crawler.config import ConfigError, check_settings
 from crawler.frontier.connection import RedisUnavailable
 from crawler.frontier.frontier import FrontierLayoutError
 from crawler.store import StoreUnavailable
+from crawler.supervisor import Supervisor, process_count
 
 if TYPE_CHECKING:
     import argparse
@@ -100,6 +104,13 @@ class Command(ScrapyCrawlCommand):
             return
         except START_ERRORS as exc:
             self._fail(exc)
+            return
+        processes = process_count(self.settings.get("CRAWL_PROCESSES"))
+        if processes > 1:
+            # This process only looks after the workers (crawler/supervisor.py).
+            settings = [s for s in (getattr(opts, "set", None) or []) if not s.startswith("LOG_FILE=")]
+            settings.append(f"LOG_LEVEL={self.settings.get('LOG_LEVEL')}")
+            self.exitcode = Supervisor(spidercls.name, opts.spargs, settings, processes).run()
             return
         crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)

@@ -169,6 +169,12 @@ class LeaseBook:
     def has_writes(self) -> bool:
         return bool(self.links or self.acks or self.requeues or self.downloaded)
 
+    def unprocessed(self) -> int:
+        """Leases whose page the spider has not finished with (downloading,
+        or waiting for its callback); those waiting only for the store do
+        not count."""
+        return sum(1 for t in self.trackers.values() if not t.output_done)
+
     def busy(self) -> bool:
         """Anything held or owed: the crawl is not over for this worker."""
         return bool(self.trackers or self.links or self.acks or self.requeues or self.releases)

@@ -20,6 +20,13 @@ Settings:
 - ``FRONTIER_WAIT_FOR_SEEDS``: keep idle workers waiting for new URLs instead
   of closing when the cluster has nothing left.
 - ``FRONTIER_LEASE_BATCH``: most requests leased in one call (one per site).
+- ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
+  waiting for the spider (those waiting only for the store do not count; 0:
+  twice ``CONCURRENT_REQUESTS``). A worker whose
+  CPU is the bottleneck downloads faster than it parses; without a bound it
+  re-took every site slot its downloads freed in the same breath, and a
+  second worker of a one-site crawl got nothing. At the bound it only
+  reports its downloads over, and the slots go to whoever asks.
 - ``DUPEFILTER_BUCKETS``: dedup sets (see frontier.py for sizing).
 
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
@@ -99,6 +106,7 @@ class FrontierScheduler(BaseScheduler):
         self.lease_batch = s.getint("FRONTIER_LEASE_BATCH")
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.max_concurrency = s.getint("CONCURRENT_REQUESTS")
+        self.max_held = s.getint("FRONTIER_MAX_HELD") or 2 * self.max_concurrency
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
         self.crawl_dir = str(crawl_dir(s).resolve())
         self.service = FrontierService.of(crawler)
@@ -224,7 +232,15 @@ class FrontierScheduler(BaseScheduler):
         assert self.spider is not None
         engine = self.crawler.engine
         active = len(engine.downloader.active) if engine is not None else 0
-        n = max(1, min(self.lease_batch, self.max_concurrency - active))
+        room = self.max_held - self.book.unprocessed()
+        if room <= 0:
+            # Enough in hand: let the pages be processed first (their site
+            # slots, freed by the downloads' reports, go to other workers).
+            self.stats.inc_value("frontier/lease_held_back")
+            self._lease_after = time.monotonic() + 0.05
+            self._wake_in(0.05)
+            return
+        n = max(1, min(self.lease_batch, self.max_concurrency - active, room))
         downloaded, self.book.downloaded = self.book.downloaded, []
         try:
             leases, wait = self.service.frontier.lease(n, downloaded)

@@ -1,0 +1,197 @@
+"""``CRAWL_PROCESSES``: one command, N worker processes of the same crawl.
+
+``scrapy crawl site ... -s CRAWL_PROCESSES=N`` (``auto``: one per core the
+process may run on) checks the settings and arguments once, then starts N
+workers, each the same ``scrapy crawl`` with ``CRAWL_PROCESSES=1``, seeds
+included (the frontier's dedup keeps each seed once; a worker started
+without them at the same moment could find the crawl still empty and
+end). They share the crawl's frontier (its Redis: ``REDIS_URL``, or the
+embedded one in ``CRAWL_DIR``) and its store, and split the work lease by
+lease.
+
+- **Logs.** Every line a worker writes comes out on the supervisor's
+  standard error prefixed with its name, ``[w1]``, ``[w2]`` ...; the
+  supervisor's own lines say which worker started, ended or was restarted
+  (with its process id).
+- **Stopping.** Ctrl-C (SIGINT) or SIGTERM to the supervisor is passed to
+  every worker once per signal: the first stops them cleanly (each gives its
+  unstarted leases back), a second forces them, as with one process. The
+  workers run in sessions of their own, so a terminal's Ctrl-C reaches them
+  only through the supervisor, once.
+- **Crashes.** A worker that ends with another status than 0 while no stop
+  was asked is started again (its seeds are already seen: nothing twice),
+  after 1, 2, 4 ... seconds (at most 30); its leases are taken back by the
+  others once its heartbeat stops, as for any dead worker. A worker that
+  crashes ``MAX_RESTARTS`` times within ``RESTART_WINDOW`` seconds is left
+  down and the supervisor ends with status 1 once the others are done.
+- **The end.** A worker that ends with status 0 finished (the crawl has
+  nothing left for it) or was stopped: it is not started again. The
+  supervisor ends when every worker has, with status 0 if every worker's
+  last status was 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MAX_RESTARTS", "Supervisor", "process_count", "worker_command"]
+
+MAX_RESTARTS = 5
+RESTART_WINDOW = 300.0  # seconds
+
+
+def process_count(value: Any) -> int:
+    """``CRAWL_PROCESSES`` as a number of processes (``auto``: the cores this
+    process may run on)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    return int(value)
+
+
+def worker_command(spider: str, spargs: dict[str, str], settings: Sequence[str]) -> list[str]:
+    """The ``scrapy crawl`` of one worker: the spider's arguments, the
+    command line's settings, one process."""
+    cmd = [sys.executable, "-m", "scrapy", "crawl", spider]
+    for name, value in spargs.items():
+        cmd += ["-a", f"{name}={value}"]
+    for item in settings:
+        if not item.startswith("CRAWL_PROCESSES="):
+            cmd += ["-s", item]
+    return [*cmd, "-s", "CRAWL_PROCESSES=1"]
+
+
+@dataclass
+class _Worker:
+    name: str
+    proc: subprocess.Popen[bytes] | None = None
+    crashes: deque[float] = field(default_factory=deque)
+    restart_at: float | None = None
+    last_status: int | None = None
+    given_up: bool = False
+
+
+class Supervisor:
+    def __init__(self, spider: str, spargs: dict[str, str], settings: Sequence[str], processes: int,
+                 cwd: str | None = None, out: IO[str] | None = None) -> None:
+        self.spider = spider
+        self.spargs = dict(spargs)
+        self.settings = list(settings)
+        self.cwd = cwd
+        self.out = out or sys.stderr
+        self.workers = [_Worker(f"w{i + 1}") for i in range(processes)]
+        self.stopping = 0  # signals passed on
+        self._lock = threading.Lock()
+        self._readers: list[threading.Thread] = []
+
+    # -- output ---------------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        with self._lock:
+            self.out.write(f"[supervisor] {text}\n")
+            self.out.flush()
+
+    def _pump(self, name: str, stream: IO[bytes]) -> None:
+        prefix = f"[{name}] "
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            with self._lock:
+                self.out.write(prefix + line + "\n")
+                self.out.flush()
+        stream.close()
+
+    # -- workers ---------------------------------------------------------------------------
+    def _start(self, w: _Worker) -> None:
+        cmd = worker_command(self.spider, self.spargs, self.settings)
+        w.proc = subprocess.Popen(cmd, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        assert w.proc.stdout is not None
+        reader = threading.Thread(target=self._pump, args=(w.name, w.proc.stdout), daemon=True)
+        reader.start()
+        self._readers.append(reader)
+        self.say(f"{w.name} started (pid {w.proc.pid})")
+
+    def _signal(self, signum: int, _frame: Any = None) -> None:
+        self.stopping += 1
+        name = signal.Signals(signum).name
+        self.say(f"{name}: passing it to every worker"
+                 + (" (again: they stop at once)" if self.stopping > 1 else " (they stop cleanly)"))
+        for w in self.workers:
+            if w.proc is not None and w.proc.poll() is None:
+                try:
+                    w.proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+    def run(self) -> int:
+        """Start the workers and look after them until all are done; the
+        exit status (0: every worker ended with 0)."""
+        previous = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.say(f"starting {len(self.workers)} workers of one crawl")
+            for w in self.workers:
+                self._start(w)
+            while True:
+                alive = self._look()
+                if not alive:
+                    break
+                time.sleep(0.2)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            for t in self._readers:
+                t.join(5)
+        failed = [w for w in self.workers if w.given_up or w.last_status not in (0, None)]
+        self.say("every worker has ended" + (f"; {', '.join(w.name for w in failed)} did not end cleanly"
+                                               if failed else ""))
+        return 1 if failed else 0
+
+    def _look(self) -> bool:
+        """Reap ended workers, restart crashed ones; True while any runs or waits."""
+        now = time.monotonic()
+        busy = False
+        for w in self.workers:
+            if w.proc is not None:
+                status = w.proc.poll()
+                if status is None:
+                    busy = True
+                    continue
+                w.last_status, w.proc = status, None
+                if status == 0 or self.stopping:
+                    self.say(f"{w.name} ended (status {status})")
+                    continue
+                while w.crashes and now - w.crashes[0] > RESTART_WINDOW:
+                    w.crashes.popleft()
+                w.crashes.append(now)
+                if len(w.crashes) > MAX_RESTARTS:
+                    w.given_up = True
+                    self.say(f"{w.name} ended with status {status} {len(w.crashes)} times in "
+                             f"{RESTART_WINDOW:.0f} s: not restarting it")
+                    continue
+                delay = min(2.0 ** (len(w.crashes) - 1), 30.0)
+                w.restart_at = now + delay
+                self.say(f"{w.name} ended with status {status}: restarting it in {delay:g} s "
+                         f"(restart {len(w.crashes)})")
+            if w.restart_at is not None:
+                if self.stopping:
+                    w.restart_at = None
+                elif now >= w.restart_at:
+                    w.restart_at = None
+                    self._start(w)
+                    busy = True
+                else:
+                    busy = True
+        return busy

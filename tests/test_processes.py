@@ -1,0 +1,184 @@
+"""``CRAWL_PROCESSES``: one ``scrapy crawl`` starts N workers of the same
+crawl and looks after them (crawler/supervisor.py), end to end against the
+grid sites and a real Redis."""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+
+import psutil
+import pytest
+import redis
+
+import tests.test_cluster as multi
+from crawler.frontier import Frontier
+from crawler.supervisor import worker_command
+from tests.conftest import ROOT, crawl_cmd
+from tests.test_cluster import EXPECTED, seeds
+
+pytestmark = pytest.mark.slow
+
+PAGES = sum(n for (_, path), n in EXPECTED.items() if path != "/robots.txt")
+grid_server = multi.grid_server
+_no_worker_outlives_its_test = multi._no_worker_outlives_its_test
+
+
+class Supervised:
+    """``scrapy crawl site ... -s CRAWL_PROCESSES=N`` as an operator runs it,
+    its output read line by line as it comes."""
+
+    def __init__(self, args: list[str], settings: dict, crawl_dir) -> None:
+        self.proc = subprocess.Popen(crawl_cmd(["follow=all", *args], settings, crawl_dir), cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        multi._RUNNING.append(self.proc)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.out: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.out.append(line)
+            self.lines.put(line)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line like {pattern!r}:\n" + "".join(self.out[-60:])) from None
+            m = re.search(pattern, line)
+            if m:
+                return m
+
+    def wait(self, timeout: float = 120) -> int:
+        code = self.proc.wait(timeout)
+        time.sleep(0.2)  # the reader takes the last lines
+        return code
+
+    @property
+    def log(self) -> str:
+        return "".join(self.out)
+
+
+@pytest.fixture
+def settings(redis_url, crawl_name):
+    yield {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.05,
+           "FRONTIER_HEARTBEAT_INTERVAL": 0.5, "FRONTIER_LEASE_TIMEOUT": 3}
+    client = redis.Redis.from_url(redis_url)
+    Frontier(client, crawl_name, node="reader").delete_all()
+    client.close()
+
+
+def fetched(server, mark) -> Counter:
+    return Counter((str(r["host"]), str(r["path"])) for r in server.requests(mark))
+
+
+def test_two_processes_crawl_every_url_once_and_say_which_is_which(grid_server, settings, tmp_path):
+    mark = grid_server.mark()
+    run = Supervised([seeds(grid_server)], settings, tmp_path)
+    assert run.wait() == 0, run.log[-3000:]
+    assert fetched(grid_server, mark) == EXPECTED
+    log = run.log
+    assert re.search(r"^\[supervisor\] starting 2 workers of one crawl$", log, re.M)
+    pids = [int(p) for p in re.findall(r"^\[supervisor\] (?:w1|w2) started \(pid (\d+)\)$", log, re.M)]
+    assert len(pids) == 2
+    for name in ("w1", "w2"):
+        assert re.search(rf"^\[{name}\] .*Spider opened", log, re.M)
+        assert re.search(rf"^\[{name}\] .*Spider closed \(finished\)", log, re.M)
+        assert re.search(rf"^\[supervisor\] {name} ended \(status 0\)$", log, re.M)
+    assert log.rstrip().endswith("[supervisor] every worker has ended")
+    client = redis.Redis.from_url(settings["REDIS_URL"])
+    frontier = Frontier(client, settings["CRAWL_NAME"], node="reader")
+    nodes = frontier.nodes()
+    assert sorted(int(n["pid"]) for n in nodes.values()) == sorted(pids)
+    pages = {n: c.get("pages", 0) for n, c in frontier.counters_of(sorted(nodes)).items()}
+    assert sum(pages.values()) == PAGES and min(pages.values()) > 0, pages  # both took part
+    assert [_process(p) for p in pids] == [None, None]  # no worker outlives the command
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def test_a_killed_worker_is_restarted_and_nothing_is_lost(grid_server, settings, tmp_path):
+    settings = {**settings, "DOWNLOAD_DELAY": 0.3}
+    mark = grid_server.mark()
+    run = Supervised([seeds(grid_server)], settings, tmp_path)
+    pid = int(run.wait_for(r"^\[supervisor\] w2 started \(pid (\d+)\)").group(1))
+    run.wait_for(r"^\[w2\] .*Spider opened")
+    time.sleep(2)
+    assert len(grid_server.requests(mark)) < sum(EXPECTED.values())  # mid-crawl
+    psutil.Process(pid).kill()
+    run.wait_for(rf"^\[supervisor\] w2 ended with status -9: restarting it in 1 s \(restart 1\)$")
+    again = int(run.wait_for(r"^\[supervisor\] w2 started \(pid (\d+)\)").group(1))
+    assert again != pid
+    assert run.wait() == 0, run.log[-3000:]
+    got = fetched(grid_server, mark)
+    # Every URL fetched; those the killed worker held may be fetched again
+    # once its leases are taken back (at most its lease batch).
+    assert set(got) == set(EXPECTED)
+    assert sum(got.values()) - sum(EXPECTED.values()) <= 16
+    client = redis.Redis.from_url(settings["REDIS_URL"])
+    stats = Frontier(client, settings["CRAWL_NAME"], node="reader").stats()
+    assert (stats["done"], stats["queued"], stats["leased"]) == (PAGES, 0, 0)
+
+
+def test_ctrl_c_stops_every_worker_cleanly_and_the_crawl_resumes(grid_server, settings, tmp_path):
+    settings = {**settings, "DOWNLOAD_DELAY": 0.3}
+    mark = grid_server.mark()
+    run = Supervised([seeds(grid_server)], settings, tmp_path)
+    pids = [int(run.wait_for(rf"^\[supervisor\] {w} started \(pid (\d+)\)").group(1)) for w in ("w1", "w2")]
+    run.wait_for(r"^\[w2\] .*Spider opened")
+    time.sleep(1.5)
+    run.proc.send_signal(signal.SIGINT)
+    assert run.wait() == 0, run.log[-3000:]
+    assert "[supervisor] SIGINT: passing it to every worker (they stop cleanly)" in run.log
+    for w in ("w1", "w2"):
+        assert re.search(rf"^\[{w}\] .*Spider closed \(shutdown\)", run.log, re.M)
+    assert [_process(p) for p in pids] == [None, None]
+    client = redis.Redis.from_url(settings["REDIS_URL"])
+    frontier = Frontier(client, settings["CRAWL_NAME"], node="reader")
+    stats = frontier.stats()
+    assert stats["leased"] == 0 and stats["queued"] > 0  # given back, waiting for the next run
+    first = fetched(grid_server, mark)
+    mark = grid_server.mark()
+    resumed = Supervised([], settings, tmp_path)
+    assert resumed.wait() == 0, resumed.log[-3000:]
+    both = first + fetched(grid_server, mark)
+    assert set(both) == set(EXPECTED)
+
+
+def test_a_bad_process_count_is_one_line(tmp_path):
+    proc = subprocess.run(crawl_cmd(["seeds=http://127.0.0.1:9/"], {"CRAWL_PROCESSES": "many"}, tmp_path), cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: bad setting: CRAWL_PROCESSES='many' must be a number of processes from 1 to 256, or auto")
+
+
+def test_a_worker_gets_the_spiders_arguments_and_one_process():
+    cmd = worker_command("site", {"seeds": "http://a/", "topic": "t.yaml"}, ["CRAWL_PROCESSES=auto", "X=1"])
+    assert cmd[1:] == ["-m", "scrapy", "crawl", "site", "-a", "seeds=http://a/", "-a", "topic=t.yaml",
+                       "-s", "X=1", "-s", "CRAWL_PROCESSES=1"]
+
+
+def test_a_worker_at_its_bound_of_held_leases_waits_and_loses_nothing(grid_server, settings, tmp_path):
+    settings = {**settings, "CRAWL_PROCESSES": 1, "DOWNLOAD_DELAY": 0, "FRONTIER_MAX_HELD": 2}
+    mark = grid_server.mark()
+    run = Supervised([seeds(grid_server)], settings, tmp_path)
+    assert run.wait() == 0, run.log[-3000:]
+    assert fetched(grid_server, mark) == EXPECTED
+    held_back = re.search(r"'frontier/lease_held_back': (\d+)", run.log)
+    assert held_back and int(held_back.group(1)) > 0
+    assert "[supervisor]" not in run.log  # one process: no supervisor

@@ -81,6 +81,24 @@ def test_lease_fills_free_concurrency_of_sites_without_delay(client, crawl_name)
     assert urls(f.lease(10)[0]) == ["http://a/0", "http://a/1", "http://a/2"]
 
 
+def test_live_workers_share_a_sites_concurrency(client, crawl_name):
+    a = make(client, crawl_name, concurrency_per_site=8, node="a", lease_timeout=30)
+    b = make(client, crawl_name, concurrency_per_site=8, node="b", lease_timeout=30)
+    a.enqueue([link(a, f"http://s/{i}", "s") for i in range(30)])
+    a.heartbeat()
+    alone, _ = a.lease(16)
+    assert len(alone) == 8  # the only live worker: the whole site
+    a.commit(acks=[(lease.id, "C", "") for lease in alone], downloaded=[lease.id for lease in alone])
+    b.heartbeat()
+    a.heartbeat()
+    assert (a.live_nodes, b.live_nodes) == (2, 2)
+    mine, _ = a.lease(16)
+    assert len(mine) == 4  # its share of the site's 8 between two workers
+    assert a.lease(16, in_flight={"s": 4})[0] == []  # at its share ...
+    theirs, _ = b.lease(16)
+    assert len(theirs) == 4  # ... though 4 slots were free: the other worker's
+
+
 def test_site_delay_holds_for_every_worker(client, crawl_name):
     f1 = make(client, crawl_name, default_delay=0.3, node="w1")
     f2 = make(client, crawl_name, default_delay=0.3, node="w2", concurrency_per_site=1)

@@ -158,6 +158,7 @@ class Frontier:
         self.round_trips = 0
         self.calls: dict[str, int] = {}
         self.ordered = False  # a focused crawl's: queues by priority (check_layout)
+        self.live_nodes = 1  # workers of the crawl alive at the last heartbeat
         self.stop_mode: str | None = None  # the operator's stop, as of the last heartbeat
         self._shas = {name: sha1(getattr(scripts, name).encode()).hexdigest()
                       for name in (*scripts.ALL, *scripts.TEMPLATE_SCRIPTS)}
@@ -420,7 +421,8 @@ class Frontier:
             return int(head)
         return -1
 
-    def lease(self, n: int, downloaded: Sequence[str] = ()) -> tuple[list[Lease], float | None]:
+    def lease(self, n: int, downloaded: Sequence[str] = (),
+              in_flight: Mapping[str, int] | None = None) -> tuple[list[Lease], float | None]:
         """Lease up to ``n`` requests, at most one per site, from the sites
         whose next allowed time has come; first free the site slots of the
         ``downloaded`` leases (their download is over, their processing may
@@ -446,12 +448,20 @@ class Frontier:
         asks = {i: share for i in candidates}
         for i in freed:
             asks.setdefault(i, 0)
+        # This node's share of each site's concurrency among the live workers,
+        # and its downloads in flight by site (``in_flight``), which count
+        # against it.
+        site_share = -(-self.conc // self.live_nodes)
+        held: dict[str, int] = dict(in_flight or {})
         leases: list[Lease] = []
         errors: list[Exception] = []
         while asks:
             plan = sorted(asks.items())
+            mine = "".join(f"{site}\t{count}\n" for site, count in held.items()
+                           if count > 0 and "\n" not in site and "\t" not in site)
             calls = [("LEASE", [*shards[i].fixed, shards[i].leases(self.node)],
-                      [self.node, ask, self.default_delay_ms, self.conc, self.margin_ms, i, *freed.pop(i, ())])
+                      [self.node, ask, self.default_delay_ms, self.conc, self.margin_ms, i, site_share, mine,
+                       *freed.pop(i, ())])
                      for i, ask in plan]
             results = self.run_many(calls, raise_on_error=False)
             more: list[int] = []
@@ -467,8 +477,11 @@ class Frontier:
                 # Entries are decoded leniently: one that is not UTF-8 (written
                 # into Redis by someone else) must reach the scheduler to be
                 # refused and settled, not fail the whole batch here.
-                leases += [Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape"),
-                                 int(out[i + 3]) / 1000.0) for i in range(1, len(out), 4)]
+                got_leases = [Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape"),
+                                    int(out[i + 3]) / 1000.0) for i in range(1, len(out), 4)]
+                for lease in got_leases:
+                    held[lease.site] = held.get(lease.site, 0) + 1
+                leases += got_leases
                 if ask and got == ask and wait == 0:
                     more.append(index)
             left = n - len(leases)
@@ -509,7 +522,8 @@ class Frontier:
         beat, control = self.run_many([("HEARTBEAT", [k.nodes, k.hb], [self.node, json.dumps(rec), self.lease_timeout_ms]),
                                        ("HGET", [k.control], ["stop"])])
         self.stop_mode = _stop_mode(control)
-        dead = [_s(d) for d in beat]
+        self.live_nodes = max(1, int(beat[0]))
+        dead = [_s(d) for d in beat[1]]
         dead = [d for d in dead if d != self.node]
         calls = [("REAP", [*sk.fixed, sk.leases(self.node), *(sk.leases(d) for d in dead)],
                   [self.node, self.conc, *dead]) for sk in k.site_shards]

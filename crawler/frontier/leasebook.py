@@ -69,12 +69,23 @@ class LeaseBook:
         self.downloaded: list[str] = []
         self.releases: list[str] = []
         self._maybe_orphans: set[str] = set()
+        self._downloading: set[str] = set()  # leases whose download is not over
         self.acked = {"C": 0, "T": 0, "E": 0}
 
     # -- leases in ---------------------------------------------------------------
     def add(self, lease: Lease) -> None:
         self.leases[lease.id] = lease
         self.trackers[lease.id] = Tracker(since=self.clock())
+        self._downloading.add(lease.id)
+
+    def in_flight(self) -> dict[str, int]:
+        """Leases whose download is not over yet, by site."""
+        out: dict[str, int] = {}
+        for lease_id in self._downloading:
+            lease = self.leases.get(lease_id)
+            if lease is not None:
+                out[lease.site] = out.get(lease.site, 0) + 1
+        return out
 
     def holds(self, lease_id: str) -> bool:
         return lease_id in self.leases
@@ -128,6 +139,7 @@ class LeaseBook:
         """Acknowledge the lease (or give it back, when its pages could not be stored)."""
         tracker = self.trackers.pop(lease_id, None)
         self.leases.pop(lease_id, None)
+        self._downloading.discard(lease_id)
         if tracker is None:
             return
         if tracker.release:
@@ -143,6 +155,7 @@ class LeaseBook:
         for a request this book does not hold."""
         if lease_id not in self.leases:
             return False
+        self._downloading.discard(lease_id)
         self.downloaded.append(lease_id)
         return True
 
@@ -151,6 +164,7 @@ class LeaseBook:
         seconds, as ``entry``: the lease moves to the frontier's retry queue."""
         lease = self.leases.pop(lease_id, None)
         self.trackers.pop(lease_id, None)
+        self._downloading.discard(lease_id)
         if lease is None:
             return False
         self.requeues.append((lease_id, delay, lease.site, entry))
@@ -160,6 +174,7 @@ class LeaseBook:
         for lease_id in lease_ids:
             self.trackers.pop(lease_id, None)
             self.leases.pop(lease_id, None)
+            self._downloading.discard(lease_id)
             self.releases.append(lease_id)
 
     def enqueue(self, link: LinkEntry) -> None:

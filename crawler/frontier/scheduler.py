@@ -243,7 +243,7 @@ class FrontierScheduler(BaseScheduler):
         n = max(1, min(self.lease_batch, self.max_concurrency - active, room))
         downloaded, self.book.downloaded = self.book.downloaded, []
         try:
-            leases, wait = self.service.frontier.lease(n, downloaded)
+            leases, wait = self.service.frontier.lease(n, downloaded, self.book.in_flight())
         except redis.RedisError as exc:
             self.book.downloaded[:0] = downloaded
             self.service.redis_error(exc)

@@ -264,14 +264,23 @@ return {added, dup, capped, acked, stale}
 """
 
 # KEYS: fixed..., lease hash of the node. ARGV: node, max_n, default_delay_ms,
-# conc, margin_ms, shard index, then the ids of this node's leases whose
-# download is over. Returns {wait_ms, id1, site1, entry1, gap1_ms, id2, ...};
+# conc, margin_ms, shard index, share (most downloads of one site this node
+# may have at once: its share of the site's concurrency among the live
+# workers), the node's downloads in flight by site ("site\tcount" lines),
+# then the ids of this node's leases whose download is over.
+# Returns {wait_ms, id1, site1, entry1, gap1_ms, id2, ...};
 # wait_ms: how long until the shard's next site is ready (-1: none will be by
 # time alone).
 LEASE = _SHARD + r"""
 local lkey, node, max_n = KEYS[11], ARGV[1], tonumber(ARGV[2])
 local ddelay, conc, margin, shard = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-for k = 7, #ARGV do downloaded(lkey, ARGV[k], conc, ddelay, margin) end
+local share = tonumber(ARGV[7])
+local mine = {}
+for line in string.gmatch(ARGV[8], '[^\n]+') do
+  local s, c = string.match(line, '^(.*)\t(%d+)$')
+  if s then mine[s] = tonumber(c) end
+end
+for k = 9, #ARGV do downloaded(lkey, ARGV[k], conc, ddelay, margin) end
 -- Retries whose backoff has passed go to the tail of their site queue.
 local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', now, 'LIMIT', 0, 200)
 for _, v in ipairs(due) do
@@ -310,8 +319,12 @@ if max_n > 0 then
   end
   for _, site in ipairs(sites) do
     -- One request per site and call (Larbin: spread consecutive leases over
-    -- sites); more only from a site with no delay and free concurrency.
-    local more = true
+    -- sites); more only from a site with no delay and free concurrency, and
+    -- never more of one site at once than this node's share: a worker whose
+    -- CPU is the bottleneck holds its slots until it gets round to saying
+    -- its downloads are over, and would hold them all.
+    local held = mine[site] or 0
+    local more = held < share
     while more and taken < max_n do
       more = false
       local entry = qpop(site)
@@ -330,7 +343,8 @@ if max_n > 0 then
         out[#out + 1] = entry
         out[#out + 1] = gap
         taken = taken + 1
-        more = gap == 0 and act < conc
+        held = held + 1
+        more = gap == 0 and act < conc and held < share
       end
     end
     if taken >= max_n then break end
@@ -453,7 +467,8 @@ if ARGV[1] ~= '' then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
   redis.call('ZADD', KEYS[2], now, ARGV[1])
 end
-return redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[3]))
+local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[3]))
+return {redis.call('ZCOUNT', KEYS[2], now - tonumber(ARGV[3]) + 1, '+inf'), dead}
 """
 
 # Crawl-wide: forget reaped nodes, unless one came back meanwhile; their

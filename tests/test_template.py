@@ -278,3 +278,27 @@ def test_a_crawl_types_pages_with_the_template_its_workers_learn(tmp_path, front
     else:
         assert typed == [INDEX] * 81
         assert "classifier/template" not in stats
+
+
+def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
+    from crawler.fingerprint import content_hash, fingerprints
+
+    f = frontier(client, crawl_name)
+    for i in range(5):
+        f.templates.observe(SITE, ["nav", f"own{i}"])
+    text = "a page of words long enough to be checked for near copies " * 10
+    _, sketch = fingerprints(text, 512)
+    answer: list = []
+    before = f.round_trips
+    verdict = f.near_duplicate(f"http://{SITE}/p", SITE, content_hash(text), None, sketch,
+                               also=[f.templates.call(SITE, ["nav", "new"])], also_results=answer)
+    assert verdict.kind == "new"
+    assert f.round_trips - before == 1  # the check and the count: one round trip
+    assert f.templates.evidence(answer[0], ["nav", "new"]) == Evidence(6, (6, 1))
+    # A site entry of another type is no evidence, and the check stands.
+    client.delete(f.templates.key(SITE))
+    client.set(f.templates.key(SITE), "not a hash")
+    answer = []
+    verdict = f.near_duplicate(f"http://{SITE}/q", SITE, content_hash(text + "x"), None, sketch,
+                               also=[f.templates.call(SITE, ["nav"])], also_results=answer)
+    assert verdict.kind == "near" and f.templates.evidence(answer[0], ["nav"]) is None

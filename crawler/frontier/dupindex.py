@@ -82,6 +82,8 @@ from crawler.fingerprint import Sketch, sample_from_bytes
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from crawler.frontier.frontier import Frontier
 
 __all__ = ["Duplicate", "DuplicateIndex"]
@@ -153,7 +155,9 @@ class DuplicateIndex:
 
     def check(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
               sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
-              mirror_min_pages: int = 20, mirror_share: float = 0.5) -> Duplicate:
+              mirror_min_pages: int = 20, mirror_share: float = 0.5,
+              also: Sequence[tuple[str, Sequence[str], Sequence[Any]]] = (),
+              also_results: list[Any] | None = None) -> Duplicate:
         """Is ``url``'s text a copy? ``content_key`` finds exact copies
         (same text); ``sketch`` near ones, pages whose shingles' resemblance
         to it is at least ``resemblance`` (None: no near check, a short
@@ -162,7 +166,10 @@ class DuplicateIndex:
         by them share one, and cannot be named by it; a page is named by 64
         bits of its content key. The page is indexed in the same step
         unless it copies a page of its own site. At most ``max_candidates``
-        pages (those sharing most band keys) are compared."""
+        pages (those sharing most band keys) are compared. ``also``: other
+        calls of the page sent in the check's first round trip (the site
+        template's count), their answers (or errors) put in
+        ``also_results``."""
         f = self.frontier
         site_keys = self.keys.site(site)
         tag = site_tag(site)
@@ -192,7 +199,13 @@ class DuplicateIndex:
             url_key = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
             calls.append(("FIRST", [site_keys.first(int.from_bytes(url_key, "big") % self.buckets)],
                           [url_key, order]))
-        results = f.run_many(calls)
+        answered = f.run_many([*calls, *also], raise_on_error=False)
+        results = answered[:len(calls)]
+        if also_results is not None:
+            also_results[:] = answered[len(calls):]
+        for r in results:
+            if isinstance(r, Exception):
+                raise r
         if pid is not None:
             # A URL keeps the place in time of its first check (a re-crawl,
             # changed or not): a copy made of it since, on another site, is

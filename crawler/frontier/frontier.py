@@ -668,10 +668,12 @@ class Frontier:
     # -- duplicates ------------------------------------------------------------
     def near_duplicate(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
                        sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
-                       mirror_min_pages: int = 20, mirror_share: float = 0.5) -> Duplicate:
+                       mirror_min_pages: int = 20, mirror_share: float = 0.5,
+                       also: Sequence[tuple[str, Sequence[str], Sequence[Any]]] = (),
+                       also_results: list[Any] | None = None) -> Duplicate:
         """See ``DuplicateIndex.check``."""
         return self.duplicates.check(url, site, content_key, fingerprint, sketch, resemblance, max_candidates,
-                                     mirror_min_pages, mirror_share)
+                                     mirror_min_pages, mirror_share, also, also_results)
 
     def mirror_of(self, site: str) -> str | None:
         v = self._run("HGET", [self.shard(site).mirrors], [site])

@@ -44,15 +44,23 @@ class SiteTemplates:
     def key(self, site: str) -> str:
         return template_key(self.frontier.shard(site), site)
 
+    def call(self, site: str, keys: Sequence[str]) -> tuple[str, list[str], list[Any]]:
+        """The script call that counts a page of ``site`` with block keys
+        ``keys``: to send alone (``observe``) or with other calls of the
+        page in one round trip (the duplicate check's)."""
+        p = self.policy
+        return ("TEMPLATE", [self.key(site)], [p.pages, p.max_keys, p.min_count, p.share_permille, *keys])
+
+    def evidence(self, raw: Any, keys: Sequence[str]) -> Evidence | None:
+        """What ``call`` answered, as evidence (None: malformed)."""
+        return parse_evidence(raw, len(keys), self.policy.pages)
+
     def observe(self, site: str, keys: Sequence[str]) -> Evidence | None:
         """Count a page of ``site`` with block keys ``keys`` (while the site
         is learned) and return the evidence for those keys, this page
         included; None when the site's entry is malformed. Raises
         ``redis.RedisError`` when Redis cannot be reached."""
-        p = self.policy
-        raw = self.frontier.run_many(
-            [("TEMPLATE", [self.key(site)], [p.pages, p.max_keys, p.min_count, p.share_permille, *keys])])[0]
-        return parse_evidence(raw, len(keys), p.pages)
+        return self.evidence(self.frontier.run_many([self.call(site, keys)])[0], keys)
 
 
 def _whole(value: Any, most: int) -> int | None:

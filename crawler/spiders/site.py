@@ -395,11 +395,6 @@ class SiteSpider(Spider):
         item.title = page.title
         item.text = page.text[: self.max_text_chars]
         item.abstract = page.abstract
-        item.page_type = (
-            classify(url, page, self.classifier_threshold, self._site_template(item.site, page))
-            if page.features else INFO
-        )
-        stats.inc_value(f"classifier/page_type/{item.page_type}")
         if topic is not None:
             item.topic_score = topic.score(page.title, page.own_text)
             item.on_topic = topic.on_topic(item.topic_score)
@@ -433,7 +428,16 @@ class SiteSpider(Spider):
         stats.inc_value("frontier/hrefs_found", len(page.links))
         stats.inc_value("frontier/links_found", len(out))
 
-        duplicate = self._check_duplicate(item)
+        # The page's template evidence is counted in the same round trip as
+        # its duplicate check; the page is typed with it.
+        keys = block_keys(page.blocks) if self.classifier_template and page.features and page.blocks else None
+        template_answer: list[Any] = []
+        duplicate = self._check_duplicate(item, (item.site, keys) if keys is not None else None, template_answer)
+        item.page_type = (
+            classify(url, page, self.classifier_threshold, self._site_template(item.site, keys, template_answer))
+            if page.features else INFO
+        )
+        stats.inc_value(f"classifier/page_type/{item.page_type}")
         if "noindex" in robots:
             stats.inc_value("robots/noindex")
         else:
@@ -479,17 +483,23 @@ class SiteSpider(Spider):
 
         yield from self._follow(links, item.url, item.depth + 1, link_meta=meta)
 
-    def _site_template(self, site: str, page: Page) -> frozenset[str] | None:
-        """The keys of ``page``'s blocks that are its site's template, after
-        counting the page in the cluster's evidence; None (type the page
-        alone) while the site has too few pages, or without evidence."""
-        if not self.classifier_template or not page.blocks:
+    def _site_template(self, site: str, keys: list[str] | None, answer: list[Any]) -> frozenset[str] | None:
+        """The page's block ``keys`` that are its site's template, after
+        counting the page in the cluster's evidence (``answer``: what the
+        count answered in the duplicate check's round trip; empty: it was
+        not sent, and is sent now); None (type the page alone) while the
+        site has too few pages, or without evidence."""
+        if keys is None:
             return None
         stats = self.crawler.stats
         templates = FrontierService.of(self.crawler).frontier.templates
-        keys = block_keys(page.blocks)
         try:
-            evidence = templates.observe(site, keys)
+            if answer:
+                if isinstance(answer[0], Exception):
+                    raise answer[0]
+                evidence = templates.evidence(answer[0], keys)
+            else:
+                evidence = templates.observe(site, keys)
         except redis.RedisError as exc:
             stats.inc_value("classifier/template/redis_error")
             logger.debug("Template evidence unavailable for %(site)s: %(exc)s", {"site": site, "exc": exc},
@@ -580,11 +590,13 @@ class SiteSpider(Spider):
             stats.inc_value("redirect/followed")
         return (follow[0] if follow else None), None
 
-    def _check_duplicate(self, item: PageItem) -> bool:
+    def _check_duplicate(self, item: PageItem, template: tuple[str, list[str]] | None = None,
+                         template_answer: list[Any] | None = None) -> bool:
         """Fingerprint the page and ask the cluster's index whether it is a
         copy, before any of its links reach the frontier. True: its links are
         not to be followed (a copy of a page of its own site, or its site
-        mirrors another)."""
+        mirrors another). ``template``: the page's (site, block keys), counted
+        in the same round trip, the answer put in ``template_answer``."""
         if not item.text and not item.links:
             return False
         item.content_hash = content_hash(item.text)
@@ -604,10 +616,13 @@ class SiteSpider(Spider):
                 # Stored for the re-crawl's change detection; too short to
                 # decide near duplicates by (fp stays None).
                 item.simhash = signed(simhash(item.text))
+        frontier = FrontierService.of(self.crawler).frontier
+        also = [frontier.templates.call(*template)] if template is not None else []
         try:
-            verdict = FrontierService.of(self.crawler).frontier.near_duplicate(
+            verdict = frontier.near_duplicate(
                 item.url, item.site, key, fp, sketch, self.neardup_resemblance,
-                mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share)
+                mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share,
+                also=also, also_results=template_answer)
         except redis.RedisError as exc:
             logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
                            extra={"spider": self})

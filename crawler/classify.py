@@ -50,7 +50,7 @@ from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
-from crawler.fingerprint import CJK_CHAR
+from crawler.fingerprint import count_words
 from crawler.template import OWN_FEATURES, own_features
 
 __all__ = ["INDEX", "INFO", "classify", "feature_vector", "page_type", "tspider_rule"]
@@ -181,16 +181,6 @@ def feature_vector(url: str, page: Page, template: frozenset[str] | None = None)
         min(count_words(page.h1), 30) / 10.0,
         *own_features(page, template),
     ]
-
-
-def count_words(text: str) -> int:
-    """Words in ``text``: space-separated tokens, and for Chinese, Japanese
-    and Korean (no spaces) one word per two characters, about their mean
-    word length. A Chinese headline is not one word."""
-    cjk = len(CJK_CHAR.findall(text))
-    if not cjk:
-        return len(text.split())
-    return len(CJK_CHAR.sub(" ", text).split()) + (cjk + 1) // 2
 
 
 def _title_features(title: str) -> tuple[float, float]:

@@ -48,6 +48,17 @@ __all__ = ["CJK_CHAR", "Sketch", "content_hash", "feature_hash", "features", "fi
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
 CJK_CHAR = re.compile(rf"[{_CJK}]")  # Han, kana, Hangul: text written without spaces
+
+
+def count_words(text: str, unspaced: re.Pattern[str] = CJK_CHAR) -> int:
+    """Words in ``text``: space-separated tokens, and for scripts written
+    without spaces (``unspaced``: Chinese, Japanese and Korean by default)
+    one word per two characters, about their mean word length. A Chinese
+    headline is not one word."""
+    n = len(unspaced.findall(text))
+    if not n:
+        return len(text.split())
+    return len(unspaced.sub(" ", text).split()) + (n + 1) // 2
 _MASK64 = (1 << 64) - 1
 
 

@@ -147,7 +147,7 @@ class Progress:
         stats = self.crawler.stats
         s = Sample()
         s.on_topic = service.book.acked.get("T", 0)  # done and on a focused crawl's topic
-        s.pages = service.book.acked.get("C", 0) + s.on_topic
+        s.pages = service.book.done
         s.errors = service.book.acked.get("E", 0)
         s.fetched = int(stats.get_value("response_received_count", 0) or 0)
         s.links = int(stats.get_value("frontier/links_parsed", 0) or 0)

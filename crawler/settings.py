@@ -32,8 +32,8 @@ CONCURRENT_REQUESTS = 16
 # Outputs of one response processed at once (Scrapy's default is 100). A page
 # yields one item, which waits for the store's batch, and its new links; Scrapy
 # starts this many asyncio tasks for every response whatever it yields: at 100
-# they were a sixth of a crawl's CPU (bench/RESULTS.md). 4 lets the links go
-# to the frontier while the item waits.
+# they were 13 % of a link-light crawl's profile (bench/RESULTS.md). 4 lets
+# the links go to the frontier while the item waits.
 CONCURRENT_ITEMS = 4
 # Cookies turn some sites into endless session-id URLs and a crawler does not
 # need them to read public pages.

@@ -66,6 +66,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from crawler.fingerprint import count_words as _count_words
+
 if TYPE_CHECKING:
     from py3langid.langid import LanguageIdentifier
 
@@ -99,12 +101,9 @@ def fold(text: str) -> str:
 
 
 def count_words(text: str) -> int:
-    """Words of ``text``: tokens between spaces, and one word per two
-    characters of an unspaced script (about their mean word length)."""
-    unspaced = len(_UNSPACED.findall(text))
-    if not unspaced:
-        return len(text.split())
-    return len(_UNSPACED.sub(" ", text).split()) + (unspaced + 1) // 2
+    """Words of ``text`` (``crawler.fingerprint.count_words``), Thai, Lao,
+    Khmer and Myanmar counted as unspaced scripts too."""
+    return _count_words(text, _UNSPACED)
 
 
 def _term_regex(term: str) -> str:

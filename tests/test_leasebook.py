@@ -143,3 +143,15 @@ def test_leases_waiting_only_for_the_store_are_not_unprocessed():
     assert book.unprocessed() == 2 and book.holds("1")
     book.item_settled("1")
     assert book.unprocessed() == 2 and not book.holds("1")
+
+
+def test_unprocessed_leases_leave_the_count_however_they_end():
+    book = LeaseBook()
+    for i in "12345":
+        book.add(Lease(i, "a", "{}"))
+    book.download_over("1")  # downloaded, not yet processed
+    book.output_done("2")  # processed: settled at once (no item)
+    book.retry("3", 1.0, "{}")
+    book.give_back(["4"])
+    assert book.unprocessed() == 2  # "1" and "5"
+    assert book.done == 1

@@ -70,6 +70,7 @@ class LeaseBook:
         self.releases: list[str] = []
         self._maybe_orphans: set[str] = set()
         self._downloading: set[str] = set()  # leases whose download is not over
+        self._unprocessed: set[str] = set()  # leases whose callback's output is not exhausted
         self.acked = {"C": 0, "T": 0, "E": 0}
 
     # -- leases in ---------------------------------------------------------------
@@ -77,6 +78,7 @@ class LeaseBook:
         self.leases[lease.id] = lease
         self.trackers[lease.id] = Tracker(since=self.clock())
         self._downloading.add(lease.id)
+        self._unprocessed.add(lease.id)
 
     def in_flight(self) -> dict[str, int]:
         """Leases whose download is not over yet, by site."""
@@ -127,6 +129,7 @@ class LeaseBook:
         if tracker is None:
             return
         tracker.output_done = True
+        self._unprocessed.discard(lease_id)
         if error:
             tracker.state, tracker.reason = "E", error
         self._maybe_settle(lease_id, tracker)
@@ -140,6 +143,7 @@ class LeaseBook:
         tracker = self.trackers.pop(lease_id, None)
         self.leases.pop(lease_id, None)
         self._downloading.discard(lease_id)
+        self._unprocessed.discard(lease_id)
         if tracker is None:
             return
         if tracker.release:
@@ -165,6 +169,7 @@ class LeaseBook:
         lease = self.leases.pop(lease_id, None)
         self.trackers.pop(lease_id, None)
         self._downloading.discard(lease_id)
+        self._unprocessed.discard(lease_id)
         if lease is None:
             return False
         self.requeues.append((lease_id, delay, lease.site, entry))
@@ -175,6 +180,7 @@ class LeaseBook:
             self.trackers.pop(lease_id, None)
             self.leases.pop(lease_id, None)
             self._downloading.discard(lease_id)
+            self._unprocessed.discard(lease_id)
             self.releases.append(lease_id)
 
     def enqueue(self, link: LinkEntry) -> None:
@@ -184,11 +190,16 @@ class LeaseBook:
     def has_writes(self) -> bool:
         return bool(self.links or self.acks or self.requeues or self.downloaded)
 
+    @property
+    def done(self) -> int:
+        """Leases acknowledged as done (on a focused crawl's topic or not)."""
+        return self.acked.get("C", 0) + self.acked.get("T", 0)
+
     def unprocessed(self) -> int:
         """Leases whose page the spider has not finished with (downloading,
         or waiting for its callback); those waiting only for the store do
         not count."""
-        return sum(1 for t in self.trackers.values() if not t.output_done)
+        return len(self._unprocessed)
 
     def busy(self) -> bool:
         """Anything held or owed: the crawl is not over for this worker."""

@@ -30,7 +30,8 @@ Settings:
 - ``DUPEFILTER_BUCKETS``: dedup sets (see frontier.py for sizing).
 
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
-``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/E``,
+``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/T`` (done, on a focused crawl's
+topic), ``frontier/acked/E``, ``frontier/lease_held_back``,
 ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
 ``frontier/released_orphans``,
 ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
@@ -367,8 +368,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _node_record(self) -> dict[str, Any]:
         get = self.stats.get_value
-        # "T": done and on a focused crawl's topic.
-        now, done = time.monotonic(), self.book.acked.get("C", 0) + self.book.acked.get("T", 0)
+        now, done = time.monotonic(), self.book.done
         self._rate.append((now, done))
         while len(self._rate) > 2 and now - self._rate[1][0] >= 60.0:
             self._rate.popleft()

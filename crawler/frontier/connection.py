@@ -39,6 +39,8 @@ import redis
 import redis.cluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 from redis.exceptions import RedisClusterException
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -86,10 +88,17 @@ def _plain_shutdown(server: redis.Redis) -> Any:
     and says nothing."""
 
     def shutdown(*args: Any, **kwargs: Any) -> None:
+        # A connection of its own, without retries: the server closing it is
+        # SHUTDOWN's answer. Through the client's own retry policy that close
+        # was retried with backoff for about 4 s at the end of every crawl.
+        once = redis.Redis(unix_socket_path=server.socket_file, socket_timeout=30,
+                           retry=Retry(NoBackoff(), 0))
         try:
-            server.execute_command("SHUTDOWN")  # type: ignore[no-untyped-call]
+            once.execute_command("SHUTDOWN")  # type: ignore[no-untyped-call]
         except redis.ConnectionError:
             return  # the server exited, as SHUTDOWN does
+        finally:
+            once.close()
         raise redis.RedisError("SHUTDOWN returned: the embedded Redis did not stop")
 
     return shutdown

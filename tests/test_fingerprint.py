@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simhash import Simhash
 
 from crawler.extract import analyze
@@ -170,3 +172,46 @@ def test_a_smaller_sample_estimates_and_reads_larger_ones_cut_to_its_size():
     # A sample stored with 512 values, read by a crawl of 128: its 128 smallest.
     assert small_a.resemblance(sketch(b).sample) == small_a.resemblance(small_b.sample)
     assert fingerprints(a, 128)[1].sample.tolist() == small_a.sample.tolist()
+
+
+def _split_reference(text):
+    """The tokenizer as first written: every token, CJK runs set apart."""
+    import re
+
+    from crawler.fingerprint import _CJK
+
+    runs, words = [], []
+    for token in re.findall(rf"[{_CJK}]+|[^\W{_CJK}]+", text):
+        (runs if re.match(rf"[{_CJK}]", token) else words).append(token)
+    return runs, words
+
+
+def _shingles_reference(text):
+    """Resemblance's shingles, one feature at a time with feature_hash."""
+    runs, words = _split_reference(text.lower())
+    out = set()
+    for run in runs:
+        grams = [run] if len(run) <= 3 else [run[i:i + 3] for i in range(len(run) - 2)]
+        out.update(feature_hash(g.encode()) for g in grams)
+    n = min(len(words), 3)
+    if n:
+        out.update(feature_hash(" ".join(words[i:i + n]).encode()) for i in range(len(words) - n + 1))
+    return sorted(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab Zé_9.-/:,年月日网络東京 \n\t"), max_size=60))
+def test_the_fast_tokenizer_and_shingles_match_the_reference(text):
+    from crawler.fingerprint import _split
+
+    assert _split(text.lower()) == _split_reference(text.lower())
+    assert shingles(text).tolist() == _shingles_reference(text)
+
+
+def test_shingles_match_the_reference_on_real_pages():
+    """Pages with dates (hashed twice: the SimHash without them, the
+    shingles with) and without, CJK among them."""
+    for row in labels()[::3]:
+        text = analyze(body(row)).text
+        assert shingles(text).tolist() == _shingles_reference(text), row["file"]
+    assert shingles(CHINESE_TEXT).tolist() == _shingles_reference(CHINESE_TEXT)

@@ -91,7 +91,7 @@ def _plain_shutdown(server: redis.Redis) -> Any:
         # A connection of its own, without retries: the server closing it is
         # SHUTDOWN's answer. Through the client's own retry policy that close
         # was retried with backoff for about 4 s at the end of every crawl.
-        once = redis.Redis(unix_socket_path=server.socket_file, socket_timeout=30,
+        once = redis.Redis(unix_socket_path=getattr(server, "socket_file"), socket_timeout=30,
                            retry=Retry(NoBackoff(), 0))
         try:
             once.execute_command("SHUTDOWN")  # type: ignore[no-untyped-call]

@@ -67,6 +67,14 @@ def _bool(value: Any) -> str | None:
     return "must be True or False (1 or 0)"
 
 
+def _off(value: Any) -> str | None:
+    """Scrapy's remote control and telnet console: not loaded here."""
+    if value in (False, 0, "0", "False", "false", None, ""):
+        return None
+    return ("must stay False: Scrapy's endpoint that runs Python code sent to it is not loaded in this "
+            "project (scrapy status, scrapy stop and scrapy console control a crawl)")
+
+
 def _choice(*choices: str) -> Check:
     def check(value: Any) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"
@@ -175,6 +183,8 @@ POSITIVE_COUNT = _number(int, 1)
 # name -> check. Scrapy's own settings that the crawler relies on are here
 # too: a bad DOWNLOAD_DELAY otherwise fails deep inside the engine.
 SPECS: dict[str, Check] = {
+    "REMOTE_CONTROL_ENABLED": _off,
+    "TELNETCONSOLE_ENABLED": _off,
     # Scrapy's
     "DOWNLOAD_DELAY": SECONDS,
     "CONCURRENT_REQUESTS": POSITIVE_COUNT,

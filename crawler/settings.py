@@ -6,6 +6,8 @@
 
 import os
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
@@ -41,7 +43,9 @@ COOKIES_ENABLED = False
 
 # --- Safety --------------------------------------------------------------------
 # Scrapy 2.19 otherwise starts, in every crawl, an HTTP endpoint on localhost
-# that runs Python code sent to it.
+# that runs Python code sent to it. Neither extension is loaded (EXTENSIONS_BASE
+# below; loading the remote control imports aiohttp, 0.25 s of every
+# start), and a True here is refused at start (crawler/config.py).
 REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 # Huge or endless responses are cut off: pages over 16 MiB are dropped (and
@@ -284,6 +288,12 @@ EXTENSIONS = {
     # (PROMETHEUS_PORT): crawler/progress.py.
     "crawler.progress.Progress": 20,
 }
+# Scrapy's own extensions but the remote control and the telnet console (see
+# REMOTE_CONTROL_ENABLED above): out of the base list rather than set to None
+# in EXTENSIONS, where Scrapy would still import them to read the key.
+EXTENSIONS_BASE = {k: v for k, v in _scrapy_defaults.EXTENSIONS_BASE.items()
+                   if k not in ("scrapy.extensions.remote_control.RemoteControl",
+                                "scrapy.extensions.telnet.TelnetConsole")}
 SPIDER_MIDDLEWARES = {
     # The spider keeps depth itself (DEPTH_LIMIT as usual): a redirect it
     # follows through the frontier is not one more level.

@@ -102,7 +102,7 @@ def test_the_defaults_pass_and_every_setting_is_checked():
         # Scrapy's and plumbing, not values an operator tunes.
         "BOT_NAME", "SPIDER_MODULES", "NEWSPIDER_MODULE", "COMMANDS_MODULE", "USER_AGENT", "SCHEDULER",
         "REMOTE_CONTROL_ENABLED", "TELNETCONSOLE_ENABLED", "SPIDER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES",
-        "ITEM_PIPELINES", "EXTENSIONS", "FEED_EXPORT_ENCODING", "LOG_LEVEL", "DOWNLOAD_HANDLERS",
+        "ITEM_PIPELINES", "EXTENSIONS", "EXTENSIONS_BASE", "FEED_EXPORT_ENCODING", "LOG_LEVEL", "DOWNLOAD_HANDLERS",
         "HTTPERROR_ALLOWED_CODES", "METAREFRESH_ENABLED", "TWISTED_DNS_RESOLVER"}
     from crawler.config import SPECS
 
@@ -147,3 +147,18 @@ def test_a_worker_with_another_shard_count_stops_with_one_line(tmp_path, redis_u
     assert proc.stderr.strip().splitlines()[-1] == (
         f"Error: crawl '{crawl_name}' was started with FRONTIER_SHARDS=16; this worker has FRONTIER_SHARDS=4: "
         "set it to 16 to join the crawl")
+
+
+@pytest.mark.parametrize("name", ["REMOTE_CONTROL_ENABLED", "TELNETCONSOLE_ENABLED"])
+def test_scrapys_code_endpoints_are_not_loaded_and_cannot_be_switched_on(name):
+    from scrapy.utils.conf import build_component_list
+
+    from crawler import settings as defaults
+
+    settings = Settings()
+    settings.setmodule(defaults)
+    loaded = build_component_list(settings.getwithbase("EXTENSIONS"))
+    assert not any("remote_control" in str(x) or "telnet" in str(x) for x in loaded)
+    settings.set(name, True)
+    with pytest.raises(ConfigError, match=rf"^bad setting: {name}=True must stay False: Scrapy's endpoint "):
+        check_settings(settings)

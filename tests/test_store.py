@@ -57,6 +57,25 @@ def test_sites_table_counts_pages_errors_and_discovered_sites(store):
     assert sites["b.test"]["discovered_from"] == "http://a.test/"
 
 
+def test_sites_page_and_error_counts_follow_every_rewrite(store):
+    """Pages that go from done to error and back, a URL twice in a batch,
+    pages of other states: after every batch each site's counts are the
+    store's own count of its pages."""
+    import random
+
+    rng = random.Random(7)
+    urls = [(f"http://{site}/{i}", site) for site in ("a.test", "b.test") for i in range(12)]
+    for _ in range(40):
+        batch = [page(url, site=site, state=rng.choice("CCEP")) for url, site in rng.sample(urls, rng.randint(1, 8))]
+        if rng.random() < 0.3:
+            batch.append(dict(batch[0], state=rng.choice("CE")))  # the same URL again: the last row stands
+        store.write(batch)
+        for s in store.sites():
+            assert (s["pages"], s["errors"]) == (store.count_pages(site=s["site"], state="C"),
+                                                 store.count_pages(site=s["site"], state="E")), s
+    assert {s["site"] for s in store.sites()} == {"a.test", "b.test"}
+
+
 def test_sites_record_which_site_a_mirror_copies(store):
     store.write([page("http://copy.test/a", site="copy.test", dup_of="http://a.test/a")])
     store.write([page("http://copy.test/b", site="copy.test", dup_of="http://a.test/b", mirror_of="a.test")])

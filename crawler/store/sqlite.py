@@ -125,6 +125,18 @@ class SQLiteStore(Store):
         for p in latest.values():
             links_delta[p["site"]] += len({link["url"] for link in p.get("links") or ()})
         urls = [u for u, p in latest.items() if p.get("links") is not None]
+        # sites.pages and sites.errors move by the batch's pages as stored
+        # (the last row of a URL given twice) minus the same URLs' rows
+        # before it (read in the transaction). Counting the site's pages
+        # again each batch scanned them all: 90 ms a batch at 1M pages.
+        site_at, state_at = PAGE_FIELDS.index("site"), PAGE_FIELDS.index("state")
+        new_rows = {row[0]: (row[site_at], row[state_at]) for row in page_rows}
+        states_delta: dict[str, list[int]] = {}
+
+        def count(site: str, state: Any, n: int) -> None:
+            if state in ("C", "E"):
+                states_delta.setdefault(site, [0, 0])[state == "E"] += n
+
         with self._lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
@@ -136,6 +148,15 @@ class SQLiteStore(Store):
                         chunk,
                     ):
                         links_delta[latest[src]["site"]] -= n
+                every = list(new_rows)
+                for start in range(0, len(every), 500):
+                    chunk = every[start:start + 500]
+                    for url, site, state in conn.execute(
+                        f"SELECT url, site, state FROM pages WHERE url IN ({', '.join('?' * len(chunk))})", chunk
+                    ):
+                        count(site, state, -1)
+                for site, state in new_rows.values():
+                    count(site, state, 1)
                 conn.executemany(_UPSERT_PAGE, page_rows)
                 conn.executemany("DELETE FROM links WHERE src = ?", [(u,) for u in urls])
                 conn.executemany(
@@ -146,12 +167,9 @@ class SQLiteStore(Store):
                     [(s, t, src) for s, (t, src) in new_sites.items()],
                 )
                 conn.executemany(
-                    "UPDATE sites SET "
-                    "pages = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'C'), "
-                    "errors = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'E'), "
-                    "links = links + ?2 "
-                    "WHERE site = ?1",
-                    [(s, links_delta[s]) for s in touched],
+                    "UPDATE sites SET pages = pages + ?2, errors = errors + ?3, links = links + ?4 WHERE site = ?1",
+                    [(s, *states_delta.get(s, (0, 0)), links_delta.get(s, 0))
+                     for s in sorted(set(touched) | set(states_delta))],
                 )
                 conn.executemany("UPDATE sites SET mirror_of = ? WHERE site = ?",
                                  [(p["mirror_of"], p["site"]) for p in pages if p.get("mirror_of")])

@@ -254,3 +254,29 @@ def test_mongodb_rewrite_of_an_unchanged_page_writes_no_edges(mongo_uri):
                                                 {"url": "http://b.test/", "anchor": "B"}]
         assert s.pages.find_one({"url": "http://a.test/x"})["inlinks"] == ["http://a.test/"]
         s.client.drop_database(name)
+
+
+def test_mongo_keeps_a_bounded_inlinks_array_and_every_in_link_in_links(mongo_uri):
+    """A hub every page links to: its document keeps the first in-links
+    (MongoDB refuses documents over 16 MB), ``inlinks()`` all of them."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    store = MongoStore(mongo_uri, name)
+    try:
+        store.inlinks_kept = 3
+        for i in range(5):
+            store.write([page(f"http://a.test/{i}", links=[("http://a.test/", "Home")])])
+        doc = store.pages.find_one({"url": "http://a.test/"})
+        assert doc["inlinks"] == [f"http://a.test/{i}" for i in range(3)] and "state" not in doc
+        assert store.inlinks("http://a.test/") == [f"http://a.test/{i}" for i in range(5)]
+        store.write([page("http://a.test/", links=[("http://a.test/0", "Zero")])])
+        got = store.get_page("http://a.test/")
+        assert got["state"] == "C" and got["inlinks"] == [f"http://a.test/{i}" for i in range(5)]
+        # A link gone makes room again; the new page's link to the hub is kept.
+        store.write([page("http://a.test/1", links=[])])
+        store.write([page("http://a.test/9", links=[("http://a.test/", "Home")])])
+        doc = store.pages.find_one({"url": "http://a.test/"})
+        assert sorted(doc["inlinks"]) == ["http://a.test/0", "http://a.test/2", "http://a.test/9"]
+        assert store.inlinks("http://a.test/") == [f"http://a.test/{i}" for i in (0, 2, 3, 4, 9)]
+    finally:
+        store.client.drop_database(name)
+        store.close()

@@ -7,8 +7,10 @@ Collections ``pages``, ``links``, ``sites`` with unique indexes created when
 the store opens, before any write (without them every upsert scans the
 collection). Writes are unordered bulk upserts: idempotent, and one bad
 document does not stop the batch. A page's ``inlinks`` array is kept with
-``$addToSet``/``$pull`` as links come and go; a link target not stored yet
-exists as a stub without ``state`` (hidden from reads) until it is crawled.
+``$addToSet``/``$pull`` as links come and go, at most ``INLINKS_KEPT``
+URLs of them; the whole set is in ``links`` (``inlinks()`` reads it there).
+A link target not stored yet exists as a stub without ``state`` (hidden
+from reads) until it is crawled.
 Errors propagate; ``transient`` tells the pipeline which to retry (MongoDB
 away, stepping down, timing out) and which a page will never get past.
 """
@@ -32,6 +34,12 @@ from crawler.urls import url_site
 __all__ = ["MongoStore"]
 
 _STORED = {"state": {"$exists": True}}
+
+# In-link URLs kept in a page's document. A page every other page links to
+# (a site's logo, its home page) would otherwise pass MongoDB's 16 MB
+# document limit at about 240,000 in-links, and from then on every batch
+# with a page linking to it would be refused.
+INLINKS_KEPT = 10_000
 
 # Server error codes that go away by themselves: shutdown, step-down, network,
 # time limits, and duplicate keys (two workers upserting one URL at once).
@@ -68,6 +76,7 @@ class MongoStore(Store):
         self.where = re.sub(r"//[^@/]*@", "//***@", uri)
         self.db = self.client[database]
         self.pages = self.db["pages"]
+        self.inlinks_kept = INLINKS_KEPT
         self.links = self.db["links"]
         self.sites_ = self.db["sites"]
         self.pages.create_index("url", unique=True)
@@ -96,6 +105,7 @@ class MongoStore(Store):
                            {"nlinks": len({link["url"] for link in p.get("links") or ()})})}}, upsert=True)
                     for p in pages]
         link_ops: list[Any] = []
+        stub_ops: list[Any] = []  # every new link's target exists before its in-link is added
         inlink_ops: list[Any] = []
         new_sites: dict[str, tuple[float, str | None]] = {}
         for p in pages:
@@ -109,7 +119,9 @@ class MongoStore(Store):
             before = old.get(p["url"], {})
             for dst, anchor in dsts.items():
                 if dst not in before:
-                    inlink_ops.append(UpdateOne({"url": dst}, {"$addToSet": {"inlinks": p["url"]}}, upsert=True))
+                    stub_ops.append(UpdateOne({"url": dst}, {"$setOnInsert": {"inlinks": []}}, upsert=True))
+                    inlink_ops.append(UpdateOne({"url": dst, f"inlinks.{self.inlinks_kept - 1}": {"$exists": False}},
+                                                {"$addToSet": {"inlinks": p["url"]}}))
                 elif before[dst] == anchor:
                     continue  # a re-crawl that finds the same link writes nothing
                 link_ops.append(UpdateOne({"src": p["url"], "dst": dst}, {"$set": {"anchor": anchor}}, upsert=True))
@@ -120,6 +132,8 @@ class MongoStore(Store):
         # In-links before edges: an edge in ``links`` means its in-link was
         # written, so a batch retried after a partial failure may skip the
         # edges it finds (the first attempt's in-links are in place).
+        if stub_ops:
+            self.pages.bulk_write(stub_ops, ordered=False)
         if inlink_ops:
             self.pages.bulk_write(inlink_ops, ordered=False)
         if link_ops:

@@ -55,16 +55,15 @@ def stats_of(log: str) -> dict:
     return ast.literal_eval(text)
 
 
-def run(cmd: list[str], cwd: Path) -> dict:
+def run(cmd: list[str], cwd: Path, stats: bool = True) -> dict:
+    """The crawl's stats and its whole-process time (``wall``); with
+    ``stats`` False (several workers, each with its own), the time alone."""
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
-    if any(a.startswith("CRAWL_PROCESSES=") and a != "CRAWL_PROCESSES=1" for a in cmd):
-        # Several workers, each with its own stats: the whole process is the measure.
-        return {"wall": wall}
-    return {**stats_of(proc.stderr + proc.stdout), "wall": wall}
+    return {**(stats_of(proc.stderr + proc.stdout) if stats else {}), "wall": wall}
 
 
 def settings_args(settings: dict) -> list[str]:
@@ -82,7 +81,7 @@ def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None, processes: i
         settings.update(MONGO_URI=mongo_uri, MONGO_DATABASE=database)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
            *settings_args(settings)]
-    stats = run(cmd, ROOT)
+    stats = run(cmd, ROOT, stats=processes == 1)
     if mongo_uri:
         return stats, check_mongo(mongo_uri, database)
     return stats, check_store(crawl_dir / "site.sqlite3")

@@ -54,12 +54,12 @@ _BOILER_ATTR = re.compile(
 _LD_TYPE = re.compile(r'"@type"\s*:\s*\[?\s*"([^"]+)"')
 _CART = re.compile(r"\badd to (?:cart|bag|basket|trolley)\b", re.I)
 _PRICE = re.compile(r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)?\s?(?:USD|EUR|GBP|€))")
-_PRICE_HINTS = ("$", "€", "£", "¥", "USD", "EUR", "GBP")
 # _PRICE where no currency follows a number anywhere in the text: the same
 # matches (_PRICE's second branch cannot match), without trying that branch
 # at every digit of a page whose "$" is a shell prompt.
 _PRICE_PREFIX = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d\d)?")
-_SUFFIX_HINTS = ("USD", "EUR", "GBP", "€")
+_SUFFIX_HINTS = ("USD", "EUR", "GBP", "€")  # what _PRICE's second branch needs
+_PREFIX_HINTS = ("$", "£", "¥")  # and its first, besides "€"
 REPEAT_TAGS = frozenset({"li", "div", "article", "tr", "section"})
 LONG_BLOCK = 150  # characters of non-link text that make a block a "paragraph"
 
@@ -372,9 +372,10 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     # the regexes would scan the whole text to find that out.
     counts["cart"] = len(_CART.findall(all_text)) if "add to" in all_text.lower() else 0
     counts["price"] = 0
-    if any(c in all_text for c in _PRICE_HINTS):
-        prices = _PRICE if any(c in all_text for c in _SUFFIX_HINTS) else _PRICE_PREFIX
-        counts["price"] = len(prices.findall(all_text))
+    if any(c in all_text for c in _SUFFIX_HINTS):
+        counts["price"] = len(_PRICE.findall(all_text))
+    elif any(c in all_text for c in _PREFIX_HINTS):
+        counts["price"] = len(_PRICE_PREFIX.findall(all_text))
     counts["repeat"] = max(repeats.values(), default=0)
     page.features = _features(blocks, len(page.text), counts, len(page.links))
     return page

@@ -60,6 +60,8 @@ def count_words(text: str, unspaced: re.Pattern[str] = CJK_CHAR) -> int:
     if not n:
         return len(text.split())
     return len(unspaced.sub(" ", text).split()) + (n + 1) // 2
+
+
 _MASK64 = (1 << 64) - 1
 
 

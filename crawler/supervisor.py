@@ -70,7 +70,8 @@ def worker_command(spider: str, spargs: dict[str, str], settings: Sequence[str])
     for name, value in spargs.items():
         cmd += ["-a", f"{name}={value}"]
     for item in settings:
-        if not item.startswith("CRAWL_PROCESSES="):
+        # One process each, and each its own log (the supervisor's output).
+        if not item.startswith(("CRAWL_PROCESSES=", "LOG_FILE=")):
             cmd += ["-s", item]
     return [*cmd, "-s", "CRAWL_PROCESSES=1"]
 
@@ -82,17 +83,13 @@ class _Worker:
     crashes: deque[float] = field(default_factory=deque)
     restart_at: float | None = None
     last_status: int | None = None
-    given_up: bool = False
 
 
 class Supervisor:
-    def __init__(self, spider: str, spargs: dict[str, str], settings: Sequence[str], processes: int,
-                 cwd: str | None = None, out: IO[str] | None = None) -> None:
+    def __init__(self, spider: str, spargs: dict[str, str], settings: Sequence[str], processes: int) -> None:
         self.spider = spider
         self.spargs = dict(spargs)
         self.settings = list(settings)
-        self.cwd = cwd
-        self.out = out or sys.stderr
         self.workers = [_Worker(f"w{i + 1}") for i in range(processes)]
         self.stopping = 0  # signals passed on
         self._lock = threading.Lock()
@@ -100,23 +97,23 @@ class Supervisor:
 
     # -- output ---------------------------------------------------------------------------
     def say(self, text: str) -> None:
+        self._write(f"[supervisor] {text}")
+
+    def _write(self, line: str) -> None:
         with self._lock:
-            self.out.write(f"[supervisor] {text}\n")
-            self.out.flush()
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
     def _pump(self, name: str, stream: IO[bytes]) -> None:
         prefix = f"[{name}] "
         for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            with self._lock:
-                self.out.write(prefix + line + "\n")
-                self.out.flush()
+            self._write(prefix + raw.decode("utf-8", "replace").rstrip("\n"))
         stream.close()
 
     # -- workers ---------------------------------------------------------------------------
     def _start(self, w: _Worker) -> None:
         cmd = worker_command(self.spider, self.spargs, self.settings)
-        w.proc = subprocess.Popen(cmd, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        w.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, start_new_session=True)
         assert w.proc.stdout is not None
         reader = threading.Thread(target=self._pump, args=(w.name, w.proc.stdout), daemon=True)
@@ -154,7 +151,7 @@ class Supervisor:
                 signal.signal(s, handler)
             for t in self._readers:
                 t.join(5)
-        failed = [w for w in self.workers if w.given_up or w.last_status not in (0, None)]
+        failed = [w for w in self.workers if w.last_status not in (0, None)]
         self.say("every worker has ended" + (f"; {', '.join(w.name for w in failed)} did not end cleanly"
                                                if failed else ""))
         return 1 if failed else 0
@@ -177,7 +174,6 @@ class Supervisor:
                     w.crashes.popleft()
                 w.crashes.append(now)
                 if len(w.crashes) > MAX_RESTARTS:
-                    w.given_up = True
                     self.say(f"{w.name} ended with status {status} {len(w.crashes)} times in "
                              f"{RESTART_WINDOW:.0f} s: not restarting it")
                     continue

@@ -108,7 +108,7 @@ class Command(ScrapyCrawlCommand):
         processes = process_count(self.settings.get("CRAWL_PROCESSES"))
         if processes > 1:
             # This process only looks after the workers (crawler/supervisor.py).
-            settings = [s for s in (getattr(opts, "set", None) or []) if not s.startswith("LOG_FILE=")]
+            settings = list(getattr(opts, "set", None) or [])
             settings.append(f"LOG_LEVEL={self.settings.get('LOG_LEVEL')}")
             self.exitcode = Supervisor(spidercls.name, opts.spargs, settings, processes).run()
             return

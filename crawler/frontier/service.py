@@ -192,13 +192,12 @@ class FrontierService:
             return
         self.book.settle_finished()
         try:
-            if self.flush():
-                frontier.leave(self.node_record())
+            flushed = self.flush()
+            frontier.leave(self.node_record())
+            if flushed:
                 # The last flush and the node's record reached Redis: a crawl
                 # that ends within a heartbeat of an outage says so too.
                 self.redis_ok()
-            else:
-                frontier.leave(self.node_record())
         except redis.RedisError as exc:
             logger.error("Could not settle the frontier on close (%(exc)s); leases return "
                          "after FRONTIER_LEASE_TIMEOUT", {"exc": exc}, extra={"spider": self.spider})

@@ -272,7 +272,13 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
     assert "fail" in states, states  # the outage reached CLUSTERDOWN
     got = Counter(fetched(grid_server, mark))
     assert set(got) == set(EXPECTED), set(EXPECTED) - set(got)
-    assert got == EXPECTED, (+(got - EXPECTED), outage, during)
+    # Every page once. A robots.txt may be fetched once more: a worker that
+    # meets a host while the cache's shard is down cannot read the shared
+    # copy, and fetches it rather than crawl unguarded (crawler/frontier/robots.py).
+    pages = Counter({k: n for k, n in got.items() if k[1] != "/robots.txt"})
+    assert pages == Counter({k: n for k, n in EXPECTED.items() if k[1] != "/robots.txt"}), \
+        (+(got - EXPECTED), outage, during)
+    assert all(n in (1, 2) for k, n in got.items() if k[1] == "/robots.txt"), (+(got - EXPECTED), outage, during)
     for w in (a, b):
         assert "Traceback" not in w.log, w.log[-5000:]
         assert w.stat("frontier/redis_error") > 0

@@ -29,6 +29,13 @@ folding and the vote run vectorised in numpy: the result is the package's
 for that hash function, bit for bit (tests/test_fingerprint.py checks it),
 at a fraction of the cost (bench/RESULTS.md).
 
+The arithmetic after tokenizing (the shingles' hashes, the vote, the sorted
+set resemblance is judged on and its sketch's bins) runs in C where the
+optional module ``crawler._fpcore`` was built at install (setup.py), about
+ten times faster than numpy; the numpy code here is the reference it is
+tested against, bit for bit, and the fallback where no C compiler was
+found. ``python -m crawler.fingerprint`` says which is in use.
+
 ``content_hash`` (SHA-1 of the whitespace-folded, lowercased text) finds
 exact duplicates; ``hamming`` measures how far two SimHashes are.
 """
@@ -37,9 +44,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from collections import Counter
+from typing import cast
 
 import numpy as np
+
+try:
+    from crawler import _fpcore
+except ImportError:  # not built (no C compiler at install) or not importable (a zipped egg)
+    _fpcore = None  # type: ignore[assignment]
+
+COMPILED = _fpcore is not None
 
 __all__ = ["CJK_CHAR", "Sketch", "content_hash", "feature_hash", "features", "fingerprints", "hamming",
            "resemblance", "sample_from_bytes", "shingles", "signed", "simhash", "simhash_of_features", "sketch",
@@ -83,9 +99,9 @@ _DATES = re.compile(
 _MONTH_BEFORE = re.compile(rf"(?<![a-z]){_MONTH}\s+$")
 
 
-def _strip_dates(text: str) -> str:
-    """``text`` (lowercased) without its dates and times."""
-    pieces: list[str] = []
+def _date_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` (lowercased) has dates and times, in order."""
+    spans: list[tuple[int, int]] = []
     last = 0
     for m in _DATES.finditer(text):
         start = m.start()
@@ -96,11 +112,25 @@ def _strip_dates(text: str) -> str:
             if month is None:
                 continue  # "chapter 1, 2024 pages": not a date
             start = month.start()
+        spans.append((start, m.end()))
+        last = m.end()
+    return spans
+
+
+def _strip_dates(text: str) -> str:
+    """``text`` (lowercased) without its dates and times."""
+    return _without(text, _date_spans(text))
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
         pieces.append(text[last:start])
         pieces.append(" ")
-        last = m.end()
-    if not pieces:
-        return text
+        last = end
     pieces.append(text[last:])
     return "".join(pieces)
 
@@ -258,9 +288,100 @@ def _vote(hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
     return int.from_bytes(np.packbits(sums > total / 2).tobytes(), "big")
 
 
+def _stream(runs: list[str], words: list[str]) -> tuple[array[int], array[int]]:
+    """A token stream as ``_fpcore`` takes it: the units' hashes (the runs'
+    characters, then the words) and the runs' lengths."""
+    units = [*"".join(runs), *words] if runs else words
+    found = list(map(_UNITS.get, units))
+    if None in found:
+        # Only the units the cache lacks are hashed in Python (a set
+        # difference against the cache's keys runs in C).
+        for unit in set(units).difference(_UNITS):
+            _unit(unit)
+        found = list(map(_UNITS.get, units))
+        if None in found:  # the cache was cleared on the way
+            found = [_unit(u) if h is None else h for u, h in zip(units, found)]
+    return array("Q", cast(list[int], found)), array("q", map(len, runs))
+
+
+def _compiled(text: str, sample: int) -> tuple[bool, int, bytes, bytes, bytes]:
+    """``_fpcore.fingerprint`` of ``text``, with whether it has any feature."""
+    assert _fpcore is not None
+    lowered = text.lower()
+    spans = _date_spans(lowered)
+    judged_units: array[int] | None = None
+    judged_runs: array[int] | None = None
+    if not spans:
+        units, runs = _stream(*_split(lowered))
+    elif all(_token_edge(lowered, start) and _token_edge(lowered, end) for start, end in spans):
+        units, runs, judged_units, judged_runs = _streams_around(lowered, spans)
+    else:  # a date glued to a word ("_2024-05-01", "2024年5月1日は"): tokenized twice
+        units, runs = _stream(*_split(_without(lowered, spans)))
+        judged_units, judged_runs = _stream(*_split(lowered))
+    value, judged, bins, low = _fpcore.fingerprint(units, runs, judged_units, judged_runs, sample)
+    return bool(units), value, judged, bins, low
+
+
+def _kind(c: str) -> int:
+    """How ``_TOKEN`` sees a character: 1 CJK, 2 another word character, 0 neither."""
+    if CJK_CHAR.match(c):
+        return 1
+    return 2 if c.isalnum() or c == "_" else 0
+
+
+def _token_edge(text: str, i: int) -> bool:
+    """Whether no token of ``text`` runs across position ``i``."""
+    if i <= 0 or i >= len(text):
+        return True
+    before = _kind(text[i - 1])
+    return before == 0 or before != _kind(text[i])
+
+
+def _streams_around(text: str, spans: list[tuple[int, int]]) -> tuple[array[int], array[int], array[int],
+                                                                          array[int]]:
+    """The streams of ``text`` without its dates (``spans``, each on token
+    edges) and with them, tokenizing each piece once: without them, the
+    tokens are those of the pieces between the dates, in order."""
+    all_runs: list[str] = []
+    all_words: list[str] = []
+    kept_runs: list[str] = []
+    kept_chars: list[tuple[int, int]] = []  # where the kept pieces' units are in the whole stream's
+    kept_words: list[tuple[int, int]] = []
+    chars = last = 0
+    for i in range(len(spans) + 1):
+        kept = text[last:spans[i][0]] if i < len(spans) else text[last:]
+        runs, words = _split(kept)
+        n = sum(map(len, runs))
+        kept_chars.append((chars, chars + n))
+        kept_words.append((len(all_words), len(all_words) + len(words)))
+        kept_runs += runs
+        all_runs += runs
+        all_words += words
+        chars += n
+        if i < len(spans):
+            start, last = spans[i]
+            runs, words = _split(text[start:last])
+            all_runs += runs
+            all_words += words
+            chars += sum(map(len, runs))
+    units, runs_all = _stream(all_runs, all_words)
+    kept_units = array("Q")
+    for a, b in kept_chars:
+        kept_units += units[a:b]
+    for a, b in kept_words:
+        kept_units += units[chars + a:chars + b]
+    return kept_units, array("q", map(len, kept_runs)), units, runs_all
+
+
 def simhash(text: str) -> int:
     """Unsigned 64-bit SimHash of a page's main text: every feature
     occurrence votes on every bit (weights are counts)."""
+    if _fpcore is not None:
+        return _compiled(text, 0)[1]
+    return _simhash_numpy(text)
+
+
+def _simhash_numpy(text: str) -> int:
     parts, _ = _hashes(text)
     return _vote(np.concatenate(parts)) if parts else 0
 
@@ -270,6 +391,12 @@ def shingles(text: str) -> np.ndarray:
     sorted unique 64-bit hashes: word 3-shingles (Broder's), CJK character
     3-grams; a text of fewer words, its one 2-shingle or word. Dates are
     words here (the SimHash leaves them out)."""
+    if _fpcore is not None:
+        return np.frombuffer(_compiled(text, 0)[2], dtype=np.uint64).copy()
+    return _shingles_numpy(text)
+
+
+def _shingles_numpy(text: str) -> np.ndarray:
     _, judged = _hashes(text)
     return np.unique(np.concatenate(judged)) if judged else np.zeros(0, dtype=np.uint64)
 
@@ -357,6 +484,16 @@ def resemblance(a: np.ndarray, b: np.ndarray, k: int = SKETCH_SAMPLE) -> float:
 
 def fingerprints(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | None]:
     """``simhash(text)`` and ``sketch(text, sample)``, hashing the text once."""
+    if _fpcore is None:
+        return _fingerprints_numpy(text, sample)
+    any_feature, value, _, bins, low = _compiled(text, sample)
+    if not any_feature:
+        return 0, None
+    filled = [None if v == _EMPTY else v for v in array("Q", bins)]
+    return value, _sketch_of(filled, np.frombuffer(low, dtype=np.uint32).copy(), sample)
+
+
+def _fingerprints_numpy(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | None]:
     parts, judged = _hashes(text)
     if not parts:
         return 0, None
@@ -366,7 +503,13 @@ def fingerprints(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | 
 def sketch(text: str, sample: int = SKETCH_SAMPLE) -> Sketch | None:
     """The sketch of ``text`` with a sample of at most ``sample`` values
     (None: no shingles)."""
-    found = shingles(text)
+    if _fpcore is not None:
+        _, _, judged, bins, low = _compiled(text, sample)
+        if not judged:
+            return None
+        filled = [None if v == _EMPTY else v for v in array("Q", bins)]
+        return _sketch_of(filled, np.frombuffer(low, dtype=np.uint32).copy(), sample)
+    found = _shingles_numpy(text)
     return _sketch(found, sample) if len(found) else None
 
 
@@ -381,6 +524,16 @@ def _sketch(hashes: np.ndarray, sample: int = SKETCH_SAMPLE) -> Sketch:
     filled: list[int | None] = [None] * SKETCH_BINS
     for b, v in zip(first_bins.tolist(), (hashes[first] & _LOW57).tolist()):
         filled[b] = v
+    low = np.unique((hashes & _LOW32).astype(np.uint32))[:sample]
+    return _sketch_of(filled, low, sample)
+
+
+_EMPTY = (1 << 64) - 1  # an empty bin, as _fpcore marks it
+
+
+def _sketch_of(filled: list[int | None], low: np.ndarray, sample: int) -> Sketch:
+    """The sketch from its bins' smallest values (None: an empty bin) and
+    its bottom-k sample."""
     values = list(filled)
     for i in range(SKETCH_BINS):
         if filled[i] is None:
@@ -394,7 +547,6 @@ def _sketch(hashes: np.ndarray, sample: int = SKETCH_SAMPLE) -> Sketch:
     bands = tuple(int.from_bytes(hashlib.blake2b(row[8 * SKETCH_ROWS * b:8 * SKETCH_ROWS * (b + 1)],
                                                  digest_size=8, person=b"band%02d" % b).digest(), "big")
                   for b in range(SKETCH_BANDS))
-    low = np.unique((hashes & _LOW32).astype(np.uint32))[:sample]
     return Sketch(bands, low, sample)
 
 
@@ -424,3 +576,8 @@ def hamming(a: int, b: int) -> int:
 def content_hash(text: str) -> str:
     """SHA-1 of the lowercased text with whitespace folded: exact duplicates."""
     return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
+if __name__ == "__main__":
+    print("fingerprints: " + ("compiled (crawler._fpcore)" if COMPILED else
+                              "numpy (crawler._fpcore not built: no C compiler at install?)"))

@@ -215,3 +215,60 @@ def test_shingles_match_the_reference_on_real_pages():
         text = analyze(body(row)).text
         assert shingles(text).tolist() == _shingles_reference(text), row["file"]
     assert shingles(CHINESE_TEXT).tolist() == _shingles_reference(CHINESE_TEXT)
+
+
+def test_the_compiled_module_is_built():
+    """setup.py builds crawler._fpcore wherever a C compiler is found (CI's
+    machines have one): a build that silently fell back to numpy is caught
+    here, not in a benchmark."""
+    from crawler.fingerprint import COMPILED
+
+    assert COMPILED, "crawler._fpcore was not built: install a C compiler (gcc) and `pip install -e .` again"
+
+
+def _same_fingerprints(text, sample=SKETCH_SAMPLE):
+    from crawler.fingerprint import _fingerprints_numpy, _shingles_numpy, _simhash_numpy, sketch
+
+    value, sk = fingerprints(text, sample)
+    ref_value, ref = _fingerprints_numpy(text, sample)
+    assert value == ref_value == simhash(text) == _simhash_numpy(text)
+    assert (sk is None) == (ref is None)
+    if sk is not None:
+        assert sk.bands == ref.bands
+        assert sk.sample.dtype == ref.sample.dtype and sk.sample.tolist() == ref.sample.tolist()
+        assert sk.k == ref.k == sample
+        alone = sketch(text, sample)
+        assert alone.bands == ref.bands and alone.sample.tolist() == ref.sample.tolist()
+    assert shingles(text).tolist() == _shingles_numpy(text).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab Zé_9.-/:,年月日网络東京 \n\tmay"), max_size=80),
+       st.sampled_from([SKETCH_SAMPLE, 1, 7, 4096]))
+def test_the_compiled_fingerprints_are_the_numpy_ones(text, sample):
+    _same_fingerprints(text, sample)
+
+
+def test_the_compiled_fingerprints_are_the_numpy_ones_on_real_pages():
+    """Every sample page (with and without dates, long and short) and CJK text."""
+    for row in labels():
+        _same_fingerprints(analyze(body(row)).text)
+    for text in (CHINESE_TEXT, "", "Word", "网络", "网络爬", "a b", "2024-05-01", "May 1, 2024",
+                 "Ünïcödé wörds and 数字 2024年5月1日 12:30"):
+        _same_fingerprints(text)
+        _same_fingerprints(text, 3)
+
+
+@pytest.mark.parametrize(("units", "runs"), [
+    (b"\x00" * 7, b""),  # not whole 64-bit integers
+    (b"\x00" * 16, (3).to_bytes(8, "little")),  # a run longer than the units
+    (b"\x00" * 16, (0).to_bytes(8, "little")),  # an empty run
+    (b"\x00" * 16, (1).to_bytes(8, "little") * 3),  # runs longer than the units together
+])
+def test_the_compiled_module_refuses_malformed_streams(units, runs):
+    from crawler import _fpcore
+
+    with pytest.raises(ValueError):
+        _fpcore.fingerprint(units, runs, None, None, 8)
+    with pytest.raises(ValueError):
+        _fpcore.fingerprint(b"", b"", units, runs, 8)

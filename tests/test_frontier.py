@@ -290,6 +290,15 @@ def _check(f, url: str, site: str, content_key: str, text: str):
     return f.near_duplicate(url, site, content_key, fp, sketch)
 
 
+def test_a_duplicate_check_is_one_round_trip_of_five_scripts_on_one_redis(client, crawl_name):
+    """On one Redis (not a cluster) the 16 band tables are one script call,
+    not one per shard: what a page costs to pack and parse."""
+    f = make(client, crawl_name)
+    assert _check(f, "http://a/1", "a", "k1", " ".join(_words(0, 50))).kind == "new"
+    assert f.round_trips == 1
+    assert f.calls == {"MIRROR": 1, "EXACT": 1, "BAND": 1, "RECORD": 1, "FIRST": 1}
+
+
 def test_near_duplicate_index_is_shared_and_atomic(client, crawl_name):
     f1 = make(client, crawl_name, node="w1")
     f2 = make(client, crawl_name, node="w2")

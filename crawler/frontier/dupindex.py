@@ -187,9 +187,13 @@ class DuplicateIndex:
         if pid is not None:
             assert sketch is not None
             page = pid.to_bytes(8, "big")
+            # One script call per shard on a Redis Cluster (a script's keys
+            # share a slot); on one Redis, one call for all 16 band tables:
+            # 15 commands fewer to pack and parse a page.
+            cluster = f._cluster
             for i, key in enumerate(sketch.bands):
                 shard, band_bucket, band_field = self._band(i, key)
-                keys, args = by_shard.setdefault(shard, ([], [page, _BAND_CAP]))
+                keys, args = by_shard.setdefault(shard if cluster else 0, ([], [page, _BAND_CAP]))
                 keys.append(band_bucket)
                 args.append(band_field)
             calls.extend(("BAND", keys, args) for keys, args in by_shard.values())

@@ -19,7 +19,10 @@ Scrapy has no way to do.
 Both with the same concurrency (16 requests, 16 per site), no delay, robots.txt
 obeyed. Prints pages, pages/s (from Scrapy's own elapsed time) and the ratio,
 best of ``--runs``; then the same for the whole process (launch to exit:
-start-up and shutdown included, what a user waits for). Both crawls must fetch
+start-up and shutdown included, what a user waits for), and the CPU a page
+each used (user and system time of the crawl's processes over pages
+fetched: what decides the pace when the crawl is CPU-bound, and steadier
+than pages/s when other work shares the machine). Both crawls must fetch
 the same pages.
 """
 
@@ -29,6 +32,7 @@ import argparse
 import os
 import ast
 import re
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -56,14 +60,18 @@ def stats_of(log: str) -> dict:
 
 
 def run(cmd: list[str], cwd: Path, stats: bool = True) -> dict:
-    """The crawl's stats and its whole-process time (``wall``); with
+    """The crawl's stats, its whole-process time (``wall``) and the CPU
+    seconds its processes used (``cpu``, user and system); with
     ``stats`` False (several workers, each with its own), the time alone."""
     t0 = time.monotonic()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # every worker too: each was waited for
+    cpu = after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime
     if proc.returncode != 0:
         raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
-    return {**(stats_of(proc.stderr + proc.stdout) if stats else {}), "wall": wall}
+    return {**(stats_of(proc.stderr + proc.stdout) if stats else {}), "wall": wall, "cpu": cpu}
 
 
 def settings_args(settings: dict) -> list[str]:
@@ -134,6 +142,12 @@ def whole(stats: dict, pages: int) -> float:
     return pages / stats["wall"]
 
 
+def cpu_ms(stats: dict, pages: int) -> float:
+    """CPU milliseconds a page, launch to exit: steadier than pages/s on a
+    shared machine (the test server's CPU is not in it)."""
+    return 1000 * stats["cpu"] / max(pages, 1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/python3.11/html"))
@@ -150,6 +164,7 @@ def main() -> None:
     seed = server.url("/index.html")
     best_ours = best_plain = best_mongo = 0.0
     whole_ours = whole_plain = whole_multi = 0.0
+    cpu_ours = cpu_plain = float("inf")
     mongo_uri, mongo_proc = os.environ.get("MONGO_URI"), None
     if args.mongo and not mongo_uri:
         from tests.conftest import start_secantus
@@ -175,6 +190,10 @@ def main() -> None:
             whole_plain, whole_ours = max(whole_plain, wp), max(whole_ours, wo)
             print(f"run {i + 1}, whole process: plain {plain['wall']:.2f}s = {wp:.1f} pages/s | ours "
                   f"{ours['wall']:.2f}s = {wo:.1f} pages/s | ratio {wo / wp:.2f}x", flush=True)
+            cp, co = cpu_ms(plain, plain["response_received_count"]), cpu_ms(ours, ours["response_received_count"])
+            cpu_plain, cpu_ours = min(cpu_plain, cp), min(cpu_ours, co)
+            print(f"run {i + 1}, CPU a page (start-up included): plain {cp:.2f} ms | ours {co:.2f} ms | "
+                  f"ratio {cp / co:.2f}x", flush=True)
             if args.processes > 1:
                 multi, stored = crawl_ours(seed, work, processes=args.processes)
                 wm = whole(multi, stored)
@@ -202,6 +221,7 @@ def main() -> None:
           f"{whole_ours / whole_plain:.2f}x"
           + (f"; ours with CRAWL_PROCESSES={args.processes} {whole_multi:.1f} pages/s, ratio "
              f"{whole_multi / whole_plain:.2f}x" if args.processes > 1 else ""))
+    print(f"best, CPU a page: plain {cpu_plain:.2f} ms, ours {cpu_ours:.2f} ms, ratio {cpu_plain / cpu_ours:.2f}x")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ the same pages.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import ast
 import re
@@ -159,6 +160,10 @@ def main() -> None:
     args = ap.parse_args()
     if not (args.root / "index.html").exists():
         sys.exit(f"{args.root}/index.html not found: apt-get install python3.11-doc, or pass --root")
+    # Our modules' bytecode, as an installed package has it (pip compiles
+    # what it installs; an editable checkout under PYTHONDONTWRITEBYTECODE
+    # would compile every module again at every launch).
+    compileall.compile_dir(ROOT / "crawler", quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bench-"))
     server = start_server(work, hosts="127.0.0.1", root=args.root)
     seed = server.url("/index.html")

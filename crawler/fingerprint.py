@@ -489,8 +489,7 @@ def fingerprints(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | 
     any_feature, value, _, bins, low = _compiled(text, sample)
     if not any_feature:
         return 0, None
-    filled = [None if v == _EMPTY else v for v in array("Q", bins)]
-    return value, _sketch_of(filled, np.frombuffer(low, dtype=np.uint32).copy(), sample)
+    return value, _compiled_sketch(bins, low, sample)
 
 
 def _fingerprints_numpy(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | None]:
@@ -505,10 +504,7 @@ def sketch(text: str, sample: int = SKETCH_SAMPLE) -> Sketch | None:
     (None: no shingles)."""
     if _fpcore is not None:
         _, _, judged, bins, low = _compiled(text, sample)
-        if not judged:
-            return None
-        filled = [None if v == _EMPTY else v for v in array("Q", bins)]
-        return _sketch_of(filled, np.frombuffer(low, dtype=np.uint32).copy(), sample)
+        return _compiled_sketch(bins, low, sample) if judged else None
     found = _shingles_numpy(text)
     return _sketch(found, sample) if len(found) else None
 
@@ -529,6 +525,12 @@ def _sketch(hashes: np.ndarray, sample: int = SKETCH_SAMPLE) -> Sketch:
 
 
 _EMPTY = (1 << 64) - 1  # an empty bin, as _fpcore marks it
+
+
+def _compiled_sketch(bins: bytes, low: bytes, sample: int) -> Sketch:
+    """The sketch from what ``_fpcore.fingerprint`` answered."""
+    filled = [None if v == _EMPTY else v for v in array("Q", bins)]
+    return _sketch_of(filled, np.frombuffer(low, dtype=np.uint32).copy(), sample)
 
 
 def _sketch_of(filled: list[int | None], low: np.ndarray, sample: int) -> Sketch:

@@ -272,3 +272,24 @@ def test_the_compiled_module_refuses_malformed_streams(units, runs):
         _fpcore.fingerprint(units, runs, None, None, 8)
     with pytest.raises(ValueError):
         _fpcore.fingerprint(b"", b"", units, runs, 8)
+
+
+def test_a_crawl_says_at_start_when_the_fingerprints_are_not_compiled(monkeypatch, caplog):
+    from scrapy.utils.project import get_project_settings
+    from scrapy.utils.test import get_crawler
+
+    from crawler import fingerprint
+    from crawler.spiders.site import SiteSpider
+
+    settings = {k: v for k, v in get_project_settings().copy_to_dict().items() if "REACTOR" not in k}
+
+    def warnings():
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            SiteSpider.from_crawler(get_crawler(SiteSpider, settings), seeds="http://127.0.0.2/")
+        return [r.getMessage() for r in caplog.records if "_fpcore" in r.getMessage()]
+
+    assert warnings() == []
+    monkeypatch.setattr(fingerprint, "COMPILED", False)
+    assert warnings() == ["crawler._fpcore was not built (no C compiler at install?): fingerprints are computed "
+                          "with numpy, about 2 ms a page slower; install gcc and reinstall"]

@@ -109,6 +109,7 @@ import redis
 from crawler.classify import INDEX, INFO, classify
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
+from crawler import fingerprint
 from crawler.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
 from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
@@ -293,6 +294,11 @@ class SiteSpider(Spider):
         spider._seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
         spider.topic_tunnel = settings.getint("TOPIC_TUNNEL")
         spider._siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
+        if not fingerprint.COMPILED:
+            # Same fingerprints, only slower: said once at start, not hidden.
+            logger.warning("crawler._fpcore was not built (no C compiler at install?): fingerprints are "
+                           "computed with numpy, about 2 ms a page slower; install gcc and reinstall",
+                           extra={"spider": spider})
         return spider
 
     def _in_scope(self, url: str) -> bool:

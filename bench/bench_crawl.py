@@ -12,7 +12,7 @@ from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
 With ``--mongo``, ours is run a third time into MongoDB (a SecantusDB
 server started for the run, or ``$MONGO_URI``).
 
-With ``--processes N`` (N > 1), ours is run once more a run with
+With ``--processes N`` (N > 1), ours is run once more with
 ``-s CRAWL_PROCESSES=N``: N worker processes of the one crawl, which plain
 Scrapy has no way to do.
 
@@ -145,7 +145,8 @@ def whole(stats: dict, pages: int) -> float:
 
 def cpu_ms(stats: dict, pages: int) -> float:
     """CPU milliseconds a page, launch to exit: steadier than pages/s on a
-    shared machine (the test server's CPU is not in it)."""
+    shared machine. Neither the test server's CPU nor the embedded Redis
+    server's (a daemon, not waited for) is in it."""
     return 1000 * stats["cpu"] / max(pages, 1)
 
 

@@ -46,9 +46,13 @@ from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_RESTARTS", "Supervisor", "process_count", "worker_command"]
+__all__ = ["MAX_RESTARTS", "SUPERVISOR_ENV", "Supervisor", "process_count", "worker_command"]
 
 MAX_RESTARTS = 5
+# Each worker's environment names its supervisor (this process's id): the
+# supervisor holds the embedded Redis until its last worker has ended
+# (crawler/frontier/connection.py).
+SUPERVISOR_ENV = "SITE_CRAWLER_SUPERVISOR"
 RESTART_WINDOW = 300.0  # seconds
 
 
@@ -113,8 +117,9 @@ class Supervisor:
     # -- workers ---------------------------------------------------------------------------
     def _start(self, w: _Worker) -> None:
         cmd = worker_command(self.spider, self.spargs, self.settings)
+        env = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
         w.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+                                  stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         assert w.proc.stdout is not None
         reader = threading.Thread(target=self._pump, args=(w.name, w.proc.stdout), daemon=True)
         reader.start()
@@ -145,7 +150,7 @@ class Supervisor:
                 alive = self._look()
                 if not alive:
                     break
-                time.sleep(0.2)
+                time.sleep(0.05)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)

@@ -4,6 +4,7 @@ grid sites and a real Redis."""
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -18,7 +19,8 @@ import redis
 
 import tests.test_cluster as multi
 from crawler.frontier import Frontier
-from crawler.supervisor import worker_command
+from crawler.frontier.connection import _supervised
+from crawler.supervisor import SUPERVISOR_ENV, worker_command
 from tests.conftest import ROOT, crawl_cmd
 from tests.test_cluster import EXPECTED, seeds
 
@@ -182,3 +184,41 @@ def test_a_worker_at_its_bound_of_held_leases_waits_and_loses_nothing(grid_serve
     held_back = re.search(r"'frontier/lease_held_back': (\d+)", run.log)
     assert held_back and int(held_back.group(1)) > 0
     assert "[supervisor]" not in run.log  # one process: no supervisor
+
+
+def _embedded_servers(crawl_dir) -> list[psutil.Process]:
+    """The embedded Redis servers of ``crawl_dir`` (redis-server runs in its data directory)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cwd"]):
+        if proc.info["name"] == "redis-server" and proc.info["cwd"] == str(crawl_dir / "redis"):
+            found.append(proc)
+    return found
+
+
+def test_workers_on_the_embedded_redis_leave_it_to_the_supervisor_which_shuts_it_down(grid_server, tmp_path):
+    """Without REDIS_URL every worker joins the embedded server the
+    supervisor started (its preflight) and holds; the workers leave it
+    running, and it is gone once the supervisor has ended."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    mark = grid_server.mark()
+    cmd = crawl_cmd(["follow=all", seeds(grid_server)], {"CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.05}, tmp_path)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    multi._RUNNING.append(proc)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-3000:]
+    assert fetched(grid_server, mark) == EXPECTED
+    for name in ("w1", "w2"):
+        assert re.search(rf"^\[{name}\] .*Frontier site on .*redis\.socket", out, re.M)
+        assert re.search(rf"^\[supervisor\] {name} ended \(status 0\)$", out, re.M)
+    assert _embedded_servers(tmp_path) == []
+
+
+def test_only_a_worker_of_its_running_parent_counts_as_supervised(monkeypatch):
+    monkeypatch.delenv(SUPERVISOR_ENV, raising=False)
+    assert not _supervised()
+    monkeypatch.setenv(SUPERVISOR_ENV, str(os.getppid()))
+    assert _supervised()
+    monkeypatch.setenv(SUPERVISOR_ENV, str(os.getpid()))  # not its parent: left over from another run
+    assert not _supervised()
+    monkeypatch.setenv(SUPERVISOR_ENV, "")
+    assert not _supervised()

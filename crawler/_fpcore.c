@@ -5,8 +5,8 @@
  * The module computes exactly what fingerprint.py's numpy code computes
  * (tests/test_fingerprint.py compares the two on every kind of text); that
  * code stays the reference and the fallback when this module is not built.
- * Tokenizing and the units' md5 hashes stay in Python (the regex engine and
- * a dict cache already run in C); this module takes the units' hashes. */
+ * It also tokenizes (stream below), with a cache of the units' hashes;
+ * the hashes themselves (md5) and the dates stay in Python. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -226,10 +226,196 @@ done:
     return result;
 }
 
+
+/* ---- Tokenizing: the units of a text and their hashes ---------------------
+ *
+ * stream(text, unit_hash) is fingerprint.py's _stream(*_split(text)): the
+ * text's tokens as the regex [CJK]+|[^\W CJK]+ finds them (CJK: the ranges
+ * of fingerprint._CJK; \w: what the regex engine takes for a word
+ * character, Py_UNICODE_ISALNUM or "_"), each CJK run's characters and
+ * each other token a unit; returned as the units' hashes (uint64: the runs'
+ * characters, then the words, in order) and the runs' lengths (int64).
+ * A unit's hash is unit_hash(unit) (fingerprint._unit_md5), kept in a
+ * cache of this module: most units were seen before, and neither a str
+ * object nor a dict lookup is made for them. */
+
+#define CACHE_SLOTS (1 << 19)   /* a power of two, twice CACHE_MAX */
+#define CACHE_MAX (1 << 18)     /* entries; full, the cache starts again empty */
+#define CACHE_POOL (1 << 22)    /* code points of the cached units' text */
+#define CACHE_UNIT_MAX 64       /* longer units are hashed every time */
+
+typedef struct {
+    uint64_t key; /* the unit's hash of its code points; 0: an empty slot */
+    uint64_t value;
+    uint32_t at, len; /* where its code points are in the pool */
+} slot_t;
+
+static slot_t *cache;
+static Py_UCS4 *pool;
+static Py_ssize_t cache_n, pool_n;
+
+static void cache_clear(void)
+{
+    if (cache)
+        memset(cache, 0, sizeof(slot_t) * CACHE_SLOTS);
+    cache_n = pool_n = 0;
+}
+
+static inline int kind_of(Py_UCS4 c)
+{
+    if (c < 128)
+        return ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || c == '_') ? 2 : 0;
+    if ((c >= 0x3040 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) ||
+        (c >= 0xac00 && c <= 0xd7af) || (c >= 0xf900 && c <= 0xfaff))
+        return 1;
+    return (Py_UNICODE_ISALNUM(c) || c == '_') ? 2 : 0;
+}
+
+/* The hash of the unit text[start:end], from the cache or unit_hash. */
+static int unit_of(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize_t end,
+                   PyObject *unit_hash, uint64_t *value)
+{
+    Py_ssize_t len = end - start;
+    uint64_t key = 0xcbf29ce484222325ULL; /* FNV-1a over the code points, then mixed */
+    for (Py_ssize_t i = start; i < end; i++)
+        key = (key ^ PyUnicode_READ(kind, data, i)) * 0x100000001b3ULL;
+    key = mix(key ^ (uint64_t)len) | 1; /* never 0: 0 marks an empty slot */
+    slot_t *slot = NULL;
+    if (len <= CACHE_UNIT_MAX && cache) {
+        for (size_t i = key & (CACHE_SLOTS - 1);; i = (i + 1) & (CACHE_SLOTS - 1)) {
+            slot = &cache[i];
+            if (!slot->key)
+                break;
+            if (slot->key == key && slot->len == (uint32_t)len) {
+                const Py_UCS4 *p = pool + slot->at;
+                Py_ssize_t k = 0;
+                while (k < len && p[k] == PyUnicode_READ(kind, data, start + k))
+                    k++;
+                if (k == len) {
+                    *value = slot->value;
+                    return 0;
+                }
+            }
+        }
+    }
+    PyObject *unit = PyUnicode_Substring(text, start, end);
+    if (!unit)
+        return -1;
+    PyObject *h = PyObject_CallOneArg(unit_hash, unit);
+    Py_DECREF(unit);
+    if (!h)
+        return -1;
+    *value = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (*value == (uint64_t)-1 && PyErr_Occurred())
+        return -1;
+    if (slot) {
+        if (cache_n >= CACHE_MAX || pool_n + len > CACHE_POOL) {
+            cache_clear(); /* as fingerprint._UNITS at _UNITS_MAX: start again */
+            for (size_t i = key & (CACHE_SLOTS - 1);; i = (i + 1) & (CACHE_SLOTS - 1))
+                if (!cache[i].key) {
+                    slot = &cache[i];
+                    break;
+                }
+        }
+        for (Py_ssize_t k = 0; k < len; k++)
+            pool[pool_n + k] = PyUnicode_READ(kind, data, start + k);
+        slot->key = key;
+        slot->value = *value;
+        slot->at = (uint32_t)pool_n;
+        slot->len = (uint32_t)len;
+        pool_n += len;
+        cache_n++;
+    }
+    return 0;
+}
+
+static PyObject *stream(PyObject *self, PyObject *args)
+{
+    PyObject *text, *unit_hash;
+    if (!PyArg_ParseTuple(args, "UO", &text, &unit_hash))
+        return NULL;
+    if (!PyCallable_Check(unit_hash)) {
+        PyErr_SetString(PyExc_TypeError, "unit_hash must be callable");
+        return NULL;
+    }
+    if (!cache) {
+        cache = PyMem_Calloc(CACHE_SLOTS, sizeof(slot_t));
+        pool = PyMem_Malloc(sizeof(Py_UCS4) * CACHE_POOL);
+        if (!cache || !pool) {
+            PyMem_Free(cache);
+            PyMem_Free(pool);
+            cache = NULL;
+            pool = NULL;
+            return PyErr_NoMemory();
+        }
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    /* At most n units and n runs: the characters' units fill chars from the
+     * start, the words' fill words; chars then words are returned. */
+    uint64_t *chars = PyMem_Malloc(sizeof(uint64_t) * (n + 1));
+    uint64_t *words = PyMem_Malloc(sizeof(uint64_t) * (n + 1));
+    int64_t *runs = PyMem_Malloc(sizeof(int64_t) * (n + 1));
+    PyObject *result = NULL, *units_bytes = NULL;
+    if (!chars || !words || !runs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_chars = 0, n_words = 0, n_runs = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        int k = kind_of(PyUnicode_READ(kind, data, i));
+        if (!k) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && kind_of(PyUnicode_READ(kind, data, j)) == k)
+            j++;
+        if (k == 1) {
+            runs[n_runs++] = j - i;
+            for (Py_ssize_t c = i; c < j; c++)
+                if (unit_of(text, kind, data, c, c + 1, unit_hash, &chars[n_chars++]) < 0)
+                    goto done;
+        } else if (unit_of(text, kind, data, i, j, unit_hash, &words[n_words++]) < 0) {
+            goto done;
+        }
+        i = j;
+    }
+    units_bytes = PyBytes_FromStringAndSize(NULL, (n_chars + n_words) * (Py_ssize_t)sizeof(uint64_t));
+    if (!units_bytes)
+        goto done;
+    memcpy(PyBytes_AS_STRING(units_bytes), chars, n_chars * sizeof(uint64_t));
+    memcpy(PyBytes_AS_STRING(units_bytes) + n_chars * sizeof(uint64_t), words, n_words * sizeof(uint64_t));
+    result = Py_BuildValue("(Oy#)", units_bytes, (const char *)runs, n_runs * (Py_ssize_t)sizeof(int64_t));
+done:
+    Py_XDECREF(units_bytes);
+    PyMem_Free(chars);
+    PyMem_Free(words);
+    PyMem_Free(runs);
+    return result;
+}
+
+static PyObject *stream_cache(PyObject *self, PyObject *args)
+{
+    return Py_BuildValue("(nn)", cache_n, pool_n);
+}
+
+static PyObject *stream_cache_clear(PyObject *self, PyObject *args)
+{
+    cache_clear();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"fingerprint", fingerprint, METH_VARARGS,
      "fingerprint(units, runs, judged_units, judged_runs, sample) -> "
      "(simhash, judged_unique, bins, sample): see crawler/fingerprint.py"},
+    {"stream", stream, METH_VARARGS,
+     "stream(text, unit_hash) -> (units, runs): fingerprint._stream(*fingerprint._split(text))"},
+    {"stream_cache", stream_cache, METH_NOARGS, "stream_cache() -> (units cached, code points they hold)"},
+    {"stream_cache_clear", stream_cache_clear, METH_NOARGS, "stream_cache_clear(): empty the units' cache"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -304,20 +304,31 @@ def _stream(runs: list[str], words: list[str]) -> tuple[array[int], array[int]]:
     return array("Q", cast(list[int], found)), array("q", map(len, runs))
 
 
+def _unit_md5(unit: str) -> int:
+    """A unit's hash (``_unit`` without its cache: ``_fpcore.stream`` keeps its own)."""
+    return int.from_bytes(hashlib.md5(unit.encode("utf-8")).digest()[-8:], "big")
+
+
+def _compiled_stream(text: str) -> tuple[bytes, bytes]:
+    """``_stream(*_split(text))`` by ``_fpcore``: units (uint64) and runs (int64) as bytes."""
+    assert _fpcore is not None
+    return _fpcore.stream(text, _unit_md5)
+
+
 def _compiled(text: str, sample: int) -> tuple[bool, int, bytes, bytes, bytes]:
     """``_fpcore.fingerprint`` of ``text``, with whether it has any feature."""
     assert _fpcore is not None
     lowered = text.lower()
     spans = _date_spans(lowered)
-    judged_units: array[int] | None = None
-    judged_runs: array[int] | None = None
+    judged_units: bytes | None = None
+    judged_runs: bytes | None = None
     if not spans:
-        units, runs = _stream(*_split(lowered))
+        units, runs = _compiled_stream(lowered)
     elif all(_token_edge(lowered, start) and _token_edge(lowered, end) for start, end in spans):
         units, runs, judged_units, judged_runs = _streams_around(lowered, spans)
     else:  # a date glued to a word ("_2024-05-01", "2024年5月1日は"): tokenized twice
-        units, runs = _stream(*_split(_without(lowered, spans)))
-        judged_units, judged_runs = _stream(*_split(lowered))
+        units, runs = _compiled_stream(_without(lowered, spans))
+        judged_units, judged_runs = _compiled_stream(lowered)
     value, judged, bins, low = _fpcore.fingerprint(units, runs, judged_units, judged_runs, sample)
     return bool(units), value, judged, bins, low
 
@@ -337,40 +348,36 @@ def _token_edge(text: str, i: int) -> bool:
     return before == 0 or before != _kind(text[i])
 
 
-def _streams_around(text: str, spans: list[tuple[int, int]]) -> tuple[array[int], array[int], array[int],
-                                                                          array[int]]:
+def _streams_around(text: str, spans: list[tuple[int, int]]) -> tuple[bytes, bytes, bytes, bytes]:
     """The streams of ``text`` without its dates (``spans``, each on token
     edges) and with them, tokenizing each piece once: without them, the
-    tokens are those of the pieces between the dates, in order."""
-    all_runs: list[str] = []
-    all_words: list[str] = []
-    kept_runs: list[str] = []
-    kept_chars: list[tuple[int, int]] = []  # where the kept pieces' units are in the whole stream's
-    kept_words: list[tuple[int, int]] = []
-    chars = last = 0
+    tokens are those of the pieces between the dates, in order. A stream is
+    its CJK runs' characters, then its words: each piece's are put in place."""
+    kept_chars: list[bytes] = []
+    kept_words: list[bytes] = []
+    kept_runs: list[bytes] = []
+    all_chars: list[bytes] = []
+    all_words: list[bytes] = []
+    all_runs: list[bytes] = []
+    last = 0
     for i in range(len(spans) + 1):
-        kept = text[last:spans[i][0]] if i < len(spans) else text[last:]
-        runs, words = _split(kept)
-        n = sum(map(len, runs))
-        kept_chars.append((chars, chars + n))
-        kept_words.append((len(all_words), len(all_words) + len(words)))
-        kept_runs += runs
-        all_runs += runs
-        all_words += words
-        chars += n
+        for piece, kept in ((text[last:spans[i][0]] if i < len(spans) else text[last:], True),
+                            (text[spans[i][0]:spans[i][1]] if i < len(spans) else "", False)):
+            if not piece:
+                continue
+            units, runs = _compiled_stream(piece)
+            chars = 8 * sum(array("q", runs)) if runs else 0
+            all_chars.append(units[:chars])
+            all_words.append(units[chars:])
+            all_runs.append(runs)
+            if kept:
+                kept_chars.append(units[:chars])
+                kept_words.append(units[chars:])
+                kept_runs.append(runs)
         if i < len(spans):
-            start, last = spans[i]
-            runs, words = _split(text[start:last])
-            all_runs += runs
-            all_words += words
-            chars += sum(map(len, runs))
-    units, runs_all = _stream(all_runs, all_words)
-    kept_units = array("Q")
-    for a, b in kept_chars:
-        kept_units += units[a:b]
-    for a, b in kept_words:
-        kept_units += units[chars + a:chars + b]
-    return kept_units, array("q", map(len, kept_runs)), units, runs_all
+            last = spans[i][1]
+    return (b"".join(kept_chars + kept_words), b"".join(kept_runs),
+            b"".join(all_chars + all_words), b"".join(all_runs))
 
 
 def simhash(text: str) -> int:

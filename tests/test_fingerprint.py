@@ -274,6 +274,72 @@ def test_the_compiled_module_refuses_malformed_streams(units, runs):
         _fpcore.fingerprint(b"", b"", units, runs, 8)
 
 
+def _python_stream(text):
+    from crawler.fingerprint import _split, _stream
+
+    units, runs = _stream(*_split(text))
+    return units.tobytes(), runs.tobytes()
+
+
+def _c_stream(text):
+    from crawler.fingerprint import _compiled_stream
+
+    return _compiled_stream(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(
+    "ab Zé_9.-/:,年月日网络東京 \n\tß\u0301²½٣Ⅻ・〆ー한글ｶﾅ\u200b\u00a0🙂\U00020000\ufb01"), max_size=80))
+def test_the_compiled_tokenizer_is_the_python_one(text):
+    """Words, CJK runs, digits of other scripts, numerals, combining marks,
+    the katakana middle dot (in the CJK ranges, not a word character),
+    astral characters."""
+    assert _c_stream(text) == _python_stream(text)
+
+
+def test_the_compiled_tokenizer_sees_every_character_as_the_regex_engine_does():
+    """Every code point (surrogates aside), alone between spaces: a token
+    exactly when the regex engine's \\w or the CJK ranges say so, and
+    long runs of each kind."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    text = " ".join(chars)
+    assert _c_stream(text) == _python_stream(text)
+    glued = "".join(chars[:70000])
+    assert _c_stream(glued) == _python_stream(glued)
+
+
+def test_the_compiled_tokenizers_cache_starts_again_when_full_and_stays_right():
+    from crawler import _fpcore
+
+    _fpcore.stream_cache_clear()
+    words = " ".join(f"w{i:x}" for i in range((1 << 18) + 1000))
+    assert _c_stream(words) == _python_stream(words)
+    cached, _ = _fpcore.stream_cache()
+    assert cached == 1000  # full at 2**18 units: emptied, then the last 1000 cached
+    assert _c_stream(words) == _python_stream(words)
+    long_unit = "x" * 65 + " " + "y" * 5000 + " " + "网" * 3
+    before = _fpcore.stream_cache()
+    assert _c_stream(long_unit) == _python_stream(long_unit)
+    assert _c_stream(long_unit) == _python_stream(long_unit)
+    assert _fpcore.stream_cache()[0] == before[0] + 1  # units over 64 characters are not kept
+
+
+def test_the_compiled_tokenizer_passes_on_a_failing_unit_hash():
+    from crawler import _fpcore
+
+    def fails(unit):
+        raise RuntimeError(unit)
+
+    _fpcore.stream_cache_clear()
+    with pytest.raises(RuntimeError, match="^new$"):
+        _fpcore.stream("brand new", lambda u: 1 if u == "brand" else fails(u))
+    with pytest.raises(TypeError):
+        _fpcore.stream("text", None)
+    with pytest.raises(OverflowError):
+        _fpcore.stream("other", lambda u: -1)
+    _fpcore.stream_cache_clear()
+
+
 def test_a_crawl_says_at_start_when_the_fingerprints_are_not_compiled(monkeypatch, caplog):
     from scrapy.utils.project import get_project_settings
     from scrapy.utils.test import get_crawler

@@ -44,7 +44,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
@@ -57,7 +57,7 @@ from twisted.python.threadpool import ThreadPool
 
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
-from crawler.frontier.service import FrontierService
+from crawler.frontier.service import WORKER_IDLE, FrontierService
 from crawler.recrawl import Revisits, evidence_of
 from crawler.revisit import Plan, Policy, RateModel
 from crawler.store import open_store
@@ -102,6 +102,7 @@ class StorePipeline:
         self._pending: deque[Deferred[Any]] = deque()
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="store-writer")
         self._timer: LoopingCall | None = None
+        self._soon: Any = None  # the reactor's call of _flush_now, when one is due
         self._last_flush = time.monotonic()
         self.waiting = 0  # pages handed to process_item and not settled
         self._engine_ran = False
@@ -174,6 +175,7 @@ class StorePipeline:
             self._run(buffer.replay)  # first in the writer's queue: before any new page
         self._timer = LoopingCall(self._flush_if_due)
         self._timer.start(self.flush_interval, now=False)
+        self.crawler.signals.connect(self._flush_soon, signal=WORKER_IDLE)
 
     async def process_item(self, item: Any) -> Any:
         record = item.to_dict() if hasattr(item, "to_dict") else ItemAdapter(item).asdict()
@@ -184,6 +186,8 @@ class StorePipeline:
         try:
             if len(self._batch) >= self.batch_size:
                 self._flush()
+            elif self._idle():
+                self._flush_soon()  # a page that came after its worker's WORKER_IDLE
             await maybe_deferred_to_future(written)
         finally:
             self.waiting -= 1
@@ -205,6 +209,25 @@ class StorePipeline:
         if self.buffer.down and len(self._batch) < self.batch_size and not self.buffer.closing:
             return  # the store is away: gather full batches rather than queue many small ones
         self._flush()
+
+    def _idle(self) -> bool:
+        return FrontierService.of(self.crawler).worker_idle()
+
+    def _flush_soon(self) -> None:
+        """The worker has nothing else in hand (WORKER_IDLE): the batch is
+        written on the reactor's next turn, with the pages already on their
+        way through the pipelines, rather than at the next timed flush.
+        Unless the store is away: then full batches are gathered, as in
+        ``_flush_if_due``."""
+        if self._soon is None:
+            from twisted.internet import reactor  # not at import: Scrapy installs the reactor
+
+            self._soon = cast(Any, reactor).callLater(0, self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._soon = None
+        if self._batch and self.buffer is not None and not self.buffer.down and not self.buffer.closing:
+            self._flush()
 
     def _flush(self) -> None:
         assert self.buffer is not None

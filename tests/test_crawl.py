@@ -155,6 +155,21 @@ def test_follow_all_follows_information_pages(server, tmp_path, frontier_setting
     assert "/docs/" in result.fetched  # via the nav link of every page
 
 
+def test_an_idle_worker_writes_its_pages_without_waiting_for_the_timed_flush(server, tmp_path, frontier_settings):
+    """STORE_FLUSH_INTERVAL far beyond the test's timeout: the crawl still
+    ends, every page stored. A worker with nothing downloading or left to
+    process writes the pages waiting for the store at once (and acknowledges
+    them), so a crawl's last pages do not wait for the timed flush, nor
+    the crawl's end for their acknowledgements."""
+    result = run_crawl(server, tmp_path, [f"seeds={server.url('/docs/')}"],
+                       {**TRAP, **frontier_settings, "STORE_FLUSH_INTERVAL": 3600}, timeout=90)
+    assert result.returncode == 0, result.log[-3000:]
+    with SQLiteStore(result.store_path) as store:
+        urls = {p["url"].replace(server.url(""), "") for p in store.iter_pages()}
+    assert urls == set(result.fetched) - NOT_STORED
+    assert f"'store/pages_written': {len(urls)}," in result.log
+
+
 def test_scope_any_crawls_the_partner_site(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/robots/')}", "scope=any"],
                        {"DEPTH_LIMIT": 1, **frontier_settings})

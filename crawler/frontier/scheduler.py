@@ -64,7 +64,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 from scrapy import Request, signals
@@ -76,7 +76,7 @@ from crawler import compat
 from crawler.crawldir import crawl_dir
 from crawler.frontier.frontier import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
-from crawler.frontier.service import FrontierService
+from crawler.frontier.service import WORKER_IDLE, FrontierService
 from crawler.store import StoreUnavailable
 from crawler.urls import host_of, queue_key
 
@@ -115,6 +115,7 @@ class FrontierScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self._buffer: deque[Request] = deque()  # leased, not yet handed to the engine
         self._wake_call: DelayedCall | None = None
+        self._acks_call: DelayedCall | None = None
         self._tick_loop: LoopingCall | None = None
         self._lease_after = 0.0
         self.stopping: str | None = None  # "graceful" or "now", once an operator asked (scrapy stop)
@@ -129,6 +130,7 @@ class FrontierScheduler(BaseScheduler):
         self.spider = spider
         self.service.node_record = self._node_record
         self.service.buffered_leases = lambda: {str(r.meta.get(LEASE_META)) for r in self._buffer}
+        self.service.worker_idle = self._idle
         self.service.on_heartbeat(self._after_heartbeat)
         self.service.open(spider)
         sig = self.crawler.signals
@@ -297,6 +299,15 @@ class FrontierScheduler(BaseScheduler):
     # -- what pages produce ------------------------------------------------------------
     def output_done(self, lease_id: str, error: str | None = None) -> None:
         self._count_acks(lambda: self.book.output_done(lease_id, error))
+        if self._idle():
+            # The pages in hand wait only for the store: a crawl's last pages
+            # (or a polite crawl's, between two slots) need not wait for its
+            # next timed flush, then for the next tick to be acknowledged.
+            self.crawler.signals.send_catch_log(signal=WORKER_IDLE)
+
+    def _idle(self) -> bool:
+        """Nothing downloading, waiting for its callback or leased to start."""
+        return not self._buffer and self.book.unprocessed() == 0
 
     def item_yielded(self, lease_id: str, item: Any) -> None:
         error = None
@@ -319,6 +330,18 @@ class FrontierScheduler(BaseScheduler):
             self._count_acks(lambda: self.book.item_settled(lease_id, error=reason))
         else:
             self._count_acks(lambda: self.book.item_settled(lease_id))
+        if self._idle() and self._acks_call is None:
+            # The acknowledgements now (once for a batch's pages, after they
+            # have all settled): other workers may be waiting for the crawl's end.
+            from twisted.internet import reactor  # not at import: Scrapy installs the reactor
+
+            self._acks_call = cast(Any, reactor).callLater(0, self._send_acks)
+
+    def _send_acks(self) -> None:
+        self._acks_call = None
+        if self.book.has_writes():
+            self._flush()
+            self._wake_in(0)
 
     def _count_acks(self, event: Callable[[], None]) -> None:
         before = dict(self.book.acked)

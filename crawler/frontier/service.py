@@ -51,7 +51,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FrontierService"]
+__all__ = ["WORKER_IDLE", "FrontierService"]
+
+# A signal the scheduler sends when this worker has just become idle (see
+# FrontierService.worker_idle): what waits only for the store may be written
+# now rather than at the store's next timed flush (crawler/pipelines.py).
+WORKER_IDLE = object()
 
 
 class FrontierService:
@@ -74,6 +79,9 @@ class FrontierService:
         self.buffered_leases: Callable[[], set[str]] = set
         # Set by the store's pipeline: pages handed to it and not yet settled.
         self.store_waiting: Callable[[], int] = lambda: 0
+        # Set by the scheduler: nothing downloading, waiting for its callback
+        # or leased to start in this worker (it sends WORKER_IDLE as it gets so).
+        self.worker_idle: Callable[[], bool] = lambda: False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

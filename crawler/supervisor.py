@@ -28,6 +28,11 @@ lease.
   nothing left for it) or was stopped: it is not started again. The
   supervisor ends when every worker has, with status 0 if every worker's
   last status was 0.
+- **The embedded Redis** (no ``REDIS_URL``): the supervisor starts it (its
+  check before the workers start) and holds it until the last worker has
+  ended, then stops it; a worker (``SUPERVISOR_ENV`` names its parent)
+  leaves it running at its exit without waiting to see whether it was the
+  server's last client.
 """
 
 from __future__ import annotations

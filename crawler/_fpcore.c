@@ -335,6 +335,10 @@ static PyObject *stream(PyObject *self, PyObject *args)
     PyObject *text, *unit_hash;
     if (!PyArg_ParseTuple(args, "UO", &text, &unit_hash))
         return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) /* a legacy string: its code points made ready to read */
+        return NULL;
+#endif
     if (!PyCallable_Check(unit_hash)) {
         PyErr_SetString(PyExc_TypeError, "unit_hash must be callable");
         return NULL;

@@ -46,7 +46,6 @@ import hashlib
 import re
 from array import array
 from collections import Counter
-from typing import cast
 
 import numpy as np
 
@@ -199,12 +198,18 @@ def _mix_array(x: np.ndarray) -> np.ndarray:
 _SEEDS = [_mix((n * 0x9E3779B97F4A7C15) & _MASK64) for n in range(8)]
 
 
+def _unit_md5(unit: str) -> int:
+    """A unit's hash: the last 8 bytes of its UTF-8 md5 (``_unit`` caches it;
+    ``_fpcore.stream`` keeps its own cache)."""
+    return int.from_bytes(hashlib.md5(unit.encode("utf-8")).digest()[-8:], "big")
+
+
 def _unit(unit: str) -> int:
     h = _UNITS.get(unit)
     if h is None:
         if len(_UNITS) >= _UNITS_MAX:
             _UNITS.clear()
-        h = _UNITS[unit] = int.from_bytes(hashlib.md5(unit.encode("utf-8")).digest()[-8:], "big")
+        h = _UNITS[unit] = _unit_md5(unit)
     return h
 
 
@@ -288,29 +293,10 @@ def _vote(hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
     return int.from_bytes(np.packbits(sums > total / 2).tobytes(), "big")
 
 
-def _stream(runs: list[str], words: list[str]) -> tuple[array[int], array[int]]:
-    """A token stream as ``_fpcore`` takes it: the units' hashes (the runs'
-    characters, then the words) and the runs' lengths."""
-    units = [*"".join(runs), *words] if runs else words
-    found = list(map(_UNITS.get, units))
-    if None in found:
-        # Only the units the cache lacks are hashed in Python (a set
-        # difference against the cache's keys runs in C).
-        for unit in set(units).difference(_UNITS):
-            _unit(unit)
-        found = list(map(_UNITS.get, units))
-        if None in found:  # the cache was cleared on the way
-            found = [_unit(u) if h is None else h for u, h in zip(units, found)]
-    return array("Q", cast(list[int], found)), array("q", map(len, runs))
-
-
-def _unit_md5(unit: str) -> int:
-    """A unit's hash (``_unit`` without its cache: ``_fpcore.stream`` keeps its own)."""
-    return int.from_bytes(hashlib.md5(unit.encode("utf-8")).digest()[-8:], "big")
-
-
 def _compiled_stream(text: str) -> tuple[bytes, bytes]:
-    """``_stream(*_split(text))`` by ``_fpcore``: units (uint64) and runs (int64) as bytes."""
+    """The token stream ``_fpcore.fingerprint`` takes, made by ``_fpcore``: the
+    units' hashes (uint64; the CJK runs' characters, then the words) and the
+    runs' lengths (int64), as bytes; ``_split``'s tokens, ``_unit``'s hashes."""
     assert _fpcore is not None
     return _fpcore.stream(text, _unit_md5)
 

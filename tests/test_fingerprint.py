@@ -275,10 +275,14 @@ def test_the_compiled_module_refuses_malformed_streams(units, runs):
 
 
 def _python_stream(text):
-    from crawler.fingerprint import _split, _stream
+    """The stream from the Python tokenizer and unit hashes, one unit at a time."""
+    from array import array
 
-    units, runs = _stream(*_split(text))
-    return units.tobytes(), runs.tobytes()
+    from crawler.fingerprint import _split, _unit
+
+    runs, words = _split(text)
+    units = [*"".join(runs), *words]
+    return array("Q", map(_unit, units)).tobytes(), array("q", map(len, runs)).tobytes()
 
 
 def _c_stream(text):

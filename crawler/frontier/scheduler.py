@@ -147,6 +147,8 @@ class FrontierScheduler(BaseScheduler):
             self._tick_loop.stop()
         if self._wake_call is not None and self._wake_call.active():
             self._wake_call.cancel()
+        if self._acks_call is not None and self._acks_call.active():
+            self._acks_call.cancel()  # the service's close settles what is left
         if not self.service.is_open:
             return
         # Give back what was never started; the service settles the rest.

@@ -99,6 +99,47 @@ def test_live_workers_share_a_sites_concurrency(client, crawl_name):
     assert len(theirs) == 4  # ... though 4 slots were free: the other worker's
 
 
+def test_a_lease_call_counts_the_live_workers_between_heartbeats(client, crawl_name):
+    """Workers started together each see only themselves at their first
+    heartbeat; the lease call counts them again (at most every 0.1 s), so
+    the first to lease does not keep a one-site crawl's every slot."""
+    a = make(client, crawl_name, concurrency_per_site=8, node="a", lease_timeout=30)
+    b = make(client, crawl_name, concurrency_per_site=8, node="b", lease_timeout=30)
+    a.enqueue([link(a, f"http://s/{i}", "s") for i in range(30)])
+    a.heartbeat()
+    assert a.live_nodes == 1
+    b.heartbeat()  # b joins; a does not beat again
+    first, _ = a.lease(2)
+    assert len(first) == 2 and a.live_nodes == 2  # counted in this call's round trip
+    time.sleep(0.11)
+    more, _ = a.lease(16, in_flight={"s": 2})
+    assert len(more) == 2  # its share of 8 between two workers is 4
+    theirs, _ = b.lease(16)
+    assert len(theirs) == 4
+
+
+def test_a_worker_that_finds_nothing_asks_again_soon(client, crawl_name):
+    """0.1 s after finding nothing, then every 0.2 s (a worker whose peer
+    is fetching the seed takes part as soon as links come); a site with
+    queued work whose slots another worker holds: within 0.1 s."""
+    f1 = make(client, crawl_name, node="w1", concurrency_per_site=1)
+    f2 = make(client, crawl_name, node="w2", concurrency_per_site=1)
+    leases, wait = f2.lease(4)
+    assert leases == [] and 0 < wait <= 0.1
+    time.sleep(wait)
+    leases, wait = f2.lease(4)
+    assert leases == [] and 0.1 < wait <= 0.2
+    f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
+    time.sleep(wait)
+    taken, _ = f1.lease(1)
+    assert urls(taken) == ["http://a/0"]  # the site's one slot
+    leases, wait = f2.lease(4)
+    assert leases == [] and 0 < wait <= 0.1  # waiting for the slot, not for 0.5 s
+    f1.commit(downloaded=[taken[0].id])
+    time.sleep(wait)
+    assert urls(f2.lease(4)[0]) == ["http://a/1"]
+
+
 def test_site_delay_holds_for_every_worker(client, crawl_name):
     f1 = make(client, crawl_name, default_delay=0.3, node="w1")
     f2 = make(client, crawl_name, default_delay=0.3, node="w2", concurrency_per_site=1)
@@ -108,7 +149,9 @@ def test_site_delay_holds_for_every_worker(client, crawl_name):
     f1.lease(1, downloaded=[first[0].id])  # download over: only the delay holds now
     leases, wait = f2.lease(1)
     assert leases == [] and 0 < wait <= 0.3
-    time.sleep(wait + 0.02)
+    time.sleep(0.15)
+    assert f2.lease(1)[0] == []  # still within the site's delay
+    time.sleep(0.17)
     leases, _ = f2.lease(1)
     assert urls(leases) == ["http://a/1"]
 

@@ -168,6 +168,10 @@ class Frontier:
         # When each shard may next have a site ready (monotonic), as the last
         # lease call there said.
         self._shard_ready = [0.0] * shards
+        # When the lease call next counts the live workers (monotonic): each
+        # worker's share of a site's concurrency follows them between heartbeats.
+        self._count_live_at = 0.0
+        self._starved_poll = 0.1  # seconds until a worker that got nothing asks again (0.1, then 0.2)
 
     # -- plumbing ------------------------------------------------------------
     def run_many(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]],
@@ -426,8 +430,10 @@ class Frontier:
         """Lease up to ``n`` requests, at most one per site, from the sites
         whose next allowed time has come; first free the site slots of the
         ``downloaded`` leases (their download is over, their processing may
-        not be). Returns the leases and how many seconds until the next site
-        is ready by time alone.
+        not be). Returns the leases and how many seconds until it is worth
+        asking again: until the next site is ready by time alone, or sooner
+        while this worker finds nothing at all (other workers' links come at
+        any time: after 0.1 s, then every 0.2 s).
 
         Every shard whose sites may be ready (by what it said last time, or
         not asked for 0.5 s: other workers add links) is asked for its share
@@ -447,7 +453,8 @@ class Frontier:
         share = max(1, -(-max(1, n) // max(1, len(candidates))))
         asks = {i: share for i in candidates}
         for i in freed:
-            asks.setdefault(i, 0)
+            # A slot freed may make its site ready at once (no delay): ask.
+            asks.setdefault(i, share)
         # This node's share of each site's concurrency among the live workers,
         # and its downloads in flight by site (``in_flight``), which count
         # against it.
@@ -455,6 +462,17 @@ class Frontier:
         held: dict[str, int] = dict(in_flight or {})
         leases: list[Lease] = []
         errors: list[Exception] = []
+        # Workers started together each saw only themselves at their first
+        # heartbeat, and heartbeats are seconds apart: with a share of the
+        # whole concurrency each, the first to lease took every slot of a
+        # one-site crawl and the other got nothing (two workers of the
+        # PostgreSQL manual: one idle for its first 0.9 s). The live workers
+        # are counted again in the lease's round trip, at most every 0.1 s.
+        counting: list[tuple[str, Sequence[Any], Sequence[Any]]] = []
+        if now >= self._count_live_at:
+            self._count_live_at = now + 0.1
+            counting = [("HEARTBEAT", [self.keys.nodes, self.keys.hb], ["", "", self.lease_timeout_ms])]
+        empty: list[int] = []  # shards with no queued work
         while asks:
             plan = sorted(asks.items())
             mine = "".join(f"{site}\t{count}\n" for site, count in held.items()
@@ -463,7 +481,12 @@ class Frontier:
                       [self.node, ask, self.default_delay_ms, self.conc, self.margin_ms, i, site_share, mine,
                        *freed.pop(i, ())])
                      for i, ask in plan]
-            results = self.run_many(calls, raise_on_error=False)
+            results = self.run_many([*calls, *counting], raise_on_error=False)
+            if counting:
+                beat = results.pop()
+                if not isinstance(beat, Exception):
+                    self.live_nodes = max(1, int(beat[0]))
+                counting = []
             more: list[int] = []
             for (index, ask), out in zip(plan, results):
                 if isinstance(out, Exception):
@@ -471,8 +494,15 @@ class Frontier:
                     self._shard_ready[index] = now + 1.0  # its Redis is away: ask again in a second
                     continue
                 wait = int(out[0])
-                # Other workers add links at any time: look again within 0.5 s.
-                self._shard_ready[index] = now + (0.5 if wait < 0 else min(wait / 1000.0, 0.5))
+                # Other workers add links at any time: look again within 0.5 s
+                # (sooner while this worker finds nothing at all, below);
+                # within 0.1 s when a site waits for a slot (another worker's
+                # download may end any moment: a slot held by a worker that
+                # has not said so yet is not held for long).
+                self._shard_ready[index] = now + (0.1 if wait == -2 else 0.5 if wait < 0
+                                                  else min(wait / 1000.0, 0.5))
+                if wait == -1:
+                    empty.append(index)
                 got = (len(out) - 1) // 4
                 # Entries are decoded leniently: one that is not UTF-8 (written
                 # into Redis by someone else) must reach the scheduler to be
@@ -489,6 +519,16 @@ class Frontier:
                 break
             share = -(-left // len(more))
             asks = {i: share for i in more}
+        if leases:
+            self._starved_poll = 0.1
+        elif empty:
+            # Nothing anywhere for this worker: a worker that has just joined
+            # (its peer is fetching the seed) or whose peers hold the work
+            # looks again after 0.1 s, then every 0.2 s (not 0.5 s): it takes
+            # part as soon as links come, and sees the crawl's end sooner.
+            for index in empty:
+                self._shard_ready[index] = now + self._starved_poll
+            self._starved_poll = 0.2
         if errors and not leases:
             # The caller holds on to ``downloaded`` and tries again: freeing
             # a slot twice is a no-op.

@@ -270,7 +270,8 @@ return {added, dup, capped, acked, stale}
 # then the ids of this node's leases whose download is over.
 # Returns {wait_ms, id1, site1, entry1, gap1_ms, id2, ...};
 # wait_ms: how long until the shard's next site is ready (-1: none will be by
-# time alone).
+# time alone; -2: none, and a site with queued work waits for one of its
+# concurrency slots, which a download's end, here or in another worker, frees).
 LEASE = _SHARD + r"""
 local lkey, node, max_n = KEYS[11], ARGV[1], tonumber(ARGV[2])
 local ddelay, conc, margin, shard = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
@@ -352,7 +353,8 @@ if max_n > 0 then
 end
 local first = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
 local wait = -1
-if first[2] and tonumber(first[2]) < FAR then wait = math.max(tonumber(first[2]) - now, 0) end
+if first[2] and tonumber(first[2]) < FAR then wait = math.max(tonumber(first[2]) - now, 0)
+elseif first[2] then wait = -2 end
 local d1 = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
 if d1[2] then
   local dw = math.max(tonumber(d1[2]) - now, 0)

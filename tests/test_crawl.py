@@ -5,13 +5,15 @@ what was stored."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from collections import Counter
 
 import pytest
 
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl, stop_embedded_redis
+from tests.conftest import ROOT, run_crawl, stop_embedded_redis
 from tests.mockserver import CHINESE, JAPANESE, JAPANESE_TITLE
 
 TRAP = {"TRAP_MAX_SHAPE_RUN": 3}
@@ -379,3 +381,30 @@ def test_crawl_into_mongodb(server, tmp_path, frontier_settings, mongo_uri):
     finally:
         db.client.drop_database(database)
         db.client.close()
+
+
+_END = """
+import atexit, threading, time
+from crawler.commands.crawl import _end_process
+atexit.register(lambda: print("exit handler ran", flush=True))
+threading.Thread(target=lambda: (time.sleep(0.2), print("thread finished", flush=True))).start()
+print("before", flush=True)
+_end_process(3)
+print("after: not ended", flush=True)
+"""
+
+
+@pytest.mark.parametrize("name", ["scrapy", "other-program"])
+def test_a_crawl_process_ends_without_the_interpreters_teardown_only_as_its_own_command(tmp_path, name):
+    """As `scrapy crawl` (or `site-crawler`), the process ends at once after
+    the crawl, with its status, once its threads are done and its exit
+    handlers have run (the embedded Redis's shutdown among them); called
+    from another program, `scrapy crawl` returns to it as before."""
+    script = tmp_path / name
+    script.write_text(_END)
+    out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    if name == "scrapy":
+        assert (out.returncode, out.stdout.split("\n")) == (3, ["before", "thread finished", "exit handler ran", ""])
+    else:
+        assert (out.returncode, out.stdout.split("\n")) == (
+            0, ["before", "after: not ended", "thread finished", "exit handler ran", ""])

@@ -8,11 +8,16 @@ arguments (its ``check_arguments``, when it has one) are checked; a bad
 value prints one line naming it and exits with status 1. An error while the
 crawl starts (Redis or MongoDB unreachable, say) is reported the same way
 instead of as an asyncio traceback; an unexpected one keeps its traceback.
+
+Run as its own process's command (``scrapy crawl``, ``site-crawler crawl``,
+scrapyd's runner), it ends the process as soon as the crawl is over and its
+exit handlers have run, without the interpreter's teardown of every module.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +81,43 @@ def preflight(settings: BaseSettings, spider_name: str) -> None:
         client.close()
 
 
+def _end_process(code: int) -> None:
+    """End the process now with ``code``, as the interpreter would at exit,
+    but without its teardown of every module and object, which took 0.2 s
+    after each crawl (each worker's, and the supervisor's after them): the
+    remaining threads are waited for, the exit handlers run (the embedded
+    Redis's shutdown, logging's flush), the standard streams are flushed.
+    Not inside a test runner or an interactive session, where the caller
+    expects SystemExit."""
+    if "pytest" in sys.modules or hasattr(sys, "ps1") or _embedded():
+        return
+    import atexit
+    import os
+    import threading
+
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join()
+    atexit._run_exitfuncs()  # CPython's own call at exit; private, unchanged since Python 3.0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or gone (a pipe whose reader left)
+            pass
+    os._exit(code)
+
+
+def _embedded() -> bool:
+    """Whether ``scrapy crawl`` runs inside another program (``execute()``
+    called by it) rather than as the process's own command."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None) if spec is not None else None
+    if name in ("scrapy.__main__", "scrapyd.runner"):
+        return False
+    return not sys.argv or os.path.basename(sys.argv[0]) not in ("scrapy", "site-crawler")
+
+
 class CrawlStopped(Exception):
     """The crawl's stop flag is set: a worker says so and exits 0."""
 
@@ -111,6 +153,7 @@ class Command(ScrapyCrawlCommand):
             settings = list(getattr(opts, "set", None) or [])
             settings.append(f"LOG_LEVEL={self.settings.get('LOG_LEVEL')}")
             self.exitcode = Supervisor(spidercls.name, opts.spargs, settings, processes).run()
+            _end_process(self.exitcode)
             return
         crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
@@ -120,6 +163,7 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
+        _end_process(self.exitcode)
 
     def _fail(self, exc: BaseException) -> None:
         print(f"Error: {exc}", file=sys.stderr, flush=True)

@@ -92,7 +92,6 @@ def _end_process(code: int) -> None:
     if "pytest" in sys.modules or hasattr(sys, "ps1") or _embedded():
         return
     import atexit
-    import os
     import threading
 
     for t in threading.enumerate():

@@ -75,6 +75,26 @@ class SQLiteStore(Store):
             self.path, check_same_thread=False, isolation_level=None, timeout=30.0
         )
         self._conn.row_factory = sqlite3.Row
+        # Several workers opening a new store at the same moment: switching
+        # it to WAL takes a lock that SQLite's busy timeout does not wait for
+        # ("database is locked" at once; one of two workers of a crawl failed
+        # to start about once in 40). Every step below may be taken again.
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self._prepare()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    self._conn.close()
+                    raise
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                time.sleep(0.02)
+
+    def _prepare(self) -> None:
+        """The file's mode and schema (a new file's, or an older version's brought up to date)."""
+        assert self._conn is not None
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a power cut may lose the last transactions,

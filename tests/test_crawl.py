@@ -394,12 +394,13 @@ print("after: not ended", flush=True)
 """
 
 
-@pytest.mark.parametrize("name", ["scrapy", "other-program"])
+@pytest.mark.parametrize("name", ["scrapy", "other-program", "runner.py"])
 def test_a_crawl_process_ends_without_the_interpreters_teardown_only_as_its_own_command(tmp_path, name):
     """As `scrapy crawl` (or `site-crawler`), the process ends at once after
     the crawl, with its status, once its threads are done and its exit
     handlers have run (the embedded Redis's shutdown among them); called
-    from another program, `scrapy crawl` returns to it as before."""
+    from another program (scrapyd's runner among them: it removes the job's
+    copy of the egg afterwards), `scrapy crawl` returns to it as before."""
     script = tmp_path / name
     script.write_text(_END)
     out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -9,9 +9,11 @@ value prints one line naming it and exits with status 1. An error while the
 crawl starts (Redis or MongoDB unreachable, say) is reported the same way
 instead of as an asyncio traceback; an unexpected one keeps its traceback.
 
-Run as its own process's command (``scrapy crawl``, ``site-crawler crawl``,
-scrapyd's runner), it ends the process as soon as the crawl is over and its
-exit handlers have run, without the interpreter's teardown of every module.
+Run as its own process's command (``scrapy crawl``, ``python -m scrapy
+crawl``, ``site-crawler crawl``), it ends the process as soon as the crawl is
+over and its exit handlers have run, without the interpreter's teardown of
+every module. Under scrapyd's runner, which cleans up after the crawl, it
+returns as before.
 """
 
 from __future__ import annotations
@@ -112,8 +114,10 @@ def _embedded() -> bool:
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     name = getattr(spec, "name", None) if spec is not None else None
-    if name in ("scrapy.__main__", "scrapyd.runner"):
+    if name == "scrapy.__main__":
         return False
+    # scrapyd's runner is not ours to end: it removes the job's copy of the
+    # egg after execute() returns.
     return not sys.argv or os.path.basename(sys.argv[0]) not in ("scrapy", "site-crawler")
 
 

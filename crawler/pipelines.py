@@ -103,6 +103,7 @@ class StorePipeline:
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="store-writer")
         self._timer: LoopingCall | None = None
         self._soon: Any = None  # the reactor's call of _flush_now, when one is due
+        self._idle: Callable[[], bool] = lambda: False  # the frontier's, from open_spider
         self._last_flush = time.monotonic()
         self.waiting = 0  # pages handed to process_item and not settled
         self._engine_ran = False
@@ -165,7 +166,9 @@ class StorePipeline:
                     extra={"spider": self.crawler.spider})
         # The frontier's safety net (leases whose items never settle) must
         # not fire while pages wait for an absent store.
-        FrontierService.of(self.crawler).store_waiting = lambda: self.waiting
+        service = FrontierService.of(self.crawler)
+        service.store_waiting = lambda: self.waiting
+        self._idle = service.worker_idle  # asked at every page: looked up once
         self._pool.start()
         from twisted.internet import reactor  # not at import: Scrapy installs the reactor
 
@@ -209,9 +212,6 @@ class StorePipeline:
         if self.buffer.down and len(self._batch) < self.batch_size and not self.buffer.closing:
             return  # the store is away: gather full batches rather than queue many small ones
         self._flush()
-
-    def _idle(self) -> bool:
-        return FrontierService.of(self.crawler).worker_idle()
 
     def _flush_soon(self) -> None:
         """The worker has nothing else in hand (WORKER_IDLE): the batch is

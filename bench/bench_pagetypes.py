@@ -21,9 +21,12 @@ them: pages of a tree are typed in the order a crawl meets them
 (breadth-first from the start page), each with its site's template as
 learned from the pages before it and itself (``crawler.template``: blocks on
 at least 30 % of the site's first 50 pages, once 5 are seen; the crawler
-keeps the same counts in Redis). A page typed alone (no template known:
-WCXB's pages, each alone on its site, and a tree's first 4 pages) is typed
-by the page-only model, ``crawler/data/classifier_page.json``, fitted on
+keeps the same counts in Redis). A tree's first 4 pages are typed alone,
+then typed again with the template once it is known (at the tree's fifth
+page), as the crawler does; ``--no-retype`` leaves them as typed alone. A
+page typed alone (no template known: WCXB's pages, each alone on its site,
+and with ``--no-retype`` a tree's first 4 pages) is typed by the page-only
+model, ``crawler/data/classifier_page.json``, fitted on
 WCXB's training part alone (``bench/train_classifier.py``) and never refitted
 here; the model fitted and measured here types the pages with a template.
 
@@ -54,7 +57,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from crawler.classify import FEATURES, INDEX, Model, feature_vector, model, page_model  # noqa: E402
 from crawler.extract import Page, analyze  # noqa: E402
-from crawler.template import LocalTemplates, block_keys  # noqa: E402
+from crawler.template import LocalTemplates, block_keys, template_of  # noqa: E402
 from train_classifier import cv_scores, fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = 0.35
@@ -67,25 +70,38 @@ def link_density(page: Page) -> float:
     return sum(b.link_chars for b in own) / chars if chars else 1.0
 
 
-def rows_of_tree(path: Path, template: bool = True) -> list[dict]:
+def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list[dict]:
     """A tree's labelled pages, in crawl order, each with the site's
-    template as learned so far (unlabelled pages still teach it)."""
+    template as learned so far (unlabelled pages still teach it). With
+    ``retype``, the pages typed alone (the tree's first pages) are typed
+    again with the template as it stands when the first page with a
+    template is typed, as the crawler does (``SiteSpider._retype``)."""
     templates = LocalTemplates()
     rows = []
+    alone: list[tuple[dict, Page, list[str]]] = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
         if r["label"] not in ("index", "info") and not template:
             continue
         page = analyze(Path(r["file"]).read_bytes(), r["url"])
         known = None
+        keys: list[str] = []
         if template:
             keys = block_keys(page.blocks)
             known = templates.observe("tree", keys).template(keys, templates.policy)
+            if known is not None and alone:
+                site = templates.sites["tree"]
+                for row, first, first_keys in alone:
+                    again = template_of(first_keys, site.counts, site.pages, templates.policy)
+                    row["x"], row["tpl"] = feature_vector(row["url"], first, again), True
+                alone = []
         x = feature_vector(r["url"], page, known)
         if r["label"] not in ("index", "info"):
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
                      "ld": link_density(page), "tpl": known is not None})
+        if template and retype and known is None:
+            alone.append((rows[-1], page, keys))
     return rows
 
 
@@ -147,12 +163,14 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="fit on every source and store the model")
     ap.add_argument("--no-loso", action="store_true",
                     help="score the shipped models only (trees they never saw: pagetype_sources.py --fresh)")
+    ap.add_argument("--no-retype", action="store_true",
+                    help="leave a tree's first pages as typed alone (before 2026-11-27: not typed again)")
     ap.add_argument("--shipped", type=Path, default=None,
                     help="a classifier.json to report as shipped (its features a prefix of today's)")
     args = ap.parse_args()
     rows = rows_of_wcxb(args.wcxb)
     for path in sorted(args.trees.glob("*.jsonl")):
-        rows += rows_of_tree(path)
+        rows += rows_of_tree(path, retype=not args.no_retype)
     sources = sorted({r["source"] for r in rows} - {"wcxb-train"})
     only = {s for s in args.only.split(",") if s}
     shipped = model() if args.shipped is None else prefix_model(args.shipped)

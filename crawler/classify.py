@@ -45,15 +45,17 @@ import json
 import math
 import re
 from functools import lru_cache
+from collections.abc import Sequence
 from typing import Any
 from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
 from crawler.fingerprint import count_words
-from crawler.template import OWN_FEATURES, own_features
+from crawler.template import OWN_FEATURES, BlockStat, own_features, stat_features
 
-__all__ = ["INDEX", "INFO", "classify", "feature_vector", "page_type", "tspider_rule"]
+__all__ = ["INDEX", "INFO", "classify", "classify_stats", "classify_vector", "feature_vector", "page_features",
+           "page_type", "tspider_rule"]
 
 INDEX = "index"
 INFO = "info"
@@ -145,6 +147,12 @@ def feature_vector(url: str, page: Page, template: frozenset[str] | None = None)
     """The model's features of ``page``; ``template``: the keys of its
     blocks that are its site's template (``crawler.template``), None while
     the site's template is not known (the page-only view)."""
+    return [*page_features(url, page), *own_features(page, template)]
+
+
+def page_features(url: str, page: Page) -> list[float]:
+    """The features that do not depend on the site's template: the first
+    ``len(FEATURES) - len(OWN_FEATURES)``."""
     f = page.features
     n_links = f["n_links"]
     text = f["text_chars"] or 1.0
@@ -179,7 +187,6 @@ def feature_vector(url: str, page: Page, template: frozenset[str] | None = None)
         f["best_run"] / text,
         *_title_features(page.title),
         min(count_words(page.h1), 30) / 10.0,
-        *own_features(page, template),
     ]
 
 
@@ -254,9 +261,20 @@ def classify(url: str, page: Page, threshold: float | None = None,
              template: frozenset[str] | None = None) -> str:
     """``"index"`` or ``"info"``; ``template`` as for ``feature_vector``
     (None: the page is typed alone, by ``page_model``)."""
+    return classify_vector(feature_vector(url, page, template), template, threshold)
+
+
+def classify_stats(base: list[float], stats: Sequence[BlockStat], template: frozenset[str] | None,
+                   threshold: float | None = None) -> str:
+    """``classify`` from a page's ``page_features`` and ``block_stats``
+    (what is kept of a site's first pages to type them again once the
+    site's template is known)."""
+    return classify_vector([*base, *stat_features(stats, template)], template, threshold)
+
+
+def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:
     m = model_for(template)
-    score = m.score(feature_vector(url, page, template))
-    return INDEX if score >= (m.threshold if threshold is None else threshold) else INFO
+    return INDEX if m.score(x) >= (m.threshold if threshold is None else threshold) else INFO
 
 
 def page_type(url: str, html: str | bytes) -> str:

@@ -57,6 +57,10 @@ class PageItem:
     # relevance, 0 to 1, and whether it reaches the topic's threshold.
     topic_score: float | None = None
     on_topic: bool | None = None
+    # A page yielded again by a later response's callback, typed again once
+    # its site's template was known: written again, not an outcome of the
+    # request that yielded it (not stored as a field).
+    typed_again: bool = False
 
     def __repr__(self) -> str:  # logs: the text would drown the line
         return (f"<PageItem {self.url} state={self.state} status={self.status} type={self.page_type} "

@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from crawler.extract import LONG_BLOCK, Block, Page
 
-__all__ = ["OWN_FEATURES", "Evidence", "LocalTemplates", "TemplatePolicy", "block_keys", "own_blocks",
-           "own_features"]
+__all__ = ["OWN_FEATURES", "BlockStat", "Evidence", "FirstPages", "LocalTemplates", "TemplatePolicy", "block_keys",
+           "block_stats", "own_blocks", "own_features", "stat_features", "stat_keys", "template_of"]
 
 MAX_PAGE_KEYS = 512  # block keys of one page sent as evidence (a hostile page has millions of blocks)
 DESCRIPTION_CHARS = 300  # a row's description after its link: a summary table's second cell
@@ -77,13 +79,42 @@ class Evidence:
     def template(self, keys: Sequence[str], policy: TemplatePolicy) -> frozenset[str] | None:
         """The page's keys that are the site's template; None while the site
         has too few pages to tell (the page-only view stands)."""
-        if self.pages < policy.min_pages:
-            return None
-        return frozenset(k for k, c in zip(keys, self.counts) if policy.is_template(c, self.pages))
+        return template_of(keys, dict(zip(keys, self.counts)), self.pages, policy)
 
 
 def block_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+# What the template features read of one block: its key, its size, its link
+# characters, those of in-page links, whether it opens with a link, whether
+# it sits in navigation markup. A site's first pages are kept in this form
+# until the site's template is known (``FirstPages``): a few dozen bytes a
+# block rather than the page.
+BlockStat = tuple[str, int, int, int, bool, bool]
+
+
+def block_stats(blocks: Iterable[Block]) -> list[BlockStat]:
+    """Each block's key and the figures ``own_features`` reads, in page order."""
+    keys: dict[str, str] = {}
+    out = []
+    for b in blocks:
+        key = keys.get(b.text)
+        if key is None:
+            key = keys[b.text] = block_key(b.text)
+        out.append((key, len(b.text), b.link_chars, b.frag_chars, b.lead_link, b.boiler))
+    return out
+
+
+def stat_keys(stats: Iterable[BlockStat], limit: int = MAX_PAGE_KEYS) -> list[str]:
+    """The distinct keys of a page's blocks (``block_stats``), in page order,
+    at most ``limit``: what the page adds to its site's evidence."""
+    seen: dict[str, None] = {}
+    for s in stats:
+        seen.setdefault(s[0], None)
+        if len(seen) >= limit:
+            break
+    return list(seen)
 
 
 def block_keys(blocks: Iterable[Block], limit: int = MAX_PAGE_KEYS) -> list[str]:
@@ -142,40 +173,111 @@ class LocalTemplates:
         return Evidence(s.pages, tuple(s.counts.get(k, 0) for k in keys))
 
 
+T = TypeVar("T")
+
+
+class FirstPages(Generic[T]):
+    """A site's first pages, typed alone (its template not known yet), kept
+    until its template is known so that they can be typed again with it.
+
+    A lone page cannot tell its site's menu from its own content, and the
+    page-only model takes many documentation pages for index pages; the
+    first pages of a site are also where its crawl starts. Each entry is
+    kept with a cost (about its bytes in memory); the store holds at most
+    ``max_sites`` sites, ``per_site`` entries a site and ``max_cost`` in
+    all, and drops the sites not added to for longest when full (their
+    first pages keep the type they were given: ``evicted`` counts them).
+    Per worker: the worker that typed a page keeps it, and types it again
+    when it next types a page of that site with the template known."""
+
+    def __init__(self, max_sites: int = 1024, per_site: int = 8, max_cost: int = 32 << 20) -> None:
+        self.max_sites, self.per_site, self.max_cost = max_sites, per_site, max_cost
+        self._sites: OrderedDict[str, list[tuple[T, int]]] = OrderedDict()
+        self.cost = 0
+        self.evicted = 0
+
+    def __contains__(self, site: object) -> bool:
+        return site in self._sites
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._sites.values())
+
+    def add(self, site: str, entry: T, cost: int) -> bool:
+        """Keep ``entry`` for ``site``; False when it is not kept (too
+        costly alone, or the site holds ``per_site`` already)."""
+        if cost > self.max_cost:
+            return False
+        entries = self._sites.get(site)
+        if entries is None:
+            entries = self._sites[site] = []
+        elif len(entries) >= self.per_site:
+            return False
+        entries.append((entry, cost))
+        self._sites.move_to_end(site)
+        self.cost += cost
+        while len(self._sites) > self.max_sites or self.cost > self.max_cost:
+            _, dropped = self._sites.popitem(last=False)
+            self.cost -= sum(c for _, c in dropped)
+            self.evicted += len(dropped)
+        return True
+
+    def take(self, site: str) -> list[T]:
+        """The entries kept for ``site``, forgotten here."""
+        entries = self._sites.pop(site, [])
+        self.cost -= sum(c for _, c in entries)
+        return [e for e, _ in entries]
+
+
 OWN_FEATURES = ("own_link_density", "own_chars_log", "own_prose_log", "own_linky_share", "own_long_share",
                 "own_listed_share", "own_rows_log", "own_share", "template_known", "content_link_density")
 
 
 def own_features(page: Page, template: frozenset[str] | None) -> list[float]:
+    """``stat_features`` of ``page``'s blocks."""
+    return stat_features(block_stats(page.blocks), template)
+
+
+def template_of(keys: Iterable[str], counts: dict[str, int], pages: int, policy: TemplatePolicy) -> frozenset[str] | None:
+    """The keys that are template by ``counts`` over ``pages`` of the site
+    (None: too few pages to tell)."""
+    if pages < policy.min_pages:
+        return None
+    return frozenset(k for k in keys if policy.is_template(counts.get(k, 0), pages))
+
+
+def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -> list[float]:
     """The page without its site's template (with none known, without its
     navigation markup): how much of it is links to other pages, and how
     much is its own; and the link-density rule's own figure (link text over
-    text outside navigation markup), so the model can do what the rule does."""
-    own = own_blocks(page.blocks, template)
+    text outside navigation markup), so the model can do what the rule does.
+    ``stats``: the page's ``block_stats``."""
+    if template is None:
+        own = [s for s in stats if not s[5]]
+    else:
+        own = [s for s in stats if s[0] not in template]
     chars = nav = linky = prose = long_chars = listed = rows = 0
     n = len(own)
-    for i, b in enumerate(own):
-        size = len(b.text)
-        out = b.link_chars - b.frag_chars
+    for i, (_, size, link_chars, frag_chars, lead_link, _) in enumerate(own):
+        out = link_chars - frag_chars
         chars += size
         nav += out
-        prose += size - b.link_chars
+        prose += size - link_chars
         if out * 2 >= size:
             linky += 1
-        if size - b.link_chars >= LONG_BLOCK and b.link_chars * 3 < size:
+        if size - link_chars >= LONG_BLOCK and link_chars * 3 < size:
             long_chars += size
-        if b.lead_link:
+        if lead_link:
             # A row of a link list: a block led by a link to another page,
             # and the short description that follows it (a summary table).
             rows += 1
             listed += size
             if i + 1 < n:
                 after = own[i + 1]
-                if not after.lead_link and len(after.text) <= DESCRIPTION_CHARS and after.link_chars == after.frag_chars:
-                    listed += len(after.text)
-    total = sum(len(b.text) for b in page.blocks)
-    content = [b for b in page.blocks if not b.boiler] or page.blocks
-    content_chars = sum(len(b.text) for b in content)
+                if not after[4] and after[1] <= DESCRIPTION_CHARS and after[2] == after[3]:
+                    listed += after[1]
+    total = sum(s[1] for s in stats)
+    content = [s for s in stats if not s[5]] or stats
+    content_chars = sum(s[1] for s in content)
     return [
         nav / chars if chars else 1.0,
         math.log1p(chars),
@@ -186,5 +288,5 @@ def own_features(page: Page, template: frozenset[str] | None) -> list[float]:
         math.log1p(rows),
         chars / total if total else 0.0,
         0.0 if template is None else 1.0,
-        sum(b.link_chars for b in content) / content_chars if content_chars else 1.0,
+        sum(s[2] for s in content) / content_chars if content_chars else 1.0,
     ]

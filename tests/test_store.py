@@ -117,6 +117,18 @@ def test_rewrite_replaces_fields_and_out_links(store):
     assert store.inlinks("http://a.test/new") == ["http://a.test/"]
 
 
+def test_a_page_stored_again_with_a_new_type_keeps_its_links_and_counts(store):
+    """A site's first page, typed again once its template is known, comes
+    again whole with its new type: in the same batch or a later one."""
+    links = [("http://a.test/x", "X"), ("http://b.test/", "B")]
+    store.write([page("http://a.test/", links=links), page("http://a.test/", links=links, page_type="info")])
+    store.write([page("http://a.test/y", links=links)])
+    store.write([page("http://a.test/y", links=links, page_type="info")])
+    assert [store.get_page(u)["page_type"] for u in ("http://a.test/", "http://a.test/y")] == ["info", "info"]
+    assert store.inlinks("http://a.test/x") == ["http://a.test/", "http://a.test/y"]
+    assert {s["site"]: (s["pages"], s["links"]) for s in store.sites()}["a.test"] == (2, 4)
+
+
 def test_count_pages_by_site_and_state(store):
     store.write([page("http://a.test/"), page("http://a.test/e", state="E"),
                  page("http://b.test/", site="b.test")])

@@ -8,7 +8,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from crawler.classify import INDEX, INFO, classify
+from crawler.classify import INDEX, INFO, classify, classify_stats, feature_vector, page_features
 from crawler.extract import analyze
 from crawler.frontier import Frontier
 from crawler.frontier.keys import template_key
@@ -16,11 +16,16 @@ from crawler.frontier.templates import parse_evidence
 from crawler.template import (
     MAX_PAGE_KEYS,
     Evidence,
+    FirstPages,
     LocalTemplates,
     TemplatePolicy,
     block_keys,
+    block_stats,
     own_blocks,
     own_features,
+    stat_features,
+    stat_keys,
+    template_of,
 )
 
 SITE = "docs.example"
@@ -93,6 +98,41 @@ def test_in_page_links_are_not_links_to_other_pages():
     # The same list linking to other pages is navigation.
     other = analyze(html.replace('href="#m', 'href="Other.html#m'), "http://e.org/api/Klass.html")
     assert own_features(other, None)[0] > 0.5
+
+
+def test_a_pages_block_figures_give_its_features_and_type_as_the_page_does():
+    """What is kept of a site's first pages (their block figures and
+    template-free features) types them as the page itself would."""
+    pages = [analyze(article(1), url(1)), analyze(listing(2), url(2, "listing")),
+             analyze("<html><body><nav><a href='/a'>Menu</a></nav><p>Own</p><p>Own</p></body></html>", url(3))]
+    for page, u in zip(pages, (url(1), url(2, "listing"), url(3))):
+        stats = block_stats(page.blocks)
+        keys = stat_keys(stats)
+        assert keys == block_keys(page.blocks)
+        for template in (None, frozenset(), frozenset(keys[:1]), frozenset(keys)):
+            assert stat_features(stats, template) == own_features(page, template)
+            assert [*page_features(u, page), *stat_features(stats, template)] == feature_vector(u, page, template)
+            assert classify_stats(page_features(u, page), stats, template) == classify(u, page, template=template)
+
+
+def test_template_of_reads_counts_as_the_evidence_does():
+    p = TemplatePolicy()
+    assert template_of(["a", "b"], {"a": 5}, 4, p) is None
+    assert template_of(["a", "b", "c"], {"a": 5, "b": 2}, 5, p) == frozenset({"a"})
+    assert template_of(["a"], {"a": 3}, 5, p) == Evidence(5, (3,)).template(["a"], p)
+
+
+def test_first_pages_are_kept_bounded():
+    fp: FirstPages[str] = FirstPages(max_sites=2, per_site=2, max_cost=100)
+    assert fp.add("a", "a1", 10) and fp.add("a", "a2", 10)
+    assert not fp.add("a", "a3", 10)  # the site holds per_site already
+    assert not fp.add("b", "huge", 101)  # costs more than everything may
+    assert fp.add("b", "b1", 10) and "a" in fp and len(fp) == 3 and fp.cost == 30
+    assert fp.add("c", "c1", 10)  # a third site: the one not added to for longest goes
+    assert "a" not in fp and fp.evicted == 2 and fp.cost == 20
+    assert fp.add("b", "b2", 85)  # over max_cost: "c" goes, "b" (just added to) stays
+    assert "c" not in fp and fp.evicted == 3 and fp.cost == 95
+    assert fp.take("b") == ["b1", "b2"] and fp.take("b") == [] and fp.cost == 0 and len(fp) == 0
 
 
 # -- the cluster's evidence in Redis ------------------------------------------------------------
@@ -194,6 +234,22 @@ def test_the_key_lives_in_the_sites_shard():
         assert key_slot(f.templates.key(site).encode()) == key_slot(shard.stats.encode())
 
 
+def test_reading_the_evidence_counts_nothing(client, crawl_name):
+    f = frontier(client, crawl_name)
+    assert f.templates.read(SITE, ["nav"]) is None  # no evidence yet
+    for i in range(5):
+        f.templates.observe(SITE, ["nav", f"own{i}"])
+    before = client.hgetall(f.templates.key(SITE))
+    assert f.templates.read(SITE, ["nav", "own0", "never"]) == Evidence(5, (5, 1, 0))
+    assert client.hgetall(f.templates.key(SITE)) == before
+    client.delete(f.templates.key(SITE))
+    client.set(f.templates.key(SITE), "not a hash")
+    assert f.templates.read(SITE, ["nav"]) is None
+    client.delete(f.templates.key(SITE))
+    client.hset(f.templates.key(SITE), mapping={"#": "lots", "nav": "3"})
+    assert f.templates.read(SITE, ["nav"]) is None
+
+
 @pytest.mark.parametrize(("entry", "evidence"), [
     ("a string", None),  # another type: no evidence, nothing written
     ({"#": "many"}, None),
@@ -271,13 +327,85 @@ def test_a_crawl_types_pages_with_the_template_its_workers_learn(tmp_path, front
     if template:
         # The home page and the first three articles are typed alone (the
         # sidebar makes them index pages); from the site's fifth page on,
-        # the sidebar is template and articles are information pages.
-        assert typed == [INDEX] * 4 + [INFO] * 77
+        # the sidebar is template and articles are information pages; and
+        # the first three articles are typed again then, and stored again
+        # as information pages. The home page, the sidebar and a line of
+        # its own, stays an index page.
+        assert typed == [INDEX] + [INFO] * 80
         assert "'classifier/template/page_only': 4" in stats
         assert "'classifier/template/used': 77" in stats
+        assert "'classifier/retype/checked': 4" in stats
+        assert "'classifier/retype/info': 3" in stats
+        assert "'classifier/page_type/index': 1" in stats
+        assert "'classifier/page_type/info': 80" in stats
     else:
         assert typed == [INDEX] * 81
         assert "classifier/template" not in stats
+
+
+NOTICE = " ".join(f"Sentence {j} of the society's standing notice about membership, meetings and the yearly "
+                  "fees explained." for j in range(50))
+
+
+def notice_page(title: str, own: str) -> str:
+    """A page of a site whose every page carries a long notice in prose."""
+    return (f"<html><head><title>{title}</title></head><body><div class='body'><h1>{title}</h1>{own}</div>"
+            f"<div class='notice'><p>{NOTICE}</p></div></body></html>")
+
+
+def rows(links: list[tuple[str, str]]) -> str:
+    return "<table>" + "".join(f"<tr><td><a href='{u}'>{a}</a></td><td>{a}, its summary.</td></tr>"
+                               for u, a in links) + "</table>"
+
+
+@pytest.mark.slow
+def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_path, frontier_settings):
+    """The site's second page is a table of 40 reports under the site's
+    long notice: alone, mostly prose, an information page, whose links a
+    crawl of index pages does not follow. Once the site's fifth page makes
+    the notice template, the page is typed again, stored as an index page,
+    and its 40 reports are crawled."""
+    import sqlite3
+
+    from tests.conftest import run_crawl, start_server
+
+    root = tmp_path / "site"
+    (root / "docs").mkdir(parents=True)
+    (root / "deep").mkdir()
+    (root / "index.html").write_text(notice_page("Society", rows([(f"/docs/{i}.html", f"Part {i}")
+                                                                   for i in range(1, 41)])))
+    (root / "docs" / "1.html").write_text(notice_page("Reports", rows([(f"/deep/{j}.html", f"Report {j}")
+                                                                        for j in range(40)])))
+
+    def article(i: int) -> str:
+        return notice_page(f"Article {i}", "<p>" + " ".join(f"Own line {k} of article {i} tells its story."
+                                                            for k in range(12)) + "</p>")
+
+    for i in range(2, 41):
+        (root / "docs" / f"{i}.html").write_text(article(i))
+    for j in range(40):
+        (root / "deep" / f"{j}.html").write_text(article(100 + j))
+    srv = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    try:
+        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
+                           {**frontier_settings, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
+    finally:
+        srv.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    order = [p for p in result.fetched if p.endswith(".html")]
+    assert order == (["/index.html"] + [f"/docs/{i}.html" for i in range(1, 41)]
+                     + [f"/deep/{j}.html" for j in range(40)])
+    types = dict(sqlite3.connect(result.store_path).execute("SELECT url, page_type FROM pages"))
+    assert {p: types[srv.url(p)] for p in ("/index.html", "/docs/1.html")} == {"/index.html": INDEX,
+                                                                                "/docs/1.html": INDEX}
+    assert sorted(u for u, t in types.items() if t == INDEX) == sorted([srv.url("/index.html"),
+                                                                       srv.url("/docs/1.html")])
+    assert len(types) == 81
+    stats = result.log
+    assert "'classifier/retype/checked': 4" in stats  # the site's first four pages
+    assert "'classifier/retype/index': 1" in stats
+    assert "'classifier/page_type/index': 2" in stats
+    assert "'classifier/page_type/info': 79" in stats
 
 
 def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):

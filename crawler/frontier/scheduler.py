@@ -315,7 +315,10 @@ class FrontierScheduler(BaseScheduler):
         error = None
         if getattr(item, "state", None) == "E" and not _not_modified(item):
             error = str(getattr(item, "error", "") or "error")
-        self.book.item_yielded(lease_id, error, getattr(item, "on_topic", None) is True)
+        # A page typed again (SiteSpider._retype) is an earlier request's
+        # page: it says nothing of this one's topic.
+        on_topic = getattr(item, "on_topic", None) is True and not getattr(item, "typed_again", False)
+        self.book.item_yielded(lease_id, error, on_topic)
 
     def _item_settled(self, item: Any, response: Response | Failure | None, **kwargs: Any) -> None:
         request = getattr(response, "request", None)

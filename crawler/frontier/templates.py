@@ -11,7 +11,8 @@ keys do not fit, hopeless keys and keys seen once make room; a site still
 learned expires a week after its last page); then the script keeps the
 template's keys only and counts no more (the hash is frozen, kept). One
 script call (``scripts.TEMPLATE``) counts a page and returns its evidence:
-one round trip per page typed.
+one round trip per page typed. ``read`` asks for counts without counting
+(one round trip when a site's first pages, typed alone, are typed again).
 
 What comes back from Redis is read defensively: anyone who can write to
 the crawl's Redis can put anything there. A count that is not a whole
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import redis
 
 from crawler.frontier.keys import template_key
 from crawler.template import Evidence, TemplatePolicy
@@ -61,6 +64,19 @@ class SiteTemplates:
         included; None when the site's entry is malformed. Raises
         ``redis.RedisError`` when Redis cannot be reached."""
         return self.evidence(self.frontier.run_many([self.call(site, keys)])[0], keys)
+
+
+    def read(self, site: str, keys: Sequence[str]) -> Evidence | None:
+        """The evidence for ``keys`` as it stands, counting nothing (a
+        site's first pages, typed again once its template is known); None
+        when the site has no evidence or its entry is malformed. Raises
+        ``redis.RedisError`` when Redis cannot be reached."""
+        raw = self.frontier.run_many([("HMGET", [self.key(site)], ["#", *keys])], raise_on_error=False)[0]
+        if isinstance(raw, redis.ResponseError):
+            return None  # not a hash: anyone can write to the crawl's Redis
+        if isinstance(raw, Exception):
+            raise raw
+        return self.evidence(raw, keys)
 
 
 def _whole(value: Any, most: int) -> int | None:

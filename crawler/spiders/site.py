@@ -53,11 +53,21 @@ block keys are counted in its site's template evidence in Redis (one
 script call, ``crawler/frontier/templates.py``) and the page is typed
 without the blocks that recur on the site's pages; while the site has fewer
 than 5 pages counted, its entry is malformed or Redis cannot be reached,
-the page is typed alone (its blocks outside navigation markup).
+the page is typed alone (its blocks outside navigation markup). A site's
+first pages, typed alone because the site had too few pages counted, are
+kept by the worker that typed them (``template.FirstPages``: bounded, as
+their blocks' figures rather than the page) and typed again, with the
+template, when that worker next types a page of the site with its template
+known (one more Redis round trip, once a site). A page whose type changes
+is stored again with its new type; one that becomes an index page has its
+links followed then (``follow=index``).
 
 Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
 ``classifier/template/page_only`` (too few pages of the site yet),
 ``classifier/template/malformed``, ``classifier/template/redis_error``,
+``classifier/retype/checked`` (first pages typed again),
+``classifier/retype/<type>`` (of them, those whose type changed, by new
+type), ``classifier/retype/redis_error``, ``classifier/retype/malformed``,
 ``robots/noindex``, ``topic/pages_scored``, ``topic/on_topic``,
 ``topic/off_topic``, ``topic/tunnel_pages`` (pages reached through an
 off-topic parent), ``topic/tunnel_on_topic`` (on-topic among them),
@@ -86,6 +96,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +117,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 
 import redis
 
-from crawler.classify import INDEX, INFO, classify
+from crawler.classify import INDEX, INFO, classify_stats, page_features
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler import fingerprint
@@ -115,7 +126,7 @@ from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
 from crawler.extract import Page, analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
-from crawler.template import block_keys
+from crawler.template import BlockStat, Evidence, FirstPages, block_stats, stat_keys, template_of
 from crawler.topic import Siblings, Topic, TopicError, follow_links, load_topic
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of, url_site
 
@@ -128,6 +139,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FOLLOW_MODES = ("index", "all")
+
+
+@dataclass(slots=True)
+class _FirstPage:
+    """A page typed alone, kept until its site's template is known."""
+
+    item: PageItem | None  # what was stored (None: noindex, not stored)
+    url: str
+    depth: int
+    page_type: str
+    base: list[float]  # classify.page_features
+    blocks: list[BlockStat]
+    keys: list[str]
+    links: list[str]  # to follow if it turns out to be an index page
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
 
@@ -270,6 +295,7 @@ class SiteSpider(Spider):
         self.depth_limit = 0
         self._seen = UrlCache(100_000)
         self._site_encodings: OrderedDict[str, str] = OrderedDict()
+        self._first_pages: FirstPages[_FirstPage] = FirstPages()
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
 
@@ -436,18 +462,32 @@ class SiteSpider(Spider):
 
         # The page's template evidence is counted in the same round trip as
         # its duplicate check; the page is typed with it.
-        keys = block_keys(page.blocks) if self.classifier_template and page.features and page.blocks else None
+        blocks = block_stats(page.blocks) if page.features else []
+        keys = stat_keys(blocks) if self.classifier_template and blocks else None
         template_answer: list[Any] = []
         duplicate = self._check_duplicate(item, (item.site, keys) if keys is not None else None, template_answer)
-        item.page_type = (
-            classify(url, page, self.classifier_threshold, self._site_template(item.site, keys, template_answer))
-            if page.features else INFO
-        )
+        template, young = self._site_template(item.site, keys, template_answer)
+        features: list[float] = []
+        if page.features:
+            features = page_features(url, page)
+            item.page_type = classify_stats(features, blocks, template, self.classifier_threshold)
+        else:
+            item.page_type = INFO
         stats.inc_value(f"classifier/page_type/{item.page_type}")
         if "noindex" in robots:
             stats.inc_value("robots/noindex")
         else:
             yield item
+        if template is not None and item.site in self._first_pages:
+            yield from self._retype(item.site)
+        if young and keys is not None and item.revisit is None:
+            # Typed alone for want of the site's template: kept to be typed
+            # again once it is known; its links with it, to follow then if
+            # it turns out to be an index page.
+            later = (not self.follow_all and self.topic is None and item.page_type != INDEX and not duplicate
+                     and "nofollow" not in robots)
+            self._keep_first_page(item, features, blocks, keys, "noindex" not in robots,
+                                  [u for u in out if u != refresh] if later else [])
         if "nofollow" in robots:
             stats.inc_value("robots/nofollow")
             return
@@ -489,34 +529,89 @@ class SiteSpider(Spider):
 
         yield from self._follow(links, item.url, item.depth + 1, link_meta=meta)
 
-    def _site_template(self, site: str, keys: list[str] | None, answer: list[Any]) -> frozenset[str] | None:
+    def _site_template(self, site: str, keys: list[str] | None,
+                       answer: list[Any]) -> tuple[frozenset[str] | None, bool]:
         """The page's block ``keys`` that are its site's template, after
         counting the page in the cluster's evidence (``answer``: what the
         count answered in the duplicate check's round trip; empty: it was
         not sent, and is sent now); None (type the page alone) while the
-        site has too few pages, or without evidence."""
+        site has too few pages, or without evidence. And whether the site
+        had too few pages (its template will be known later)."""
         if keys is None:
-            return None
+            return None, False
         stats = self.crawler.stats
         templates = FrontierService.of(self.crawler).frontier.templates
+
+        def counted() -> Evidence | None:
+            if not answer:
+                return templates.observe(site, keys)
+            if isinstance(answer[0], Exception):
+                raise answer[0]
+            return templates.evidence(answer[0], keys)
+
+        evidence = self._evidence(site, counted, "classifier/template")
+        if evidence is None:
+            return None, False
+        template = evidence.template(keys, templates.policy)
+        stats.inc_value("classifier/template/page_only" if template is None else "classifier/template/used")
+        return template, template is None
+
+    def _evidence(self, site: str, ask: Callable[[], Evidence | None], stat: str) -> Evidence | None:
+        """What ``ask`` says of the site's evidence; None (counted in
+        ``<stat>/redis_error`` or ``<stat>/malformed``) without it."""
         try:
-            if answer:
-                if isinstance(answer[0], Exception):
-                    raise answer[0]
-                evidence = templates.evidence(answer[0], keys)
-            else:
-                evidence = templates.observe(site, keys)
+            evidence = ask()
         except redis.RedisError as exc:
-            stats.inc_value("classifier/template/redis_error")
+            self.crawler.stats.inc_value(f"{stat}/redis_error")
             logger.debug("Template evidence unavailable for %(site)s: %(exc)s", {"site": site, "exc": exc},
                          extra={"spider": self})
             return None
         if evidence is None:
-            stats.inc_value("classifier/template/malformed")
-            return None
-        template = evidence.template(keys, templates.policy)
-        stats.inc_value("classifier/template/page_only" if template is None else "classifier/template/used")
-        return template
+            self.crawler.stats.inc_value(f"{stat}/malformed")
+        return evidence
+
+    def _keep_first_page(self, item: PageItem, base: list[float], blocks: list[BlockStat], keys: list[str],
+                         stored: bool, links: list[str]) -> None:
+        entry = _FirstPage(item if stored else None, item.url, item.depth, item.page_type or INFO, base, blocks,
+                           keys, links)
+        cost = (1024 + 96 * len(blocks) + 64 * len(keys) + sum(96 + len(u) for u in links)
+                + (len(item.text) + len(item.abstract) + sum(160 + len(ln["url"]) + len(ln["anchor"])
+                                                             for ln in item.links) if stored else 0))
+        evicted = self._first_pages.evicted
+        self._first_pages.add(item.site, entry, cost)
+        if self._first_pages.evicted != evicted:
+            self.crawler.stats.inc_value("classifier/retype/evicted", self._first_pages.evicted - evicted)
+
+    def _retype(self, site: str) -> Iterator[Any]:
+        """Type the site's first pages kept by this worker again, with the
+        site's template as the cluster's evidence now says: a page whose
+        type changes is stored again, and its links followed if it is now
+        an index page."""
+        entries = self._first_pages.take(site)
+        stats = self.crawler.stats
+        templates = FrontierService.of(self.crawler).frontier.templates
+        keys = list(dict.fromkeys(k for e in entries for k in e.keys))
+        evidence = self._evidence(site, lambda: templates.read(site, keys), "classifier/retype")
+        if evidence is None:
+            return
+        counts = dict(zip(keys, evidence.counts))
+        for e in entries:
+            template = template_of(e.keys, counts, evidence.pages, templates.policy)
+            if template is None:
+                continue
+            stats.inc_value("classifier/retype/checked")
+            new = classify_stats(e.base, e.blocks, template, self.classifier_threshold)
+            if new == e.page_type:
+                continue
+            stats.inc_value(f"classifier/retype/{new}")
+            stats.inc_value(f"classifier/page_type/{e.page_type}", -1)
+            stats.inc_value(f"classifier/page_type/{new}")
+            logger.debug("Typed again with its site's template: %(url)s is an %(new)s page",
+                         {"url": e.url, "new": new}, extra={"spider": self})
+            if e.item is not None:
+                yield replace(e.item, page_type=new, typed_again=True)
+            if new == INDEX and e.links:
+                yield from self._follow(e.links, e.url, e.depth + 1)
 
     def _remember_encoding(self, site: str, encoding: str) -> None:
         """The site's last legacy encoding: the hint for its pages that declare

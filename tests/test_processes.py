@@ -119,12 +119,18 @@ def test_a_killed_worker_is_restarted_and_nothing_is_lost(grid_server, settings,
     run = Supervised([seeds(grid_server)], settings, tmp_path)
     pid = int(run.wait_for(r"^\[supervisor\] w2 started \(pid (\d+)\)").group(1))
     run.wait_for(r"^\[w2\] .*Spider opened")
+    # The first workers are forked from the supervisor (the same command
+    # line); a restarted one is spawned, a crawl of one process.
+    supervisor = psutil.Process(run.proc.pid).cmdline()
+    assert psutil.Process(pid).cmdline() == supervisor and "CRAWL_PROCESSES=2" in supervisor
     time.sleep(2)
     assert len(grid_server.requests(mark)) < sum(EXPECTED.values())  # mid-crawl
     psutil.Process(pid).kill()
     run.wait_for(rf"^\[supervisor\] w2 ended with status -9: restarting it in 1 s \(restart 1\)$")
     again = int(run.wait_for(r"^\[supervisor\] w2 started \(pid (\d+)\)").group(1))
     assert again != pid
+    spawned = psutil.Process(again).cmdline()
+    assert spawned != supervisor and spawned[-2:] == ["-s", "CRAWL_PROCESSES=1"]
     assert run.wait() == 0, run.log[-3000:]
     got = fetched(grid_server, mark)
     # Every URL fetched; those the killed worker held may be fetched again
@@ -210,6 +216,35 @@ def test_workers_on_the_embedded_redis_leave_it_to_the_supervisor_which_shuts_it
     for name in ("w1", "w2"):
         assert re.search(rf"^\[{name}\] .*Frontier site on .*redis\.socket", out, re.M)
         assert re.search(rf"^\[supervisor\] {name} ended \(status 0\)$", out, re.M)
+    assert _embedded_servers(tmp_path) == []
+
+
+def test_a_forked_worker_that_ends_first_leaves_the_embedded_redis_to_the_others(grid_server, tmp_path):
+    """A worker forked from the supervisor inherits the supervisor's handle
+    on the embedded server: stopped early (its exit handlers run), it must
+    not take the server with it while the other worker crawls on."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    mark = grid_server.mark()
+    cmd = crawl_cmd(["follow=all", seeds(grid_server)], {"CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.3,
+                                                         "FRONTIER_HEARTBEAT_INTERVAL": 0.5}, tmp_path)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    multi._RUNNING.append(proc)
+    run = Supervised.__new__(Supervised)
+    run.proc, run.lines, run.out = proc, queue.Queue(), []
+    threading.Thread(target=run._read, daemon=True).start()
+    pid = int(run.wait_for(r"^\[supervisor\] w1 started \(pid (\d+)\)").group(1))
+    run.wait_for(r"^\[w1\] .*Spider opened")
+    if not any(re.search(r"^\[w2\] .*Spider opened", line) for line in run.out):  # it may come first
+        run.wait_for(r"^\[w2\] .*Spider opened")
+    time.sleep(1.5)
+    assert len(grid_server.requests(mark)) < sum(EXPECTED.values())  # mid-crawl
+    os.kill(pid, signal.SIGINT)  # w1 alone stops cleanly: its leases go back
+    run.wait_for(r"^\[supervisor\] w1 ended \(status 0\)$")
+    assert run.wait() == 0, run.log[-3000:]
+    assert set(fetched(grid_server, mark)) == set(EXPECTED)
+    assert re.search(r"^\[w2\] .*Spider closed \(finished\)", run.log, re.M), run.log[-3000:]
+    w2 = "".join(line for line in run.out if line.startswith("[w2]"))
+    assert " ERROR: " not in w2 and "ConnectionError" not in w2 and "redis_error" not in w2, run.log[-3000:]
     assert _embedded_servers(tmp_path) == []
 
 

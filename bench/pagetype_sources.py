@@ -1,6 +1,6 @@
 """Structure-labelled page types from documentation trees Debian ships.
 
-    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes] [--fresh | --fresh2]
+    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes] [--fresh | --fresh2 | --fresh3]
 
 Each source is one documentation tree made by one generator (DocBook,
 Sphinx, Doxygen, javadoc, rustdoc, mdBook, texinfo), installed by
@@ -12,6 +12,12 @@ them. The second held-out set (``FRESH2_SOURCES``, ``--fresh2``) is installed by
     apt-get install --no-install-recommends python-flask-doc python-sqlalchemy-doc \
         libcppunit-doc libxerces-c-doc libcommons-io-java-doc libjsoup-java-doc \
         libglib2.0-doc maxima-doc
+
+and the third (``FRESH3_SOURCES``, ``--fresh3``) by::
+
+    apt-get install --no-install-recommends libcommons-collections4-java-doc \
+        libyaml-snake-java-doc libsfml-doc libbox2d-doc sphinx-doc python-tornado-doc \
+        libclutter-1.0-doc mit-scheme-doc
 
 A page's label comes from its generator's markup, not from a person:
 
@@ -109,6 +115,26 @@ FRESH2_SOURCES = (
     Source("maxima", "maxima-doc", "texinfo", "/usr/share/doc/maxima-doc/html", "maxima_toc.html"),
 )
 
+# A third set kept apart, added on 2026-11-27 (``--fresh3``): these trees were
+# labelled before any classifier was measured on them, and are never used to
+# fit, tune or choose anything; none of their packages appears in SOURCES,
+# FRESH_SOURCES or FRESH2_SOURCES. tornado is built with the Read the Docs
+# Sphinx theme, whose sidebar, breadcrumbs and footer are in _NAV; the MIT
+# Scheme tree is its reference manual alone (the package's top page is
+# hand-written and links each manual also as one single page).
+FRESH3_SOURCES = (
+    Source("commons-collections4", "libcommons-collections4-java-doc", "javadoc",
+           "/usr/share/doc/libcommons-collections4-java/api", "index.html"),
+    Source("snakeyaml", "libyaml-snake-java-doc", "javadoc", "/usr/share/doc/libyaml-snake-java/api", "index.html"),
+    Source("sfml", "libsfml-doc", "doxygen", "/usr/share/doc/libsfml-dev/html", "index.html"),
+    Source("box2d", "libbox2d-doc", "doxygen", "/usr/share/doc/libbox2d-dev/html", "index.html"),
+    Source("sphinx", "sphinx-doc", "sphinx", "/usr/share/doc/sphinx-doc/html", "index.html"),
+    Source("tornado", "python-tornado-doc", "sphinx", "/usr/share/doc/python-tornado-doc/html", "index.html"),
+    Source("clutter", "libclutter-1.0-doc", "docbook", "/usr/share/gtk-doc/html/clutter", "index.html"),
+    Source("mit-scheme-ref", "mit-scheme-doc", "texinfo", "/usr/share/doc/mit-scheme-doc/html/mit-scheme-ref",
+           "index.html"),
+)
+
 # The generator's navigation around the content (dropped before measuring).
 _NAV = {
     "docbook": ["//div[@class='navheader']", "//div[@class='navfooter']", "//table[@class='navigation']",
@@ -117,7 +143,11 @@ _NAV = {
                "//div[@class='nav']", "//div[@id='hd']", "//div[@id='ft']", "//div[@class='global-nav']",
                # the zzzeeksphinx theme's header, sidebar, narrow-screen menu and footer
                "//div[@id='docs-top-navigation-container']", "//div[@id='fixed-sidebar']",
-               "//div[@id='docs-narrow-top-navigation']", "//div[@id='docs-bottom-navigation']"],
+               "//div[@id='docs-narrow-top-navigation']", "//div[@id='docs-bottom-navigation']",
+               # the Read the Docs theme's sidebar, narrow-screen bar, breadcrumbs and footer
+               "//nav[contains(@class,'wy-nav-side')]", "//nav[contains(@class,'wy-nav-top')]",
+               "//div[@role='navigation'][ul[contains(@class,'wy-breadcrumbs')]]",
+               "//div[contains(@class,'rst-content')]/footer"],
     "doxygen": ["//div[@id='top']", "//div[@id='side-nav']", "//div[@id='nav-path']", "//div[@class='navpath']",
                 "//hr[@class='footer']/following-sibling::*", "//address"],
     "javadoc": ["//div[@class='topNav']", "//div[@class='bottomNav']", "//div[@class='subNav']",
@@ -250,10 +280,13 @@ def main() -> None:
     sets = ap.add_mutually_exclusive_group()
     sets.add_argument("--fresh", action="store_true", help="the trees kept apart (FRESH_SOURCES) instead")
     sets.add_argument("--fresh2", action="store_true", help="the second set kept apart (FRESH2_SOURCES) instead")
+    sets.add_argument("--fresh3", action="store_true", help="the third set kept apart (FRESH3_SOURCES) instead")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s}
-    for src in FRESH2_SOURCES if args.fresh2 else FRESH_SOURCES if args.fresh else SOURCES:
+    sources = (FRESH3_SOURCES if args.fresh3 else FRESH2_SOURCES if args.fresh2 else FRESH_SOURCES if args.fresh
+               else SOURCES)
+    for src in sources:
         if only and src.name not in only:
             continue
         if not (Path(src.root) / src.start).is_file():

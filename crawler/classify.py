@@ -97,8 +97,12 @@ FEATURES = (
     "url_info_word", "url_last_index_word", "ld_article", "ld_product", "ld_forum",
     "ld_listing", "og_article", "cart_log", "cart_one", "price_log", "repeat_log",
     "url_forum", "best_run_log", "best_run_share", "title_words", "title_index_word",
-    "h1_words", *OWN_FEATURES,
+    "h1_words", *OWN_FEATURES, "url_contents_name", "url_uses_dir",
 )
+# Where the template's features sit: before them, the page's own (the
+# page-only model's, all it reads); after, the URL's documentation names
+# (added after the page-only model was fitted).
+_OWN_AT = FEATURES.index(OWN_FEATURES[0])
 _TITLE_SPLIT = re.compile(r"\s+[|\-–—·:»]\s+")
 _TITLE_INDEX_WORDS = frozenset(
     {"category", "categories", "archive", "archives", "collection", "collections", "shop",
@@ -147,12 +151,37 @@ def feature_vector(url: str, page: Page, template: frozenset[str] | None = None)
     """The model's features of ``page``; ``template``: the keys of its
     blocks that are its site's template (``crawler.template``), None while
     the site's template is not known (the page-only view)."""
-    return [*page_features(url, page), *own_features(page, template)]
+    return _assemble(page_features(url, page), own_features(page, template))
+
+
+def _assemble(base: list[float], own: list[float]) -> list[float]:
+    return [*base[:_OWN_AT], *own, *base[_OWN_AT:]]
+
+
+# The names documentation generators and sites give their contents pages
+# (a package or module summary, an overview, a table of contents, a class
+# or file list, a general or module index, "all items"), read as whole
+# words of the page's file name; and the directory of javadoc's "Uses of
+# class X" pages. A contents page's name says what its markup may not.
+_CONTENTS_NAMES = frozenset(
+    {"summary", "overview", "contents", "toc", "tree", "sitemap", "hierarchy", "files", "classes", "namespaces",
+     "modules", "packages", "all", "index", "genindex", "modindex", "allclasses", "allpackages", "annotated"}
+)
+_USES_DIRS = frozenset({"use", "uses"})
+
+
+@lru_cache(maxsize=4096)
+def doc_url_features(url: str) -> tuple[float, float]:
+    path = urlsplit(url).path.lower()
+    folder, _, name = path.rpartition("/")
+    stem = name.rsplit(".", 1)[0]
+    return (1.0 if set(_TOKEN.findall(stem)) & _CONTENTS_NAMES else 0.0,
+            1.0 if set(_TOKEN.findall(folder)) & _USES_DIRS else 0.0)
 
 
 def page_features(url: str, page: Page) -> list[float]:
-    """The features that do not depend on the site's template: the first
-    ``len(FEATURES) - len(OWN_FEATURES)``."""
+    """The features that do not depend on the site's template: every one
+    of ``FEATURES`` but ``OWN_FEATURES``, in their order."""
     f = page.features
     n_links = f["n_links"]
     text = f["text_chars"] or 1.0
@@ -187,6 +216,7 @@ def page_features(url: str, page: Page) -> list[float]:
         f["best_run"] / text,
         *_title_features(page.title),
         min(count_words(page.h1), 30) / 10.0,
+        *doc_url_features(url),
     ]
 
 
@@ -269,7 +299,7 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     """``classify`` from a page's ``page_features`` and ``block_stats``
     (what is kept of a site's first pages to type them again once the
     site's template is known)."""
-    return classify_vector([*base, *stat_features(stats, template)], template, threshold)
+    return classify_vector(_assemble(base, stat_features(stats, template)), template, threshold)
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

@@ -23,6 +23,11 @@ the two in practice:
   place on the page itself, ``#x``, do not count), how much of it sits in
   link-list rows, how much prose it has; and the link-density rule's own
   figure, so the model is not worse than the rule where the rule holds.
+- with the template known, whether the page's file name is one that
+  documentation generators give their contents pages (``summary``,
+  ``contents``, ``genindex``, ``allclasses``, ``annotated`` ...) or it sits
+  in javadoc's ``class-use/``: those pages' markup looks like a class
+  page's member tables.
 
 Two small gradient-boosted tree models (pure Python at run time, well
 under a millisecond a page): ``data/classifier.json`` types a page whose

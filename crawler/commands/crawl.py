@@ -163,6 +163,13 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        if self.crawler_process is None:
+            # A supervisor of forked workers: its own lines (the checks'
+            # warnings) in Scrapy's format and LOG_FILE, as a crawler process
+            # would set them up; a worker's crawler process replaces the handler.
+            from scrapy.utils.log import install_scrapy_root_handler
+
+            install_scrapy_root_handler(self.settings)
         if len(args) != 1:
             if self.crawler_process is None:
                 self.crawler_process = _crawler_process(self.settings)

@@ -352,6 +352,7 @@ def test_a_crawl_types_pages_with_the_template_its_workers_learn(tmp_path, front
         assert "'classifier/retype/info': 3" in stats
         assert "'classifier/page_type/index': 1" in stats
         assert "'classifier/page_type/info': 80" in stats
+        assert "classifier/retype/unchecked" not in stats
     else:
         assert typed == [INDEX] * 81
         assert "classifier/template" not in stats
@@ -420,6 +421,30 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
     assert "'classifier/retype/index': 1" in stats
     assert "'classifier/page_type/index': 2" in stats
     assert "'classifier/page_type/info': 79" in stats
+
+
+@pytest.mark.slow
+def test_a_site_too_small_for_a_template_keeps_its_first_types_and_says_so(tmp_path, frontier_settings):
+    import sqlite3
+
+    from tests.conftest import run_crawl, start_server
+
+    write_site(tmp_path / "site", n=2)
+    srv = start_server(tmp_path, hosts="127.0.0.1", root=tmp_path / "site")
+    try:
+        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
+                           {**frontier_settings, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
+    finally:
+        srv.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    types = dict(sqlite3.connect(result.store_path).execute("SELECT url, page_type FROM pages"))
+    # Three pages, each typed alone (the home page an index page, the two
+    # articles, with a sidebar of two links, information pages), never again.
+    assert types == {srv.url("/index.html"): INDEX, srv.url("/article/0.html"): INFO,
+                     srv.url("/article/1.html"): INFO}
+    assert "'classifier/template/page_only': 3" in result.log
+    assert "'classifier/retype/unchecked': 3" in result.log
+    assert "classifier/retype/checked" not in result.log
 
 
 def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):

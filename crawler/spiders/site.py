@@ -71,6 +71,8 @@ Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
 type), ``classifier/retype/redis_error``, ``classifier/retype/malformed``,
 ``classifier/retype/evicted`` (first pages no longer kept: the bound),
 ``classifier/retype/not_stored`` (a page typed again the store refused),
+``classifier/retype/unchecked`` (first pages still kept when the spider
+closed: the site had no page typed with its template by this worker),
 ``robots/noindex``, ``topic/pages_scored``, ``topic/on_topic``,
 ``topic/off_topic``, ``topic/tunnel_pages`` (pages reached through an
 off-topic parent), ``topic/tunnel_on_topic`` (on-topic among them),
@@ -787,6 +789,13 @@ class SiteSpider(Spider):
             yield request
         stats.inc_value("frontier/links_new", new)
         stats.inc_value("frontier/links_parsed", parsed)
+
+    def closed(self, reason: str) -> None:
+        """Scrapy's call at the spider's close: first pages still kept keep
+        the type they were given alone (counted)."""
+        left = len(self._first_pages)
+        if left:
+            self.crawler.stats.inc_value("classifier/retype/unchecked", left)
 
     def errback(self, failure: Failure) -> Iterator[PageItem]:
         request: Request = failure.request  # type: ignore[attr-defined]

@@ -252,6 +252,11 @@ class Supervisor:
             if self.fork is not None and threading.active_count() == 1:
                 self._fork_all(self.fork)
             else:
+                if self.fork is not None:
+                    # pymongo's monitors, after the MongoDB check, end half a
+                    # second after their client is closed: not worth the wait.
+                    others = sorted({t.name for t in threading.enumerate() if t is not threading.current_thread()})
+                    self.say(f"threads running ({', '.join(others)}): the workers are started as new processes")
                 for w in self.workers:
                     self._start(w)
             while True:

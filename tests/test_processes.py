@@ -106,6 +106,27 @@ def test_two_processes_crawl_every_url_once_and_say_which_is_which(grid_server, 
     assert [_process(p) for p in pids] == [None, None]  # no worker outlives the command
 
 
+def test_two_processes_into_mongodb_are_spawned_and_store_every_page_once(grid_server, settings, tmp_path,
+                                                                         mongo_uri):
+    """With MONGO_URI the supervisor's check of the store leaves pymongo's
+    threads running a moment: it says so and spawns its workers rather than
+    fork with threads; they store every page once."""
+    import pymongo
+
+    database = "procs_" + settings["CRAWL_NAME"].replace("-", "_")[:40]
+    mark = grid_server.mark()
+    run = Supervised([seeds(grid_server)], {**settings, "MONGO_URI": mongo_uri, "MONGO_DATABASE": database},
+                     tmp_path)
+    assert run.wait() == 0, run.log[-3000:]
+    assert fetched(grid_server, mark) == EXPECTED
+    assert re.search(r"^\[supervisor\] threads running \(.*pymongo.*\): the workers are started as new "
+                     r"processes$", run.log, re.M), run.log[-3000:]
+    with pymongo.MongoClient(mongo_uri) as client:
+        urls = [d["url"] for d in client[database].pages.find({"state": "C"}, {"url": 1})]
+        client.drop_database(database)
+    assert len(urls) == len(set(urls)) == PAGES
+
+
 def _process(pid: int) -> psutil.Process | None:
     try:
         return psutil.Process(pid)

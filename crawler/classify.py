@@ -37,8 +37,8 @@ site's template is known; it is fitted by ``bench/bench_pagetypes.py
 types them), never on the PostgreSQL or Python documentation, and that
 bench measures it leave-one-source-out. ``data/classifier_page.json`` types
 a page alone (a site's first pages; its features are the first 39), fitted
-on WCXB's training part, single pages of many sites, by
-``bench/train_classifier.py``, which scores it on ``tests/data/pagetypes``,
+on WCXB's training part (898 pages of ``labels-all.jsonl``), single pages
+of many sites, by ``bench/train_classifier.py``, which scores it on ``tests/data/pagetypes``,
 112 held-out pages kept in the repository. The decision threshold leans
 toward "index": a missed index page costs coverage, a missed info page only
 a few extra requests.

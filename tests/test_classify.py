@@ -31,9 +31,11 @@ def test_held_out_accuracy_does_not_slide_back(held_out_pages):
     ys = [1 if r["label"] == INDEX else 0 for r in rows]
     pred = [1 if classify(r["url"], r["page"]) == INDEX else 0 for r in rows]
     balanced, index_recall, _ = metrics(ys, pred)
-    # Measured on this sample: 0.911 balanced, 0.964 index recall (54 of 56),
-    # 0.857 info recall; on all 150 held-out pages of the full set, 0.924 and
-    # 0.964 (bench/RESULTS.md). The floors allow one more miss of each kind.
+    # Measured on this sample: 0.902 balanced, 0.946 index recall (53 of 56),
+    # 0.857 info recall (the model fitted on WCXB's 898 training pages,
+    # 2026-11-27; the one fitted on 366 before: 0.911, 0.964, 0.857); on all
+    # 427 held-out pages of labels-all.jsonl, 0.896 and 0.946 (0.876 and
+    # 0.964 before; bench/RESULTS.md). The floors allow a miss more of each kind.
     assert balanced >= 0.89
     assert index_recall >= 0.94
 
@@ -43,7 +45,11 @@ def test_model_beats_the_tspider_rule(held_out_pages):
     ys = [1 if r["label"] == INDEX else 0 for r in rows]
     rule = metrics(ys, [1 if tspider_rule(r["url"], r["page"]) == INDEX else 0 for r in rows])[0]
     model = metrics(ys, [1 if classify(r["url"], r["page"]) == INDEX else 0 for r in rows])[0]
-    assert rule < 0.6 < 0.91 <= model
+    # The page-only model fitted on WCXB's 898 training pages (2026-11-27;
+    # before, on 366) scores 0.902 here and 0.896 on all 427 held-out pages
+    # (bench/bench_pagetypes.py: wcxb-test); the one it replaced, 0.911 and
+    # 0.876: one page fewer of these 112, twenty more of the 427.
+    assert rule < 0.6 < 0.90 <= model
 
 
 LINKS = "".join(f'<li><a href="/section/{i}/">Section {i}</a></li>' for i in range(40))

@@ -37,8 +37,8 @@ site's template is known; it is fitted by ``bench/bench_pagetypes.py
 types them), never on the PostgreSQL or Python documentation, and that
 bench measures it leave-one-source-out. ``data/classifier_page.json`` types
 a page alone (a site's first pages; its features are the first 39), fitted
-on WCXB's training part (898 pages of ``labels-all.jsonl``), single pages
-of many sites, by ``bench/train_classifier.py``, which scores it on ``tests/data/pagetypes``,
+on WCXB's training part, single pages of many sites, by
+``bench/train_classifier.py``, which scores it on ``tests/data/pagetypes``,
 112 held-out pages kept in the repository. The decision threshold leans
 toward "index": a missed index page costs coverage, a missed info page only
 a few extra requests.
@@ -163,25 +163,30 @@ def _assemble(base: list[float], own: list[float]) -> list[float]:
     return [*base[:_OWN_AT], *own, *base[_OWN_AT:]]
 
 
-# The names documentation generators and sites give their contents pages
-# (a package or module summary, an overview, a table of contents, a class
-# or file list, a general or module index, "all items"), read as whole
-# words of the page's file name; and the directory of javadoc's "Uses of
-# class X" pages. A contents page's name says what its markup may not.
+# The names documentation generators give their contents pages (a package
+# or module summary, an overview, a table of contents, a class or file
+# list, a general or module index, "all items"): the page's whole file
+# name, or one of at most two words of it ("package-summary",
+# "overview-tree", "allclasses-index", "py-modindex"), so that an article
+# named "christmas-tree-ideas" is not one; and javadoc's "Uses of class X"
+# pages, in a directory named "class-use". A contents page's name says what
+# its markup may not.
 _CONTENTS_NAMES = frozenset(
     {"summary", "overview", "contents", "toc", "tree", "sitemap", "hierarchy", "files", "classes", "namespaces",
      "modules", "packages", "all", "index", "genindex", "modindex", "allclasses", "allpackages", "annotated"}
 )
-_USES_DIRS = frozenset({"use", "uses"})
+_NAME_WORDS = re.compile(r"[-_.]+")
 
 
 @lru_cache(maxsize=4096)
 def doc_url_features(url: str) -> tuple[float, float]:
+    """Whether the URL names a documentation contents page; whether it is
+    a javadoc "class-use" page."""
     path = urlsplit(url).path.lower()
     folder, _, name = path.rpartition("/")
-    stem = name.rsplit(".", 1)[0]
-    return (1.0 if set(_TOKEN.findall(stem)) & _CONTENTS_NAMES else 0.0,
-            1.0 if set(_TOKEN.findall(folder)) & _USES_DIRS else 0.0)
+    words = [w for w in _NAME_WORDS.split(name.rsplit(".", 1)[0] if "." in name else name) if w]
+    contents = 1.0 if 0 < len(words) <= 2 and not _CONTENTS_NAMES.isdisjoint(words) else 0.0
+    return contents, 1.0 if folder.rsplit("/", 1)[-1] == "class-use" else 0.0
 
 
 def page_features(url: str, page: Page) -> list[float]:

@@ -163,7 +163,7 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        if self.crawler_process is None:
+        if self.crawler_process is None and self.settings.getbool("LOG_INSTALL_ROOT_HANDLER"):
             # A supervisor of forked workers: its own lines (the checks'
             # warnings) in Scrapy's format and LOG_FILE, as a crawler process
             # would set them up; a worker's crawler process replaces the handler.

@@ -94,12 +94,13 @@ def block_key(text: str) -> str:
 BlockStat = tuple[str, int, int, int, bool, bool]
 
 
-def block_stats(blocks: Iterable[Block]) -> list[BlockStat]:
-    """Each block's key and the figures ``own_features`` reads, in page order."""
+def block_stats(blocks: Iterable[Block], keyed: bool = True) -> list[BlockStat]:
+    """Each block's key and the figures ``own_features`` reads, in page
+    order (``keyed`` False: no key, for a page typed without templates)."""
     keys: dict[str, str] = {}
     out = []
     for b in blocks:
-        key = keys.get(b.text)
+        key = keys.get(b.text, "" if not keyed else None)
         if key is None:
             key = keys[b.text] = block_key(b.text)
         out.append((key, len(b.text), b.link_chars, b.frag_chars, b.lead_link, b.boiler))

@@ -82,6 +82,8 @@ def test_own_blocks_without_template_are_those_outside_navigation_markup():
     assert own_stats(stats, None) == [stats[1]] and stats[1][1] == len("Own text")
     keys = block_keys(page.blocks)
     assert own_stats(stats, frozenset(keys[1:])) == [stats[0]] and stats[0][1:4] == (4, 4, 0)
+    # Typed without templates, the blocks are not hashed: the same figures, no keys.
+    assert block_stats(page.blocks, keyed=False) == [("", *st[1:]) for st in stats]
 
 
 def test_block_keys_are_distinct_and_bounded():
@@ -304,6 +306,21 @@ def test_parse_evidence_reads_counts_defensively():
 # -- end to end: a crawl of the generated site -------------------------------------------------
 
 
+def crawl_one_site(tmp_path, root, settings: dict):
+    """Crawl the site on disk at ``root`` from its home page, one request at
+    a time; the server (stopped) and the crawl's result."""
+    from tests.conftest import run_crawl, start_server
+
+    srv = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    try:
+        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
+                           {**settings, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
+    finally:
+        srv.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    return srv, result
+
+
 def write_site(root, n: int = 80) -> None:
     """The generated site on disk: a home page and ``n`` articles, every
     page with the sidebar (which lists every article)."""
@@ -321,17 +338,8 @@ def write_site(root, n: int = 80) -> None:
 def test_a_crawl_types_pages_with_the_template_its_workers_learn(tmp_path, frontier_settings, template):
     import sqlite3
 
-    from tests.conftest import run_crawl, start_server
-
     write_site(tmp_path / "site")
-    srv = start_server(tmp_path, hosts="127.0.0.1", root=tmp_path / "site")
-    try:
-        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
-                           {**frontier_settings, "CLASSIFIER_TEMPLATE": template, "CONCURRENT_REQUESTS": 1,
-                            "LOG_LEVEL": "INFO"})
-    finally:
-        srv.stop()
-    assert result.returncode == 0, result.log[-3000:]
+    srv, result = crawl_one_site(tmp_path, tmp_path / "site", {**frontier_settings, "CLASSIFIER_TEMPLATE": template})
     db = sqlite3.connect(result.store_path)
     types = dict(db.execute("SELECT url, page_type FROM pages"))
     order = [p for p in result.fetched if p.endswith(".html")]
@@ -382,8 +390,6 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
     and its 40 reports are crawled."""
     import sqlite3
 
-    from tests.conftest import run_crawl, start_server
-
     root = tmp_path / "site"
     (root / "docs").mkdir(parents=True)
     (root / "deep").mkdir()
@@ -400,13 +406,7 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
         (root / "docs" / f"{i}.html").write_text(article(i))
     for j in range(40):
         (root / "deep" / f"{j}.html").write_text(article(100 + j))
-    srv = start_server(tmp_path, hosts="127.0.0.1", root=root)
-    try:
-        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
-                           {**frontier_settings, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
-    finally:
-        srv.stop()
-    assert result.returncode == 0, result.log[-3000:]
+    srv, result = crawl_one_site(tmp_path, root, frontier_settings)
     order = [p for p in result.fetched if p.endswith(".html")]
     assert order == (["/index.html"] + [f"/docs/{i}.html" for i in range(1, 41)]
                      + [f"/deep/{j}.html" for j in range(40)])
@@ -427,16 +427,8 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
 def test_a_site_too_small_for_a_template_keeps_its_first_types_and_says_so(tmp_path, frontier_settings):
     import sqlite3
 
-    from tests.conftest import run_crawl, start_server
-
     write_site(tmp_path / "site", n=2)
-    srv = start_server(tmp_path, hosts="127.0.0.1", root=tmp_path / "site")
-    try:
-        result = run_crawl(srv, tmp_path / "crawl", [f"seeds={srv.url('/index.html')}"],
-                           {**frontier_settings, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
-    finally:
-        srv.stop()
-    assert result.returncode == 0, result.log[-3000:]
+    srv, result = crawl_one_site(tmp_path, tmp_path / "site", frontier_settings)
     types = dict(sqlite3.connect(result.store_path).execute("SELECT url, page_type FROM pages"))
     # Three pages, each typed alone (the home page an index page, the two
     # articles, with a sidebar of two links, information pages), never again.

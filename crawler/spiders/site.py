@@ -163,7 +163,6 @@ class _FirstPage:
     trap_meta: dict[str, Any]  # its response's trap-guard evidence, which its links are judged by
 
 
-
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
 
@@ -473,7 +472,9 @@ class SiteSpider(Spider):
 
         # The page's template evidence is counted in the same round trip as
         # its duplicate check; the page is typed with it.
-        blocks = block_stats(page.blocks) if page.features else []
+        # Keys only for the site's template (CLASSIFIER_TEMPLATE): hashing
+        # every block is work a page typed alone does not need.
+        blocks = block_stats(page.blocks, keyed=self.classifier_template) if page.features else []
         keys = stat_keys(blocks) if self.classifier_template and blocks else None
         template_answer: list[Any] = []
         duplicate = self._check_duplicate(item, (item.site, keys) if keys is not None else None, template_answer)

@@ -1,6 +1,6 @@
 """Structure-labelled page types from documentation trees Debian ships.
 
-    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes] [--fresh | --fresh2 | --fresh3]
+    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes] [--fresh | --fresh2 | --fresh3 | --fresh4]
 
 Each source is one documentation tree made by one generator (DocBook,
 Sphinx, Doxygen, javadoc, rustdoc, mdBook, texinfo), installed by
@@ -18,6 +18,11 @@ and the third (``FRESH3_SOURCES``, ``--fresh3``) by::
     apt-get install --no-install-recommends libcommons-collections4-java-doc \
         libyaml-snake-java-doc libsfml-doc libbox2d-doc sphinx-doc python-tornado-doc \
         libclutter-1.0-doc mit-scheme-doc
+
+and the fourth (``FRESH4_SOURCES``, ``--fresh4``) by::
+
+    apt-get install --no-install-recommends libcommons-math3-java-doc libjts-java-doc \
+        libqwt-doc libirrlicht-doc linux-doc-6.1 python-nipype-doc gcl-doc
 
 A page's label comes from its generator's markup, not from a person:
 
@@ -135,6 +140,25 @@ FRESH3_SOURCES = (
            "index.html"),
 )
 
+# A fourth set kept apart, added on 2026-11-27 (``--fresh4``): nothing was
+# fitted, tuned or scored on it before it was written, and it is never used to
+# fit, tune or choose anything; none of its packages appears in SOURCES,
+# FRESH_SOURCES, FRESH2_SOURCES or FRESH3_SOURCES. commons-math3 is made by
+# the older javadoc (HTML 4.01, frames), qwt by an older Doxygen (1.8.14); the
+# Linux kernel's documentation uses the Read the Docs Sphinx theme, and nipype's
+# theme puts a header of links (``div.header-wrapper``) above the content. The
+# GCL tree is its ANSI Common Lisp manual alone.
+FRESH4_SOURCES = (
+    Source("commons-math3", "libcommons-math3-java-doc", "javadoc", "/usr/share/doc/libcommons-math3-java/api",
+           "index.html"),
+    Source("jts", "libjts-java-doc", "javadoc", "/usr/share/doc/libjts-java/api", "index.html"),
+    Source("qwt", "libqwt-doc", "doxygen", "/usr/share/doc/libqwt-doc/html", "index.html"),
+    Source("irrlicht", "libirrlicht-doc", "doxygen", "/usr/share/doc/libirrlicht-dev/html", "index.html"),
+    Source("linux", "linux-doc-6.1", "sphinx", "/usr/share/doc/linux-doc-6.1/html", "index.html"),
+    Source("nipype", "python-nipype-doc", "sphinx", "/usr/share/doc/python3-nipype/html", "index.html"),
+    Source("gcl", "gcl-doc", "texinfo", "/usr/share/doc/gcl-doc/gcl", "index.html"),
+)
+
 # The generator's navigation around the content (dropped before measuring).
 _NAV = {
     "docbook": ["//div[@class='navheader']", "//div[@class='navfooter']", "//table[@class='navigation']",
@@ -147,9 +171,13 @@ _NAV = {
                # the Read the Docs theme's sidebar, narrow-screen bar, breadcrumbs and footer
                "//nav[contains(@class,'wy-nav-side')]", "//nav[contains(@class,'wy-nav-top')]",
                "//div[@role='navigation'][ul[contains(@class,'wy-breadcrumbs')]]",
-               "//div[contains(@class,'rst-content')]/footer"],
+               "//div[contains(@class,'rst-content')]/footer",
+               # the nipype theme's header of links
+               "//div[@class='header-wrapper']"],
     "doxygen": ["//div[@id='top']", "//div[@id='side-nav']", "//div[@id='nav-path']", "//div[@class='navpath']",
-                "//hr[@class='footer']/following-sibling::*", "//address"],
+                "//hr[@class='footer']/following-sibling::*", "//address",
+                # a footer line left outside its nav-path box (irrlicht's footer template)
+                "//li[@class='footer']"],
     "javadoc": ["//div[@class='topNav']", "//div[@class='bottomNav']", "//div[@class='subNav']",
                 "//div[contains(@class,'top-nav')]", "//div[contains(@class,'sub-nav')]", "//footer",
                 "//div[@class='fixedNav']", "//div[@class='flex-header']"],
@@ -177,7 +205,9 @@ _TOC = {
                " | //section[contains(@class,'hierarchy')] | //div[contains(@class,'use-summary')]"
                " | //section[contains(@class,'class-uses') or contains(@class,'package-uses')]"
                " | //section[@role='region'][h2[contains(@title,'Hierarchy')]]"
-               " | //div[@class='contentContainer']/dl[not(@class)]",
+               " | //div[@class='contentContainer']/dl[not(@class)]"
+               # the older javadoc's class and package hierarchy trees
+               " | //div[@class='contentContainer']/ul[preceding-sibling::h2[contains(@title,'Hierarchy')]]",
     "rustdoc": "//div[contains(@class,'item-table')] | //ul[contains(@class,'all-items')]"
                " | //ul[contains(@class,' docblock')]"
                " | //div[contains(@class,'item-list')]",
@@ -281,11 +311,12 @@ def main() -> None:
     sets.add_argument("--fresh", action="store_true", help="the trees kept apart (FRESH_SOURCES) instead")
     sets.add_argument("--fresh2", action="store_true", help="the second set kept apart (FRESH2_SOURCES) instead")
     sets.add_argument("--fresh3", action="store_true", help="the third set kept apart (FRESH3_SOURCES) instead")
+    sets.add_argument("--fresh4", action="store_true", help="the fourth set kept apart (FRESH4_SOURCES) instead")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s}
-    sources = (FRESH3_SOURCES if args.fresh3 else FRESH2_SOURCES if args.fresh2 else FRESH_SOURCES if args.fresh
-               else SOURCES)
+    sources = (FRESH4_SOURCES if args.fresh4 else FRESH3_SOURCES if args.fresh3 else FRESH2_SOURCES if args.fresh2
+               else FRESH_SOURCES if args.fresh else SOURCES)
     for src in sources:
         if only and src.name not in only:
             continue

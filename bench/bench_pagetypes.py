@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from crawler.classify import FEATURES, INDEX, Model, feature_vector, model, page_model  # noqa: E402
+from crawler.classify import FEATURES, INDEX, Model, feature_vector, model, page_model, thin_navigation  # noqa: E402
 from crawler.extract import Page, analyze  # noqa: E402
 from crawler.template import LocalTemplates, block_keys, template_of  # noqa: E402
 from train_classifier import cv_scores, fit, held_out, metrics  # noqa: E402
@@ -99,7 +99,7 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
         if r["label"] not in ("index", "info"):
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
-                     "ld": link_density(page), "tpl": known is not None})
+                     "ld": link_density(page), "tpl": known is not None, "thin": thin_navigation(page)})
         if template and retype and known is None:
             alone.append((rows[-1], page, keys))
     return rows
@@ -114,7 +114,7 @@ def rows_of_wcxb(data: Path) -> list[dict]:
         page = analyze(gzip.decompress((data / r["file"]).read_bytes()), r["url"])
         rows.append({"source": "wcxb-test" if held_out(r["file"]) else "wcxb-train", "url": r["url"],
                      "y": 1 if r["label"] == INDEX else 0, "x": feature_vector(r["url"], page),
-                     "ld": link_density(page), "tpl": False})
+                     "ld": link_density(page), "tpl": False, "thin": thin_navigation(page)})
     return rows
 
 
@@ -143,8 +143,11 @@ def threshold_by_cv(rows: Sequence[dict]) -> float:
 
 def typed(m: Model, r: dict, page_only: bool = True) -> int:
     """1 (index) or 0 as the crawler types the page: by ``m`` with its
-    site's template, by the page-only model without (``page_only``)."""
+    site's template, by the page-only model without (``page_only``), a
+    thin page of links an index page (``thin_navigation``)."""
     if page_only and not r["tpl"]:
+        if r["thin"]:
+            return 1
         m = page_model()
     return 1 if m.score(r["x"]) >= m.threshold else 0
 

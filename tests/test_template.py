@@ -32,13 +32,14 @@ SITE = "docs.example"
 SIDEBAR = "".join(f'<li><a href="/topic/{i}.html">Topic number {i} of the manual</a></li>' for i in range(80))
 
 
-def article(i: int) -> str:
+def article(i: int, paragraphs: int = 1) -> str:
     """An article of the site: its own prose, and the site's sidebar (a big
-    link list in markup that does not say it is navigation)."""
+    link list in markup that does not say it is navigation). With one
+    paragraph, the page-only model types it an index page."""
     prose = " ".join(f"Paragraph {j} of article {i} explains one more detail of the subject at length."
                      for j in range(6))
     return (f"<html><head><title>Article {i}</title></head><body><div class='toc'><ul>{SIDEBAR}</ul></div>"
-            f"<div class='body'><h1>Article {i}</h1><p>{prose}</p><p>{prose}</p></div></body></html>")
+            f"<div class='body'><h1>Article {i}</h1>{f'<p>{prose}</p>' * paragraphs}</div></body></html>")
 
 
 def listing(i: int) -> str:
@@ -114,7 +115,8 @@ def test_a_pages_block_figures_give_the_features_the_page_gave_before_they_were_
     from pathlib import Path
 
     golden = json.loads((Path(__file__).parent / "data" / "template_features.json").read_text())
-    htmls = {url(1): article(1), url(2, "listing"): listing(2),
+    # The article as the golden file was written from: two paragraphs.
+    htmls = {url(1): article(1, paragraphs=2), url(2, "listing"): listing(2),
              url(3): "<html><body><nav><a href='/a'>Menu</a></nav><p>Own</p><p>Own</p></body></html>"}
     assert len(golden) == 12
     for row in golden:
@@ -321,7 +323,7 @@ def crawl_one_site(tmp_path, root, settings: dict):
     return srv, result
 
 
-def write_site(root, n: int = 80) -> None:
+def write_site(root, n: int = 80, paragraphs: int = 1) -> None:
     """The generated site on disk: a home page and ``n`` articles, every
     page with the sidebar (which lists every article)."""
     sidebar = "".join(f'<li><a href="/article/{i}.html">Topic number {i} of the manual</a></li>' for i in range(n))
@@ -330,7 +332,7 @@ def write_site(root, n: int = 80) -> None:
         f"<html><head><title>Manual</title></head><body><div class='toc'><ul>{sidebar}</ul></div>"
         "<div class='body'><h1>Manual</h1><p>Welcome.</p></div></body></html>")
     for i in range(n):
-        (root / "article" / f"{i}.html").write_text(article(i).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>"))
+        (root / "article" / f"{i}.html").write_text(article(i, paragraphs).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>"))
 
 
 @pytest.mark.slow
@@ -427,7 +429,7 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
 def test_a_site_too_small_for_a_template_keeps_its_first_types_and_says_so(tmp_path, frontier_settings):
     import sqlite3
 
-    write_site(tmp_path / "site", n=2)
+    write_site(tmp_path / "site", n=2, paragraphs=2)
     srv, result = crawl_one_site(tmp_path, tmp_path / "site", frontier_settings)
     types = dict(sqlite3.connect(result.store_path).execute("SELECT url, page_type FROM pages"))
     # Three pages, each typed alone (the home page an index page, the two

@@ -122,7 +122,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 
 import redis
 
-from crawler.classify import INDEX, INFO, classify_stats, page_features
+from crawler.classify import INDEX, INFO, classify_stats, page_features, thin_navigation
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler import fingerprint
@@ -482,7 +482,8 @@ class SiteSpider(Spider):
         features: list[float] = []
         if page.features:
             features = page_features(url, page)
-            item.page_type = classify_stats(features, blocks, template, self.classifier_threshold)
+            item.page_type = classify_stats(features, blocks, template, self.classifier_threshold,
+                                            thin=template is None and thin_navigation(page))
         else:
             item.page_type = INFO
         stats.inc_value(f"classifier/page_type/{item.page_type}")

@@ -172,7 +172,9 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
-def _is_boiler(el: Any, tag: str) -> bool:
+def _is_boiler(el: Any, tag: str, title_path: frozenset[Any]) -> bool:
+    """Navigation by its tag, role, class or id. ``title_path``: the
+    elements that hold the page's first h1."""
     if tag in BOILER_TAGS:
         return True
     role = el.get("role")
@@ -180,7 +182,16 @@ def _is_boiler(el: Any, tag: str) -> bool:
         return True
     cls = el.get("class") or ""
     if _boiler_value(cls):
-        return True
+        # Classes are for styling, and themes name the page's own wrappers
+        # after the navigation beside them: the Read the Docs theme's
+        # "wy-nav-content" holds the whole page, as do WordPress's body
+        # classes and layouts' "container sidebar-right" (a quarter of
+        # WCXB's web pages had all their text in such a wrapper). The page
+        # itself, and a wrapper holding its title and a paragraph, are not
+        # navigation.
+        if tag in ("html", "body"):
+            return False
+        return not (el in title_path and el.find(".//p") is not None)
     # Generators name the content's container after the page (Sphinx: id
     # "topics-pagination", "fields-related"): an id that reads like
     # navigation but holds the page's title is the page, not its menu
@@ -342,11 +353,13 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
         else:
             el.text = _LINK_OPEN + (el.text or "")
             el.tail = _LINK_CLOSE + (el.tail or "")
+    title = root.find(".//h1")
+    title_path = frozenset(title.iterancestors()) if title is not None else frozenset()
     for el in root.iter(*BLOCK_TAGS):
         tag = el.tag
         opening = _BLOCK
         closing = _BLOCK
-        if _is_boiler(el, tag):
+        if _is_boiler(el, tag, title_path):
             opening += _BOIL_OPEN
             closing = _BOIL_CLOSE + _BLOCK
         if tag == "h1":

@@ -277,6 +277,31 @@ def test_a_content_container_named_after_the_page_is_not_navigation():
                          "to help you manage paginated data, split across several pages.")
 
 
+@pytest.mark.parametrize("wrapper", [
+    # The Read the Docs theme: the page's own column is "wy-nav-content".
+    '<section class="wy-nav-content-wrap"><div class="wy-nav-content">{}</div></section>',
+    '<div class="container sidebar-right">{}</div>',
+])
+def test_a_themes_wrapper_named_after_navigation_is_the_page_when_it_holds_the_title(wrapper):
+    side = '<nav class="wy-nav-side"><ul><li><a href="/a">Guide</a></li><li><a href="/b">API</a></li></ul></nav>'
+    content = ('<h1>Magic numbers</h1><p>This file is a registry of the magic numbers in use, kept so that '
+               'nobody picks one twice.</p><div class="menu-small"><h1>Other</h1><p>A teaser.</p></div>')
+    # Every class of WordPress's body that reads like navigation: still the page.
+    page = analyze(f'<html class="nav-open"><body class="has-sidebar single">{side}'
+                   f'{wrapper.format(content)}</body></html>')
+    assert [(b.text, b.boiler) for b in page.blocks] == [
+        ("Guide", True), ("API", True), ("Magic numbers", False),
+        ("This file is a registry of the magic numbers in use, kept so that nobody picks one twice.", False),
+        # A block inside that does not hold the page's title: navigation by its class.
+        ("Other", True), ("A teaser.", True)]
+    # Without a paragraph beside it, a navigation bar holding the h1 (a site
+    # logo) is still navigation.
+    bar = analyze('<html><body><div class="navbar"><h1>Site</h1><a href="/">Home</a></div>'
+                  '<div><p>Body text of the page, long enough.</p></div></body></html>')
+    assert [(b.text, b.boiler) for b in bar.blocks] == [("Site", True), ("Home", True),
+                                                       ("Body text of the page, long enough.", False)]
+
+
 def test_link_contexts_and_own_text_only_when_asked():
     html = ("<html><body><h1>Vacuum</h1><p>Words of the page <a href='/x'>galaxy link</a> and more words after "
             "it, enough to make a paragraph.</p><ul><li><a href='/a'>nebula</a> six words of context here</li>"

@@ -32,12 +32,13 @@ SITE = "docs.example"
 SIDEBAR = "".join(f'<li><a href="/topic/{i}.html">Topic number {i} of the manual</a></li>' for i in range(80))
 
 
-def article(i: int, paragraphs: int = 1) -> str:
+def article(i: int, paragraphs: int = 1, sentences: int = 4) -> str:
     """An article of the site: its own prose, and the site's sidebar (a big
     link list in markup that does not say it is navigation). With one
-    paragraph, the page-only model types it an index page."""
+    paragraph of four sentences, the page-only model types it an index
+    page."""
     prose = " ".join(f"Paragraph {j} of article {i} explains one more detail of the subject at length."
-                     for j in range(6))
+                     for j in range(sentences))
     return (f"<html><head><title>Article {i}</title></head><body><div class='toc'><ul>{SIDEBAR}</ul></div>"
             f"<div class='body'><h1>Article {i}</h1>{f'<p>{prose}</p>' * paragraphs}</div></body></html>")
 
@@ -115,8 +116,8 @@ def test_a_pages_block_figures_give_the_features_the_page_gave_before_they_were_
     from pathlib import Path
 
     golden = json.loads((Path(__file__).parent / "data" / "template_features.json").read_text())
-    # The article as the golden file was written from: two paragraphs.
-    htmls = {url(1): article(1, paragraphs=2), url(2, "listing"): listing(2),
+    # The article as the golden file was written from: two paragraphs of six sentences.
+    htmls = {url(1): article(1, paragraphs=2, sentences=6), url(2, "listing"): listing(2),
              url(3): "<html><body><nav><a href='/a'>Menu</a></nav><p>Own</p><p>Own</p></body></html>"}
     assert len(golden) == 12
     for row in golden:
@@ -323,7 +324,7 @@ def crawl_one_site(tmp_path, root, settings: dict):
     return srv, result
 
 
-def write_site(root, n: int = 80, paragraphs: int = 1) -> None:
+def write_site(root, n: int = 80, paragraphs: int = 1, sentences: int = 4) -> None:
     """The generated site on disk: a home page and ``n`` articles, every
     page with the sidebar (which lists every article)."""
     sidebar = "".join(f'<li><a href="/article/{i}.html">Topic number {i} of the manual</a></li>' for i in range(n))
@@ -332,7 +333,7 @@ def write_site(root, n: int = 80, paragraphs: int = 1) -> None:
         f"<html><head><title>Manual</title></head><body><div class='toc'><ul>{sidebar}</ul></div>"
         "<div class='body'><h1>Manual</h1><p>Welcome.</p></div></body></html>")
     for i in range(n):
-        (root / "article" / f"{i}.html").write_text(article(i, paragraphs).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>"))
+        (root / "article" / f"{i}.html").write_text(article(i, paragraphs, sentences).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>"))
 
 
 @pytest.mark.slow
@@ -392,13 +393,14 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
     and its 40 reports are crawled."""
     import sqlite3
 
+    reports = "/docs/reports-index.html"
     root = tmp_path / "site"
     (root / "docs").mkdir(parents=True)
     (root / "deep").mkdir()
-    (root / "index.html").write_text(notice_page("Society", rows([(f"/docs/{i}.html", f"Part {i}")
-                                                                   for i in range(1, 41)])))
-    (root / "docs" / "1.html").write_text(notice_page("Reports", rows([(f"/deep/{j}.html", f"Report {j}")
-                                                                        for j in range(40)])))
+    (root / "index.html").write_text(notice_page("Society", rows([(reports, "Part 1")] + [
+        (f"/docs/{i}.html", f"Part {i}") for i in range(2, 41)])))
+    (root / reports.lstrip("/")).write_text(notice_page("Reports", rows([(f"/deep/{j}.html", f"Report {j}")
+                                                                         for j in range(40)])))
 
     def article(i: int) -> str:
         return notice_page(f"Article {i}", "<p>" + " ".join(f"Own line {k} of article {i} tells its story."
@@ -410,13 +412,10 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
         (root / "deep" / f"{j}.html").write_text(article(100 + j))
     srv, result = crawl_one_site(tmp_path, root, frontier_settings)
     order = [p for p in result.fetched if p.endswith(".html")]
-    assert order == (["/index.html"] + [f"/docs/{i}.html" for i in range(1, 41)]
+    assert order == (["/index.html", reports] + [f"/docs/{i}.html" for i in range(2, 41)]
                      + [f"/deep/{j}.html" for j in range(40)])
     types = dict(sqlite3.connect(result.store_path).execute("SELECT url, page_type FROM pages"))
-    assert {p: types[srv.url(p)] for p in ("/index.html", "/docs/1.html")} == {"/index.html": INDEX,
-                                                                                "/docs/1.html": INDEX}
-    assert sorted(u for u, t in types.items() if t == INDEX) == sorted([srv.url("/index.html"),
-                                                                       srv.url("/docs/1.html")])
+    assert sorted(u for u, t in types.items() if t == INDEX) == sorted([srv.url("/index.html"), srv.url(reports)])
     assert len(types) == 81
     stats = result.log
     assert "'classifier/retype/checked': 4" in stats  # the site's first four pages
@@ -429,7 +428,7 @@ def test_a_first_page_typed_again_as_an_index_page_has_its_links_followed(tmp_pa
 def test_a_site_too_small_for_a_template_keeps_its_first_types_and_says_so(tmp_path, frontier_settings):
     import sqlite3
 
-    write_site(tmp_path / "site", n=2, paragraphs=2)
+    write_site(tmp_path / "site", n=2, paragraphs=2, sentences=6)
     srv, result = crawl_one_site(tmp_path, tmp_path / "site", frontier_settings)
     types = dict(sqlite3.connect(result.store_path).execute("SELECT url, page_type FROM pages"))
     # Three pages, each typed alone (the home page an index page, the two

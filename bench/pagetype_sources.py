@@ -1,6 +1,7 @@
 """Structure-labelled page types from documentation trees Debian ships.
 
-    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes] [--fresh | --fresh2 | --fresh3 | --fresh4]
+    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes]
+        [--fresh | --fresh2 | --fresh3 | --fresh4 | --fresh5]
 
 Each source is one documentation tree made by one generator (DocBook,
 Sphinx, Doxygen, javadoc, rustdoc, mdBook, texinfo), installed by
@@ -23,6 +24,12 @@ and the fourth (``FRESH4_SOURCES``, ``--fresh4``) by::
 
     apt-get install --no-install-recommends libcommons-math3-java-doc libjts-java-doc \
         libqwt-doc libirrlicht-doc linux-doc-6.1 python-nipype-doc gcl-doc
+
+and the fifth (``FRESH5_SOURCES``, ``--fresh5``) by::
+
+    apt-get install --no-install-recommends python-pymatgen-doc python-sympy-doc \
+        octavia-doc rapidjson-doc libfcml-doc fltk1.3-doc libpdfbox-java-doc \
+        evolution-data-server-doc
 
 A page's label comes from its generator's markup, not from a person:
 
@@ -159,6 +166,28 @@ FRESH4_SOURCES = (
     Source("gcl", "gcl-doc", "texinfo", "/usr/share/doc/gcl-doc/gcl", "index.html"),
 )
 
+# A fifth set kept apart, added on 2026-11-27 (``--fresh5``): nothing was
+# fitted, tuned or scored on it before it was written, and it is never used to
+# fit, tune or choose anything; none of its packages appears in SOURCES or the
+# four sets above. pymatgen uses the Read the Docs Sphinx theme, sympy the Furo
+# theme and octavia the OpenStack theme (openstackdocstheme), whose sidebars,
+# headers and footers are in _NAV; rapidjson is made by Doxygen 1.8.7 with its
+# own header, fcml by Doxygen 1.8.18 (its main page builds its menu with
+# JavaScript and links nowhere else, so that tree starts at its class list),
+# FLTK by Doxygen 1.9.4 with the tree-view sidebar. The evolution-data-server
+# tree is gtk-doc's DocBook output.
+FRESH5_SOURCES = (
+    Source("pymatgen", "python-pymatgen-doc", "sphinx", "/usr/share/doc/python-pymatgen-doc/html", "index.html"),
+    Source("sympy", "python-sympy-doc", "sphinx", "/usr/share/doc/python-sympy-doc/html", "index.html"),
+    Source("octavia", "octavia-doc", "sphinx", "/usr/share/doc/octavia-doc/html", "index.html"),
+    Source("rapidjson", "rapidjson-doc", "doxygen", "/usr/share/doc/rapidjson-doc/html", "index.html"),
+    Source("fcml", "libfcml-doc", "doxygen", "/usr/share/doc/libfcml-doc/html", "annotated.html"),
+    Source("fltk", "fltk1.3-doc", "doxygen", "/usr/share/doc/fltk1.3-doc/HTML", "index.html"),
+    Source("pdfbox", "libpdfbox-java-doc", "javadoc", "/usr/share/doc/libpdfbox-java/api", "index.html"),
+    Source("evolution-data-server", "evolution-data-server-doc", "docbook",
+           "/usr/share/gtk-doc/html/evolution-data-server", "index.html"),
+)
+
 # The generator's navigation around the content (dropped before measuring).
 _NAV = {
     "docbook": ["//div[@class='navheader']", "//div[@class='navfooter']", "//table[@class='navigation']",
@@ -173,7 +202,18 @@ _NAV = {
                "//div[@role='navigation'][ul[contains(@class,'wy-breadcrumbs')]]",
                "//div[contains(@class,'rst-content')]/footer",
                # the nipype theme's header of links
-               "//div[@class='header-wrapper']"],
+               "//div[@class='header-wrapper']",
+               # the Furo theme's sidebar, page-contents drawer, narrow-screen header, icons (and the
+               # titles of its sprite of them) and footer
+               "//aside[contains(@class,'sidebar-drawer')]", "//aside[contains(@class,'toc-drawer')]",
+               "//body/svg[symbol]",
+               "//header[contains(@class,'mobile-header')]", "//div[contains(@class,'content-icon-container')]",
+               "//label[contains(@class,'overlay')]", "//a[contains(@class,'back-to-top')]",
+               "//div[@class='content']/footer[div[contains(@class,'related-pages')]]",
+               # the OpenStack theme's navigation bar, sidebar, by-lines, licence and footer
+               "//body/nav[contains(@class,'navbar')]", "//div[contains(concat(' ',@class,' '),' docs-sidebar ')]",
+               "//div[contains(@class,'docs-byline')]", "//div[contains(@class,'docs-license')]",
+               "//div[contains(@class,'docs-actions-wrapper')]", "//footer[div/div[contains(@class,'footer-links')]]"],
     "doxygen": ["//div[@id='top']", "//div[@id='side-nav']", "//div[@id='nav-path']", "//div[@class='navpath']",
                 "//hr[@class='footer']/following-sibling::*", "//address",
                 # a footer line left outside its nav-path box (irrlicht's footer template)
@@ -312,11 +352,12 @@ def main() -> None:
     sets.add_argument("--fresh2", action="store_true", help="the second set kept apart (FRESH2_SOURCES) instead")
     sets.add_argument("--fresh3", action="store_true", help="the third set kept apart (FRESH3_SOURCES) instead")
     sets.add_argument("--fresh4", action="store_true", help="the fourth set kept apart (FRESH4_SOURCES) instead")
+    sets.add_argument("--fresh5", action="store_true", help="the fifth set kept apart (FRESH5_SOURCES) instead")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s}
-    sources = (FRESH4_SOURCES if args.fresh4 else FRESH3_SOURCES if args.fresh3 else FRESH2_SOURCES if args.fresh2
-               else FRESH_SOURCES if args.fresh else SOURCES)
+    sources = (FRESH5_SOURCES if args.fresh5 else FRESH4_SOURCES if args.fresh4 else FRESH3_SOURCES if args.fresh3
+               else FRESH2_SOURCES if args.fresh2 else FRESH_SOURCES if args.fresh else SOURCES)
     for src in sources:
         if only and src.name not in only:
             continue

@@ -38,7 +38,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawler.classify import FEATURES, INDEX, Model, classify, feature_vector, thin_navigation, tspider_rule  # noqa: E402
+from crawler.classify import (FEATURES, INDEX, Model, classify, feature_vector, thin_navigation,  # noqa: E402
+                              tspider_rule)
 from crawler.template import OWN_FEATURES  # noqa: E402
 from crawler.extract import analyze  # noqa: E402
 

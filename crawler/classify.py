@@ -40,9 +40,10 @@ a page alone (a site's first pages; its features are the first 39), fitted
 on WCXB's training part (898 single pages of many sites) by
 ``bench/train_classifier.py``, which scores it on WCXB's 427 held-out
 pages, 112 of which are kept in ``tests/data/pagetypes``; a thin page of
-links typed alone is an index page whatever it says (``thin_navigation``). The decision threshold leans
-toward "index": a missed index page costs coverage, a missed info page only
-a few extra requests.
+links typed alone is an index page whatever it says
+(``thin_navigation``). The decision threshold leans toward "index": a
+missed index page costs coverage, a missed info page only a few extra
+requests.
 """
 
 from __future__ import annotations

@@ -333,7 +333,8 @@ def write_site(root, n: int = 80, paragraphs: int = 1, sentences: int = 4) -> No
         f"<html><head><title>Manual</title></head><body><div class='toc'><ul>{sidebar}</ul></div>"
         "<div class='body'><h1>Manual</h1><p>Welcome.</p></div></body></html>")
     for i in range(n):
-        (root / "article" / f"{i}.html").write_text(article(i, paragraphs, sentences).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>"))
+        page = article(i, paragraphs, sentences).replace(f"<ul>{SIDEBAR}</ul>", f"<ul>{sidebar}</ul>")
+        (root / "article" / f"{i}.html").write_text(page)
 
 
 @pytest.mark.slow

@@ -371,18 +371,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/pagetypes"))
     ap.add_argument("--only", default="", help="comma-separated source names")
     sets = ap.add_mutually_exclusive_group()
-    sets.add_argument("--fresh", action="store_true", help="the trees kept apart (FRESH_SOURCES) instead")
-    sets.add_argument("--fresh2", action="store_true", help="the second set kept apart (FRESH2_SOURCES) instead")
-    sets.add_argument("--fresh3", action="store_true", help="the third set kept apart (FRESH3_SOURCES) instead")
-    sets.add_argument("--fresh4", action="store_true", help="the fourth set kept apart (FRESH4_SOURCES) instead")
-    sets.add_argument("--fresh5", action="store_true", help="the fifth set kept apart (FRESH5_SOURCES) instead")
-    sets.add_argument("--fresh6", action="store_true", help="the sixth set kept apart (FRESH6_SOURCES) instead")
+    kept_apart = (FRESH_SOURCES, FRESH2_SOURCES, FRESH3_SOURCES, FRESH4_SOURCES, FRESH5_SOURCES, FRESH6_SOURCES)
+    for n in range(1, len(kept_apart) + 1):
+        suffix = "" if n == 1 else str(n)
+        sets.add_argument(f"--fresh{suffix}", dest="fresh", action="store_const", const=n, default=0,
+                          help=f"held-out set {n} (FRESH{suffix}_SOURCES) instead")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s}
-    sources = (FRESH6_SOURCES if args.fresh6 else FRESH5_SOURCES if args.fresh5 else FRESH4_SOURCES if args.fresh4
-               else FRESH3_SOURCES if args.fresh3 else FRESH2_SOURCES if args.fresh2 else FRESH_SOURCES if args.fresh
-               else SOURCES)
+    sources = kept_apart[args.fresh - 1] if args.fresh else SOURCES
     for src in sources:
         if only and src.name not in only:
             continue

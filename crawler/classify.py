@@ -59,7 +59,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
 from crawler.fingerprint import count_words
-from crawler.template import OWN_FEATURES, BlockStat, own_features, stat_features
+from crawler.template import OWN_FEATURES, BlockStat, block_stats, own_features, stat_features
 
 __all__ = ["INDEX", "INFO", "classify", "classify_stats", "classify_vector", "feature_vector", "page_features",
            "page_type", "thin_navigation", "tspider_rule"]
@@ -321,16 +321,16 @@ def classify(url: str, page: Page, threshold: float | None = None,
     """``"index"`` or ``"info"``; ``template`` as for ``feature_vector``
     (None: the page is typed alone, by ``page_model`` and
     ``thin_navigation``)."""
-    if template is None and thin_navigation(page):
-        return INDEX
-    return classify_vector(feature_vector(url, page, template), template, threshold)
+    stats = block_stats(page.blocks, keyed=template is not None)  # keys only to set the template aside
+    return classify_stats(page_features(url, page), stats, template, threshold, thin_navigation(page))
 
 
 def classify_stats(base: list[float], stats: Sequence[BlockStat], template: frozenset[str] | None,
                    threshold: float | None = None, thin: bool = False) -> str:
     """``classify`` from a page's ``page_features`` and ``block_stats``
     (what is kept of a site's first pages to type them again once the
-    site's template is known); ``thin``: the page's ``thin_navigation``."""
+    site's template is known); ``thin``: the page's ``thin_navigation``,
+    which holds only while no template is known."""
     if template is None and thin:
         return INDEX
     return classify_vector(_assemble(base, stat_features(stats, template)), template, threshold)

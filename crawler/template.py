@@ -120,12 +120,7 @@ def stat_keys(stats: Iterable[BlockStat], limit: int = MAX_PAGE_KEYS) -> list[st
 
 def block_keys(blocks: Iterable[Block], limit: int = MAX_PAGE_KEYS) -> list[str]:
     """The distinct keys of a page's blocks, in page order, at most ``limit``."""
-    seen: dict[str, None] = {}
-    for b in blocks:
-        seen.setdefault(block_key(b.text), None)
-        if len(seen) >= limit:
-            break
-    return list(seen)
+    return stat_keys(block_stats(blocks), limit)
 
 
 def own_stats(stats: Sequence[BlockStat], template: frozenset[str] | None) -> list[BlockStat]:

@@ -483,7 +483,7 @@ class SiteSpider(Spider):
         if page.features:
             features = page_features(url, page)
             item.page_type = classify_stats(features, blocks, template, self.classifier_threshold,
-                                            thin=template is None and thin_navigation(page))
+                                            thin_navigation(page))
         else:
             item.page_type = INFO
         stats.inc_value(f"classifier/page_type/{item.page_type}")

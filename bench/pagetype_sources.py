@@ -1,7 +1,7 @@
 """Structure-labelled page types from documentation trees Debian ships.
 
     python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes]
-        [--fresh | --fresh2 | --fresh3 | --fresh4 | --fresh5 | --fresh6]
+        [--fresh | --fresh2 | --fresh3 | --fresh4 | --fresh5 | --fresh6 | --fresh7]
 
 Each source is one documentation tree made by one generator (DocBook,
 Sphinx, Doxygen, javadoc, rustdoc, mdBook, texinfo), installed by
@@ -35,6 +35,12 @@ and the sixth (``FRESH6_SOURCES``, ``--fresh6``) by::
 
     apt-get install --no-install-recommends buildbot-doc libtango-doc python-ezdxf-doc \
         ironic-doc neutron-doc libjfreechart-java-doc libgda-5.0-doc
+
+and the seventh (``FRESH7_SOURCES``, ``--fresh7``) by::
+
+    apt-get install --no-install-recommends python-celery-doc python-nibabel-doc \
+        libapache-poi-java-doc liblogback-java-doc libpqxx-doc libassimp-doc \
+        docbook-xsl-doc-html libqmi-glib-doc
 
 A page's label comes from its generator's markup, not from a person:
 
@@ -211,6 +217,29 @@ FRESH6_SOURCES = (
     Source("libgda", "libgda-5.0-doc", "docbook", "/usr/share/gtk-doc/html/libgda-5.0", "index.html"),
 )
 
+# A seventh set kept apart, added on 2026-11-27 (``--fresh7``): nothing was
+# fitted, tuned or scored on it before it was written, and it is never used to
+# fit, tune or choose anything; none of its packages appears in SOURCES or the
+# six sets above. celery uses its own Sphinx theme (sphinx_celery), whose
+# version banner (``div.deck``) is in _NAV; nibabel a theme on sphinxdoc with a
+# banner of logo and title above the related bar, also in _NAV. POI is made by
+# the JDK 11 javadoc, logback by the JDK 17 one; libpqxx by Doxygen 1.8.13,
+# assimp by Doxygen 1.9.4 (its main page builds its menu with JavaScript and
+# links nowhere else, so that tree starts at its class list). The DocBook XSL
+# parameter reference is made by the DocBook XSL stylesheets themselves (not
+# gtk-doc), libqmi-glib by gtk-doc.
+FRESH7_SOURCES = (
+    Source("celery", "python-celery-doc", "sphinx", "/usr/share/doc/python-celery-doc/html", "index.html"),
+    Source("nibabel", "python-nibabel-doc", "sphinx", "/usr/share/doc/python-nibabel-doc/html", "index.html"),
+    Source("poi", "libapache-poi-java-doc", "javadoc", "/usr/share/doc/libapache-poi-java/api", "index.html"),
+    Source("logback", "liblogback-java-doc", "javadoc", "/usr/share/doc/liblogback-java/api", "index.html"),
+    Source("libpqxx", "libpqxx-doc", "doxygen", "/usr/share/doc/libpqxx-doc/html/Reference", "index.html"),
+    Source("assimp", "libassimp-doc", "doxygen", "/usr/share/doc/libassimp-doc/apiref", "annotated.html"),
+    Source("docbook-xsl", "docbook-xsl-doc-html", "docbook", "/usr/share/doc/docbook-xsl-doc-html/doc",
+           "index.html"),
+    Source("libqmi-glib", "libqmi-glib-doc", "docbook", "/usr/share/gtk-doc/html/libqmi-glib", "index.html"),
+)
+
 # The generator's navigation around the content (dropped before measuring).
 _NAV = {
     "docbook": ["//div[@class='navheader']", "//div[@class='navfooter']", "//table[@class='navigation']",
@@ -236,7 +265,9 @@ _NAV = {
                # the OpenStack theme's navigation bar, sidebar, by-lines, licence and footer
                "//body/nav[contains(@class,'navbar')]", "//div[contains(concat(' ',@class,' '),' docs-sidebar ')]",
                "//div[contains(@class,'docs-byline')]", "//div[contains(@class,'docs-license')]",
-               "//div[contains(@class,'docs-actions-wrapper')]", "//footer[div/div[contains(@class,'footer-links')]]"],
+               "//div[contains(@class,'docs-actions-wrapper')]", "//footer[div/div[contains(@class,'footer-links')]]",
+               # the celery theme's version banner and nibabel's banner of logo and title
+               "//div[@class='deck']", "//body/div[@class='row'][div[@class='column']/img[@class='logo']]"],
     "doxygen": ["//div[@id='top']", "//div[@id='side-nav']", "//div[@id='nav-path']", "//div[@class='navpath']",
                 "//hr[@class='footer']/following-sibling::*", "//address",
                 # a footer line left outside its nav-path box (irrlicht's footer template)
@@ -371,7 +402,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/pagetypes"))
     ap.add_argument("--only", default="", help="comma-separated source names")
     sets = ap.add_mutually_exclusive_group()
-    kept_apart = (FRESH_SOURCES, FRESH2_SOURCES, FRESH3_SOURCES, FRESH4_SOURCES, FRESH5_SOURCES, FRESH6_SOURCES)
+    kept_apart = (FRESH_SOURCES, FRESH2_SOURCES, FRESH3_SOURCES, FRESH4_SOURCES, FRESH5_SOURCES, FRESH6_SOURCES,
+                  FRESH7_SOURCES)
     for n in range(1, len(kept_apart) + 1):
         suffix = "" if n == 1 else str(n)
         sets.add_argument(f"--fresh{suffix}", dest="fresh", action="store_const", const=n, default=0,

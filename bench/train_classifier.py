@@ -82,9 +82,14 @@ def metrics(y: list[int], pred: list[int]) -> tuple[float, float, float]:
     return (recall_index + recall_info) / 2, recall_index, recall_info
 
 
-def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0):
+def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None):
     """One regression tree on gradients g and hessians h (XGBoost's gain);
-    ``x`` a 2-D numpy array, ``g``, ``h`` and ``idx`` numpy arrays."""
+    ``x`` a 2-D numpy array, ``g``, ``h`` and ``idx`` numpy arrays (``idx``
+    ascending). ``orders``: each column's stable argsort over all of ``x``,
+    made once a fit: a node's rows in a column's order are then taken from
+    it rather than sorted again (the same order, ties by row)."""
+    if orders is None:
+        orders = [np.argsort(x[:, j], kind="stable") for j in range(x.shape[1])]
     G = float(g[idx].sum())
     H = float(h[idx].sum())
     leaf = -G / (H + lam)
@@ -94,12 +99,13 @@ def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0):
     best_gain, best_split = 0.0, None
     n = len(idx)
     ks = np.arange(n - 1)
+    member = np.zeros(len(x), dtype=bool)
+    member[idx] = True
     for j in range(x.shape[1]):
-        col = x[idx, j]
-        order = np.argsort(col, kind="stable")
-        vals = col[order]
-        gl = np.cumsum(g[idx][order])[:-1]
-        hl = np.cumsum(h[idx][order])[:-1]
+        order = orders[j][member[orders[j]]]
+        vals = x[order, j]
+        gl = np.cumsum(g[order])[:-1]
+        hl = np.cumsum(h[order])[:-1]
         ok = (ks + 1 >= min_leaf) & (n - ks - 1 >= min_leaf) & (vals[1:] != vals[:-1])
         if not ok.any():
             continue
@@ -112,8 +118,8 @@ def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0):
         return leaf
     j, t = best_split
     mask = x[idx, j] <= t
-    return [j, t, _tree(x, g, h, idx[mask], depth - 1, min_leaf, lam),
-            _tree(x, g, h, idx[~mask], depth - 1, min_leaf, lam)]
+    return [j, t, _tree(x, g, h, idx[mask], depth - 1, min_leaf, lam, orders),
+            _tree(x, g, h, idx[~mask], depth - 1, min_leaf, lam, orders)]
 
 
 def _apply(tree, x):
@@ -140,11 +146,12 @@ def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1) -> dict:
     params = {"features": list(FEATURES[:x.shape[1]]), "trees": [], "learning_rate": learning_rate,
               "threshold": 0.5, "rounds": rounds, "depth": depth}
     idx = np.arange(n)
+    orders = [np.argsort(x[:, j], kind="stable") for j in range(x.shape[1])]
     for _ in range(rounds):
         p = 1.0 / (1.0 + np.exp(-margin))
         g = (p - y) * w
         h = np.maximum(p * (1 - p), 1e-6) * w
-        tree = _tree(x, g, h, idx, depth)
+        tree = _tree(x, g, h, idx, depth, orders=orders)
         params["trees"].append(tree)
         margin += learning_rate * _apply(tree, x)
     return params

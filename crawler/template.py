@@ -10,8 +10,10 @@ lone page cannot tell its template from its content; a crawler that has
 seen other pages of the site can.
 
 The evidence is the first ``pages`` pages of each site the crawl types:
-for each, the set of its blocks' keys (a 48-bit hash of the block's text),
-counted per site. Once a site has been seen ``pages`` times the counts are
+for each, the set of its blocks' keys (a 48-bit hash of the block's text
+and of whether it sits in navigation markup: a contents page lists its
+chapters with the words of the sidebar beside it, and its own list is not
+the sidebar), counted per site. Once a site has been seen ``pages`` times the counts are
 frozen and only the template's keys are kept (the keys on at least
 ``min_count`` pages and ``share`` of them), so the evidence stays bounded:
 at most ``max_keys`` counts per site while it is learned, the template's
@@ -26,7 +28,11 @@ counts), frozen evidence stays. The crawler keeps it in Redis for the whole clus
 
 Until ``min_pages`` pages of a site have been seen, nothing is template
 and the page-only view stands: blocks outside navigation markup (``nav``,
-``header``, ``footer``, ``aside``, menu and sidebar classes).
+``header``, ``footer``, ``aside``, menu and sidebar classes). With the
+template known, a page's own blocks are those not in it, but for links in
+navigation markup: a sidebar that expands the current section (Sphinx's
+Read the Docs theme) differs from section to section, so that part of it
+is not template, and it is not the page's own either.
 
 Links to a place on the same page (``Block.frag_chars``: javadoc's method
 summaries, rustdoc's method lists, a page's own contents box) are not
@@ -97,12 +103,12 @@ BlockStat = tuple[str, int, int, int, bool, bool]
 def block_stats(blocks: Iterable[Block], keyed: bool = True) -> list[BlockStat]:
     """Each block's key and the figures ``own_features`` reads, in page
     order (``keyed`` False: no key, for a page typed without templates)."""
-    keys: dict[str, str] = {}
+    keys: dict[tuple[str, bool], str] = {}
     out = []
     for b in blocks:
-        key = keys.get(b.text, "" if not keyed else None)
+        key = keys.get((b.text, b.boiler), "" if not keyed else None)
         if key is None:
-            key = keys[b.text] = block_key(b.text)
+            key = keys[(b.text, b.boiler)] = block_key(b.text + "\x00nav" if b.boiler else b.text)
         out.append((key, len(b.text), b.link_chars, b.frag_chars, b.lead_link, b.boiler))
     return out
 
@@ -125,11 +131,12 @@ def block_keys(blocks: Iterable[Block], limit: int = MAX_PAGE_KEYS) -> list[str]
 
 def own_stats(stats: Sequence[BlockStat], template: frozenset[str] | None) -> list[BlockStat]:
     """The page's own blocks (their ``block_stats``): those not in the
-    site's template, or with no template known (``None``), those outside
-    navigation markup."""
+    site's template but for blocks of navigation markup that are mostly
+    links to other pages, or with no template known (``None``), those
+    outside navigation markup."""
     if template is None:
         return [s for s in stats if not s[5]]
-    return [s for s in stats if s[0] not in template]
+    return [s for s in stats if s[0] not in template and not (s[5] and (s[2] - s[3]) * 2 >= s[1])]
 
 
 @dataclass

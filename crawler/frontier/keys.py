@@ -178,8 +178,10 @@ class Keys:
 
 # Site templates (crawler/frontier/templates.py), in the site's own shard so
 # that the script counting a page's blocks touches one slot:
-#   ``tpl:<site>``   hash: "#" -> pages counted, <block key> -> pages holding it
-#                    (frozen to the template's keys after the site's first pages)
+#   ``tpl2:<site>``  hash: "#" -> pages counted, <block key> -> pages holding it
+#                    (frozen to the template's keys after the site's first pages).
+#                    "2": block keys tell navigation markup from the rest since
+#                    2026-11-27; evidence counted before (``tpl:``) is not mixed in.
 def template_key(shard: ShardKeys, site: str) -> str:
     """The key of ``site``'s template evidence, in its shard ``shard``."""
-    return shard.prefix + "tpl:" + site
+    return shard.prefix + "tpl2:" + site

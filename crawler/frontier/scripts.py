@@ -734,7 +734,7 @@ ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UN
 
 # Site templates (crawler/frontier/templates.py, crawler/template.py): count
 # one page's block keys in its site's evidence while the site is learned,
-# and return the evidence for them. KEYS: the site's ``tpl:<site>`` hash.
+# and return the evidence for them. KEYS: the site's ``tpl2:<site>`` hash.
 # ARGV: pages counted before freezing, counts kept at most, min_count,
 # share (per mille), then the page's block keys. The hash holds "#" (pages
 # counted) and a count per key; when the last page is counted, every key

@@ -105,6 +105,10 @@ SOURCES = (
 # Trees kept apart from the eleven above: never used to fit, tune or choose
 # anything for the classifier (``--fresh``), so that the shipped models can
 # be scored on documentation they never saw (bench_pagetypes --trees DIR).
+# So were the sets after it, each until it had been scored once and looked
+# at; since 21f4d45 the first six (``--fresh`` to ``--fresh6``) are training
+# sources too, each measured by leaving it out of the fit, and the seventh
+# (``--fresh7``) is the set kept apart.
 FRESH_SOURCES = (
     Source("gnucash-help", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-help-en", "index.html"),
     Source("gnucash-guide-ja", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-guide-ja",

@@ -32,7 +32,7 @@ the two in practice:
 Two small gradient-boosted tree models (pure Python at run time, well
 under a millisecond a page): ``data/classifier.json`` types a page whose
 site's template is known; it is fitted by ``bench/bench_pagetypes.py
---write`` on WCXB's training part and eleven Debian documentation trees
+--write`` on WCXB's training part and 56 Debian documentation trees
 (pages typed in crawl order with their site's template, as the crawler
 types them), never on the PostgreSQL or Python documentation, and that
 bench measures it leave-one-source-out. ``data/classifier_page.json`` types
@@ -41,8 +41,9 @@ on WCXB's training part (898 single pages of many sites) by
 ``bench/train_classifier.py``, which scores it on WCXB's 427 held-out
 pages, 112 of which are kept in ``tests/data/pagetypes``; a thin page of
 links typed alone is an index page whatever it says
-(``thin_navigation``). The decision threshold leans toward "index": a
-missed index page costs coverage, a missed info page only a few extra
+(``thin_navigation``). Each model's threshold is the one with the best
+cross-validated balanced accuracy that keeps index recall at least 0.93:
+a missed index page costs coverage, a missed info page only a few extra
 requests.
 """
 

@@ -493,3 +493,42 @@ def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
     verdict = f.near_duplicate(f"http://{SITE}/q", SITE, content_hash(text + "x"), None, sketch,
                                also=[f.templates.call(SITE, ["nav"])], also_results=answer)
     assert verdict.kind == "near" and f.templates.evidence(answer[0], ["nav"]) is None
+
+
+def test_first_pages_stay_kept_when_the_evidence_is_gone_before_they_are_typed_again(client, crawl_name,
+                                                                                      redis_url):
+    """A site's first pages are typed again once its template is known;
+    if its evidence has gone in between (it expired, or was cleared), they
+    stay kept for the site's next page instead of being dropped uncounted."""
+    from scrapy.utils.project import get_project_settings
+    from scrapy.utils.test import get_crawler
+
+    from crawler.frontier.service import FrontierService
+    from crawler.items import PageItem
+    from crawler.spiders.site import SiteSpider
+
+    settings = {k: v for k, v in get_project_settings().copy_to_dict().items() if "REACTOR" not in k}
+    crawler = get_crawler(SiteSpider, {**settings, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name})
+    spider = SiteSpider.from_crawler(crawler, seeds=f"http://{SITE}/")
+    f = frontier(client, crawl_name)
+    FrontierService.of(crawler)._frontier = f  # the service as the scheduler opens it, without an engine
+    pages = {url(i): analyze(article(i), url(i)) for i in range(4)}
+    for u, page in pages.items():
+        stats = block_stats(page.blocks)
+        keys = stat_keys(stats)
+        f.templates.observe(SITE, keys)
+        item = PageItem(url=u, site=SITE, page_type=INDEX, text=page.text)
+        spider._keep_first_page(item, page_features(u, page), stats, keys, True, [], {})
+    assert len(spider._first_pages) == 4
+    assert list(spider._retype(SITE)) == []  # four pages counted: no template yet, nothing typed
+    assert len(spider._first_pages) == 4
+    assert crawler.stats.get_value("classifier/retype/checked") is None
+    for i in range(4, 8):
+        f.templates.observe(SITE, block_keys(analyze(article(i), url(i)).blocks))
+    retyped = list(spider._retype(SITE))
+    # The sidebar is template now: the four articles are information pages.
+    assert sorted((it.url, it.page_type, it.typed_again) for it in retyped) == [
+        (url(i), INFO, True) for i in range(4)]
+    assert len(spider._first_pages) == 0
+    assert crawler.stats.get_value("classifier/retype/checked") == 4
+    assert crawler.stats.get_value("classifier/retype/info") == 4

@@ -606,8 +606,11 @@ class SiteSpider(Spider):
         templates = FrontierService.of(self.crawler).frontier.templates
         keys = list(dict.fromkeys(k for e in entries for k in e.keys))
         evidence = self._evidence(site, lambda: templates.read(site, keys), "classifier/retype")
-        if evidence is None:
-            return  # kept: typed again with the site's next page
+        if evidence is None or evidence.pages < templates.policy.min_pages:
+            # Kept: typed again with the site's next page. Too few pages
+            # counted: the site's evidence has gone since this page's count
+            # (it expired, or was cleared) and is being learned again.
+            return
         self._first_pages.take(site)
         counts = dict(zip(keys, evidence.counts))
         for e in entries:

@@ -57,8 +57,8 @@ import gzip
 import json
 import sys
 import zlib
-from multiprocessing import Pool
 from collections.abc import Sequence
+from multiprocessing import get_context
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,11 +155,16 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
         m = Model(fit([r["x"] for r in train], [r["y"] for r in train]))
         scored += [(m.score(r["x"]), r["y"]) for r in test]
     ys = [y for _, y in scored]
+    if not sum(ys) or sum(ys) == len(ys):
+        raise SystemExit(f"cannot choose a threshold: {len(ys)} pages scored in the folds, {sum(ys)} of them "
+                         "index pages (too few sources, or one kind of page only)")
     best = (-1.0, 0.5)
     for t in [i / 100 for i in range(5, 96)]:
         bal, rec, _ = metrics(ys, [1 if s >= t else 0 for s, _ in scored])
         if rec >= 0.93 and bal > best[0]:
             best = (bal, t)
+    if best[0] < 0:
+        print("warning: no threshold keeps index recall >= 0.93 in the folds; 0.5 it is", file=sys.stderr)
     return best[1]
 
 
@@ -220,7 +225,8 @@ def main() -> None:
     if args.no_loso:
         left_out = [(float("nan"),) * 3 for _ in reported]
     else:
-        with Pool(max(1, args.jobs)) as pool:
+        # Forked: the workers read the rows this process made (_ROWS).
+        with get_context("fork").Pool(max(1, args.jobs)) as pool:
             left_out = pool.map(loso, reported, chunksize=1)
     print(f"{'held out':22}{'pages':>6}{'index':>6}   {'shipped':>17}   {'link density':>17}   {'loso':>17}   target")
     met = 0

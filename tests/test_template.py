@@ -93,6 +93,13 @@ def test_own_blocks_without_template_are_those_outside_navigation_markup():
                     "<p>Own text</p></body></html>")
     prose_stats = block_stats(prose.blocks)
     assert prose_stats[0][5] and own_stats(prose_stats, frozenset()) == prose_stats
+    # Links to places on the page lead nowhere else: a page's own contents
+    # box in navigation markup stays the page's.
+    box = analyze("<html><body><nav><a href='#intro'>Introduction</a></nav><p>Own text</p></body></html>",
+                  "http://e.org/p.html")
+    box_stats = block_stats(box.blocks)
+    assert box_stats[0][5] and box_stats[0][2] == box_stats[0][3] == len("Introduction")
+    assert own_stats(box_stats, frozenset()) == box_stats
     # Typed without templates, the blocks are not hashed: the same figures, no keys.
     assert block_stats(page.blocks, keyed=False) == [("", *st[1:]) for st in stats]
 

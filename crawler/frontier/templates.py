@@ -3,7 +3,7 @@ pages (``crawler/template.py`` says why the page classifier wants them).
 
 Per site, one Redis hash in the site's own shard (``keys.template_key``):
 the number of the site's pages counted and, per block key (48 bits of a
-block's text), how many of them held it. Every worker counts the pages it
+block's text and of whether it sits in navigation markup), how many of them held it. Every worker counts the pages it
 types into the same hash, so the evidence is the cluster's, not a worker's.
 It is bounded: at most ``TemplatePolicy.max_keys`` counts per site while
 the site's first ``TemplatePolicy.pages`` pages are counted (when a page's

@@ -32,7 +32,7 @@ the two in practice:
 Two small gradient-boosted tree models (pure Python at run time, well
 under a millisecond a page): ``data/classifier.json`` types a page whose
 site's template is known; it is fitted by ``bench/bench_pagetypes.py
---write`` on WCXB's training part and 56 Debian documentation trees
+--write`` on WCXB's training part and 71 Debian documentation trees
 (pages typed in crawl order with their site's template, as the crawler
 types them), never on the PostgreSQL or Python documentation, and that
 bench measures it leave-one-source-out. ``data/classifier_page.json`` types

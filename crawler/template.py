@@ -51,7 +51,7 @@ from typing import Generic, TypeVar
 from crawler.extract import LONG_BLOCK, Block, Page
 
 __all__ = ["OWN_FEATURES", "BlockStat", "Evidence", "FirstPages", "LocalTemplates", "TemplatePolicy", "block_keys",
-           "block_stats", "own_features", "own_stats", "stat_features", "stat_keys", "template_of"]
+           "block_stats", "links_out", "own_features", "own_stats", "stat_features", "stat_keys", "template_of"]
 
 MAX_PAGE_KEYS = 512  # block keys of one page sent as evidence (a hostile page has millions of blocks)
 DESCRIPTION_CHARS = 300  # a row's description after its link: a summary table's second cell
@@ -129,6 +129,12 @@ def block_keys(blocks: Iterable[Block], limit: int = MAX_PAGE_KEYS) -> list[str]
     return stat_keys(block_stats(blocks), limit)
 
 
+def links_out(stat: BlockStat) -> bool:
+    """Whether a block (its ``block_stats``) is mostly links to other pages:
+    at least half its text (links to a place on the page do not count)."""
+    return (stat[2] - stat[3]) * 2 >= stat[1]
+
+
 def own_stats(stats: Sequence[BlockStat], template: frozenset[str] | None) -> list[BlockStat]:
     """The page's own blocks (their ``block_stats``): those not in the
     site's template but for blocks of navigation markup that are mostly
@@ -136,7 +142,7 @@ def own_stats(stats: Sequence[BlockStat], template: frozenset[str] | None) -> li
     outside navigation markup."""
     if template is None:
         return [s for s in stats if not s[5]]
-    return [s for s in stats if s[0] not in template and not (s[5] and (s[2] - s[3]) * 2 >= s[1])]
+    return [s for s in stats if s[0] not in template and not (s[5] and links_out(s))]
 
 
 @dataclass
@@ -262,12 +268,12 @@ def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -
     own = own_stats(stats, template)
     chars = nav = linky = prose = long_chars = listed = rows = 0
     n = len(own)
-    for i, (_, size, link_chars, frag_chars, lead_link, _) in enumerate(own):
-        out = link_chars - frag_chars
+    for i, stat in enumerate(own):
+        _, size, link_chars, frag_chars, lead_link, _ = stat
         chars += size
-        nav += out
+        nav += link_chars - frag_chars
         prose += size - link_chars
-        if out * 2 >= size:
+        if links_out(stat):
             linky += 1
         if size - link_chars >= LONG_BLOCK and link_chars * 3 < size:
             long_chars += size

@@ -82,17 +82,22 @@ def metrics(y: list[int], pred: list[int]) -> tuple[float, float, float]:
     return (recall_index + recall_info) / 2, recall_index, recall_info
 
 
-def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None):
+def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None, monotone=None, bounds=(-np.inf, np.inf)):
     """One regression tree on gradients g and hessians h (XGBoost's gain);
     ``x`` a 2-D numpy array, ``g``, ``h`` and ``idx`` numpy arrays (``idx``
     ascending). ``orders``: each column's stable argsort over all of ``x``,
     made once a fit: a node's rows in a column's order are then taken from
-    it rather than sorted again (the same order, ties by row)."""
+    it rather than sorted again (the same order, ties by row).
+    ``monotone``: {column: +1 or -1}, columns the score may only rise
+    (+1) or fall (-1) with: a split on one is taken only if its children's
+    values are in that order, and every leaf below it stays on its side of
+    their midpoint (``bounds``: XGBoost's monotone constraints)."""
     if orders is None:
         orders = [np.argsort(x[:, j], kind="stable") for j in range(x.shape[1])]
     G = float(g[idx].sum())
     H = float(h[idx].sum())
-    leaf = -G / (H + lam)
+    lo, hi = bounds
+    leaf = min(max(-G / (H + lam), lo), hi)
     if depth == 0 or len(idx) < 2 * min_leaf:
         return leaf
     base = G * G / (H + lam)
@@ -107,6 +112,9 @@ def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None):
         gl = np.cumsum(g[order])[:-1]
         hl = np.cumsum(h[order])[:-1]
         ok = (ks + 1 >= min_leaf) & (n - ks - 1 >= min_leaf) & (vals[1:] != vals[:-1])
+        sign = monotone.get(j, 0) if monotone else 0
+        if sign:
+            ok &= sign * (-(G - gl) / (H - hl + lam) + gl / (hl + lam)) >= 0
         if not ok.any():
             continue
         gain = gl * gl / (hl + lam) + (G - gl) ** 2 / (H - hl + lam) - base
@@ -118,8 +126,14 @@ def _tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None):
         return leaf
     j, t = best_split
     mask = x[idx, j] <= t
-    return [j, t, _tree(x, g, h, idx[mask], depth - 1, min_leaf, lam, orders),
-            _tree(x, g, h, idx[~mask], depth - 1, min_leaf, lam, orders)]
+    left_bounds = right_bounds = bounds
+    if monotone and monotone.get(j):
+        gl_, hl_ = float(g[idx[mask]].sum()), float(h[idx[mask]].sum())
+        mid = (min(max(-gl_ / (hl_ + lam), lo), hi) + min(max(-(G - gl_) / (H - hl_ + lam), lo), hi)) / 2
+        below, above = (lo, mid), (mid, hi)
+        left_bounds, right_bounds = (below, above) if monotone[j] > 0 else (above, below)
+    return [j, t, _tree(x, g, h, idx[mask], depth - 1, min_leaf, lam, orders, monotone, left_bounds),
+            _tree(x, g, h, idx[~mask], depth - 1, min_leaf, lam, orders, monotone, right_bounds)]
 
 
 def _apply(tree, x):
@@ -134,7 +148,7 @@ def _apply(tree, x):
     return out
 
 
-def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1) -> dict:
+def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1, monotone=None) -> dict:
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
     n = len(y)
@@ -145,13 +159,15 @@ def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1) -> dict:
     # The first len(xs[0]) of FEATURES: the page-only model reads a prefix.
     params = {"features": list(FEATURES[:x.shape[1]]), "trees": [], "learning_rate": learning_rate,
               "threshold": 0.5, "rounds": rounds, "depth": depth}
+    if monotone:
+        params["monotone"] = {FEATURES[j]: sign for j, sign in sorted(monotone.items())}
     idx = np.arange(n)
     orders = [np.argsort(x[:, j], kind="stable") for j in range(x.shape[1])]
     for _ in range(rounds):
         p = 1.0 / (1.0 + np.exp(-margin))
         g = (p - y) * w
         h = np.maximum(p * (1 - p), 1e-6) * w
-        tree = _tree(x, g, h, idx, depth, orders=orders)
+        tree = _tree(x, g, h, idx, depth, orders=orders, monotone=monotone)
         params["trees"].append(tree)
         margin += learning_rate * _apply(tree, x)
     return params

@@ -1,11 +1,12 @@
 """The classifier must not slide back: accuracy on real pages it was never
 fitted on, and the clear cases of the generated test site."""
 
+import random
 import sys
 
 import pytest
 
-from crawler.classify import INDEX, INFO, classify, classify_stats, doc_url_features, page_features, page_type, \
+from crawler.classify import INDEX, INFO, Model, classify, classify_stats, doc_url_features, page_features, page_type, \
     thin_navigation, tspider_rule
 from crawler.template import block_stats
 from crawler.extract import analyze
@@ -13,7 +14,7 @@ from tests.conftest import ROOT
 from tests.data.pagetypes import body, labels
 
 sys.path.insert(0, str(ROOT / "bench"))
-from train_classifier import held_out, metrics  # noqa: E402
+from train_classifier import fit, held_out, metrics  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +133,45 @@ def test_count_words_reads_cjk_without_spaces():
 ])
 def test_doc_url_names_are_contents_pages_names(url, expected):
     assert doc_url_features(url) == expected
+
+
+def _dipping(sign: int) -> tuple[list[list[float]], list[int]]:
+    """Pages whose label follows the first column (rising with ``sign`` 1,
+    falling with -1) but for a band in the middle where it turns over."""
+    rng = random.Random(3)
+    xs, ys = [], []
+    for _ in range(400):
+        a, b = rng.random(), rng.random()
+        up = a > 0.5 and not 0.6 < a < 0.7
+        xs.append([a if sign > 0 else 1 - a, b])
+        ys.append(1 if up else 0)
+    return xs, ys
+
+
+def _turns(params: dict, sign: int) -> int:
+    """Steps along the first column (the second held) where the score goes
+    against ``sign``."""
+    m = Model(params)
+    scores = [m.score([i / 100, 0.5]) for i in range(101)]
+    return sum(1 for a, b in zip(scores, scores[1:]) if sign * (b - a) < -1e-12)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_monotone_feature_never_turns_the_score_back(sign):
+    xs, ys = _dipping(sign)
+    free = fit(xs, ys, rounds=60, depth=2)
+    held = fit(xs, ys, rounds=60, depth=2, monotone={0: sign})
+    # Unconstrained, the trees learn the band (so the check below can fail) ...
+    assert _turns(free, sign) > 0
+    # ... constrained, the score only ever moves one way along the column,
+    assert _turns(held, sign) == 0
+    assert held["monotone"] == {"links_log": sign}
+    # and it still reads the column: it rises (or falls) across it.
+    m = Model(held)
+    assert sign * (m.score([1.0, 0.5]) - m.score([0.0, 0.5])) > 0.5
+
+
+def test_no_constraint_fits_the_trees_it_always_did():
+    xs, ys = _dipping(1)
+    assert fit(xs, ys, rounds=20, depth=3) == fit(xs, ys, rounds=20, depth=3, monotone={})
+    assert "monotone" not in fit(xs, ys, rounds=5, depth=2)

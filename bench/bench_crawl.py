@@ -12,6 +12,9 @@ from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
 With ``--mongo``, ours is run a third time into MongoDB (a SecantusDB
 server started for the run, or ``$MONGO_URI``).
 
+``--setting NAME=VALUE`` (repeatable) sets a Scrapy setting for both
+crawls, to weigh a change of Scrapy's own machinery on either side.
+
 With ``--processes N`` (N > 1), ours is run once more with
 ``-s CRAWL_PROCESSES=N``: N worker processes of the one crawl, which plain
 Scrapy has no way to do.
@@ -158,7 +161,15 @@ def main() -> None:
                     help="also crawl into MongoDB (a SecantusDB server started here, or $MONGO_URI)")
     ap.add_argument("--processes", type=int, default=1,
                     help="also crawl with -s CRAWL_PROCESSES=N (N > 1): whole-process figures only")
+    ap.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="a Scrapy setting for both crawls, ours and plain (repeatable): to weigh a change "
+                         "of Scrapy's own, e.g. ASYNCIO_EVENT_LOOP=uvloop.Loop")
     args = ap.parse_args()
+    for item in args.setting:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            sys.exit(f"--setting {item!r}: expected NAME=VALUE")
+        COMMON[name] = value
     if not (args.root / "index.html").exists():
         sys.exit(f"{args.root}/index.html not found: apt-get install python3.11-doc, or pass --root")
     # Our modules' bytecode, as an installed package has it (pip compiles

@@ -33,7 +33,8 @@ and with ``--no-retype`` a tree's first 4 pages) is typed by the page-only
 model, ``crawler/data/classifier_page.json``, fitted on
 WCXB's training part alone (``bench/train_classifier.py``) and never refitted
 here; the model fitted and measured here types the pages with a template.
-``--jobs N`` leaves N sources out at once (each fold is four fits).
+``--jobs N`` leaves N sources (with ``--by-set``, directories) out at once
+(each fold is four fits).
 ``--by-set`` leaves out one ``--trees`` directory at a time instead (its
 sources scored by the model fitted on the other directories and WCXB's
 training part): a cheaper stand-in, to compare variants of the fit.
@@ -232,12 +233,13 @@ def main() -> None:
     ap.add_argument("--only", default="", help="held-out sources to report (default: all)")
     ap.add_argument("--write", action="store_true", help="fit on every source and store the model")
     ap.add_argument("--no-loso", action="store_true",
-                    help="score the shipped models only (trees they never saw: pagetype_sources.py --fresh7)")
+                    help="score the shipped models only (on trees they never saw: a --freshN set)")
     ap.add_argument("--no-retype", action="store_true",
                     help="leave a tree's first pages as typed alone (before 2026-11-27: not typed again)")
     ap.add_argument("--shipped", type=Path, default=None,
                     help="a classifier.json to report as shipped (its features a prefix of today's)")
-    ap.add_argument("--jobs", type=int, default=1, help="sources left out at once (processes)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="sources (with --by-set, directories) left out at once (processes)")
     ap.add_argument("--by-set", action="store_true",
                     help="leave out one --trees directory at a time, not one source (cheaper: to compare variants)")
     ap.add_argument("--monotone", action="store_true",
@@ -245,7 +247,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.monotone:
         _CONSTRAINTS.update(MONOTONE)
-    rows = [{**r, "set": "wcxb"} for r in rows_of_wcxb(args.wcxb)]
+    # WCXB's parts are sets of their own: --by-set scores its test part by
+    # a fit on its training part and the trees.
+    rows = [{**r, "set": r["source"]} for r in rows_of_wcxb(args.wcxb)]
     for tree_dir in args.trees:
         for path in sorted(tree_dir.glob("*.jsonl")):
             if any(r["source"] == path.stem for r in rows):

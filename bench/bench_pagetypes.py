@@ -32,7 +32,13 @@ page typed alone (no template known: WCXB's pages, each alone on its site,
 and with ``--no-retype`` a tree's first 4 pages) is typed by the page-only
 model, ``crawler/data/classifier_page.json``, fitted on
 WCXB's training part alone (``bench/train_classifier.py``) and never refitted
-here; the model fitted and measured here types the pages with a template.
+here; the model fitted and measured here types the pages with a template,
+and where its score is within ``crawler.classify.RULE_BAND`` of its
+threshold the link-density rule types them on a tree where the rule has
+typed the pages the model was sure of as the model did
+(``crawler.classify.decide``, ``RuleTrust``, kept over the tree's pages in
+crawl order), as the crawler does (the threshold is still chosen on the
+model's scores alone).
 ``--jobs N`` leaves N sources (with ``--by-set``, directories) out at once
 (each fold is four fits).
 ``--by-set`` leaves out one ``--trees`` directory at a time instead (its
@@ -70,12 +76,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from crawler.classify import FEATURES, INDEX, Model, feature_vector, model, page_model, thin_navigation  # noqa: E402
+from crawler.classify import (FEATURES, INDEX, RULE_DENSITY, Model, RuleTrust, decide,  # noqa: E402
+                              feature_vector, model, page_model, rule_density, thin_navigation)
 from crawler.extract import Page, analyze  # noqa: E402
-from crawler.template import LocalTemplates, block_keys, template_of  # noqa: E402
+from crawler.template import LocalTemplates, block_keys, block_stats, template_of  # noqa: E402
 from train_classifier import fit, held_out, metrics  # noqa: E402
 
-LINK_DENSITY = 0.35
+LINK_DENSITY = RULE_DENSITY
 WCXB = ROOT.parent / "shared/data/pagetypes"
 # What the labels mean, as a constraint on the fit (``--monotone``, off by
 # default): the score may only rise with the page's link shares and fall
@@ -92,9 +99,8 @@ _CONSTRAINTS: dict[int, int] = {}  # MONOTONE with --monotone (read by the forke
 
 
 def link_density(page: Page) -> float:
-    own = [b for b in page.blocks if not b.boiler] or page.blocks
-    chars = sum(len(b.text) for b in own)
-    return sum(b.link_chars for b in own) / chars if chars else 1.0
+    """The link-density rule's figure (the crawler's ``rule_density``)."""
+    return rule_density(block_stats(page.blocks, keyed=False))
 
 
 def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list[dict]:
@@ -185,7 +191,7 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
     return best[1]
 
 
-def typed(m: Model, r: dict, page_only: bool = True) -> int:
+def typed(m: Model, r: dict, page_only: bool = True, trust: RuleTrust | None = None) -> int:
     """1 (index) or 0 as the crawler types the page: by ``m`` with its
     site's template, by the page-only model without (``page_only``), a
     thin page of links an index page (``thin_navigation``)."""
@@ -193,7 +199,16 @@ def typed(m: Model, r: dict, page_only: bool = True) -> int:
         if r["thin"]:
             return 1
         m = page_model()
+    if r["tpl"] and trust is not None:  # the rule where the model is unsure, as the crawler does
+        return 1 if decide(m.score(r["x"]), m.threshold, r["ld"], trust, r["source"]) == INDEX else 0
     return 1 if m.score(r["x"]) >= m.threshold else 0
+
+
+def typed_all(m: Model, test: Sequence[dict], page_only: bool = True) -> list[int]:
+    """``typed`` for one source's rows in crawl order, with the crawler's
+    count of where the rule holds (``RuleTrust``) kept over them."""
+    trust = RuleTrust()
+    return [typed(m, r, page_only, trust) for r in test]
 
 
 def fitted(rows: Sequence[dict]) -> dict:
@@ -210,7 +225,7 @@ def loso(source: str) -> tuple[float, float, float]:
     train = [r for r in _ROWS if r["source"] not in (source, "wcxb-test")]
     m = Model(fitted(train))
     test = [r for r in _ROWS if r["source"] == source]
-    return metrics([r["y"] for r in test], [typed(m, r) for r in test])
+    return metrics([r["y"] for r in test], typed_all(m, test))
 
 
 def loso_set(tree_set: str) -> dict[str, tuple[float, float, float]]:
@@ -221,7 +236,7 @@ def loso_set(tree_set: str) -> dict[str, tuple[float, float, float]]:
     out = {}
     for source in sorted({r["source"] for r in _ROWS if r["set"] == tree_set}):
         test = [r for r in _ROWS if r["source"] == source]
-        out[source] = metrics([r["y"] for r in test], [typed(m, r) for r in test])
+        out[source] = metrics([r["y"] for r in test], typed_all(m, test))
     return out
 
 
@@ -277,7 +292,7 @@ def main() -> None:
         test = [r for r in rows if r["source"] == source]
         ys = [r["y"] for r in test]
         try:
-            ship = metrics(ys, [typed(shipped, r, args.shipped is None) for r in test])
+            ship = metrics(ys, typed_all(shipped, test, args.shipped is None))
         except (IndexError, TypeError):
             ship = (float("nan"),) * 3
         dens = metrics(ys, [1 if r["ld"] > LINK_DENSITY else 0 for r in test])

@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-from crawler.classify import INDEX, INFO, Model, classify, classify_stats, doc_url_features, page_features, page_type, \
-    thin_navigation, tspider_rule
+from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, Model, RuleTrust, _assemble, classify, classify_stats, decide, \
+    doc_url_features, model, page_features, page_model, page_type, rule_density, thin_navigation, tspider_rule
+from crawler.template import stat_features
 from crawler.template import block_stats
 from crawler.extract import analyze
 from tests.conftest import ROOT
@@ -91,6 +92,98 @@ def test_a_thin_page_of_links_typed_alone_is_an_index_page(links, words, thin):
         # With its site's template known, the template model decides alone.
         assert classify_stats(page_features(url, page), stats, frozenset(), thin=True) == classify(
             url, page, template=frozenset())
+
+
+def trusting(site: str = "s", agreed: int = RULE_MIN_PAGES, disagreed: int = 0) -> RuleTrust:
+    trust = RuleTrust()
+    for k in range(agreed + disagreed):
+        trust.record(site, k < agreed)
+    return trust
+
+
+@pytest.mark.parametrize(("score", "density", "expected"), [
+    (0.57, 0.36, INDEX), (0.57, 0.35, INFO),  # on the threshold: the rule, strictly over 0.35
+    (0.80, 0.10, INFO), (0.35, 0.90, INDEX),  # unsure either way: the rule overrules the model
+    (0.57 + RULE_BAND, 0.10, INDEX),  # at the band's edge and beyond: the model
+    (0.57 - RULE_BAND - 0.01, 0.90, INFO),
+    (0.99, 0.0, INDEX), (0.01, 1.0, INFO),
+])
+def test_the_rule_decides_where_the_model_is_unsure_on_a_site_where_it_held(score, density, expected):
+    assert RULE_DENSITY == 0.35
+    assert decide(score, 0.57, density, trusting(), "s") == expected
+    model_says = INDEX if score >= 0.57 else INFO
+    # No count kept, another site, too few pages, too many disagreements: the model.
+    assert decide(score, 0.57, density) == model_says
+    assert decide(score, 0.57, density, trusting("s"), "t") == model_says
+    assert decide(score, 0.57, density, trusting(agreed=RULE_MIN_PAGES - 1), "s") == model_says
+    assert decide(score, 0.57, density, trusting(agreed=19, disagreed=2), "s") == model_says
+    assert decide(score, 0.57, density, trusting(agreed=19, disagreed=1), "s") == expected  # 0.95 agreed
+
+
+def test_the_pages_the_model_is_sure_of_are_what_the_rule_is_judged_on():
+    trust = RuleTrust()
+    for _ in range(RULE_MIN_PAGES - 1):
+        assert decide(0.99, 0.57, 0.9, trust, "s") == INDEX  # sure, and the rule agrees: counted
+        assert decide(0.60, 0.57, 0.1, trust, "s") == INDEX  # unsure: not counted, the model while untrusted
+    assert not trust.trusted("s")
+    assert decide(0.02, 0.57, 0.2, trust, "s") == INFO
+    assert trust.trusted("s")
+    assert decide(0.60, 0.57, 0.1, trust, "s") == INFO  # now the rule's
+    assert decide(0.01, 0.57, 0.9, trust, "s") == INFO  # sure: the model's, and the rule disagreed
+    assert not trust.trusted("s")  # 10 of 11 agreed: under 0.95
+    assert decide(0.60, 0.57, 0.1, trust, "s") == INDEX
+
+
+def test_the_rules_count_is_bounded_by_sites():
+    trust = RuleTrust(max_sites=3)
+    for site in "abc":
+        for _ in range(RULE_MIN_PAGES):
+            trust.record(site, True)
+    trust.record("a", True)  # a typed again: b is now the least recent
+    trust.record("d", True)
+    assert len(trust) == 3
+    assert (trust.trusted("a"), trust.trusted("b"), trust.trusted("c")) == (True, False, True)
+
+
+def test_the_rules_figure_leaves_navigation_markup_out():
+    # (key, chars, link chars, in-page link chars, led by a link, in navigation markup)
+    nav = ("n", 400, 400, 0, True, True)
+    prose = ("p", 300, 30, 0, False, False)
+    links = ("l", 100, 90, 0, True, False)
+    assert rule_density([nav, prose, links]) == pytest.approx(120 / 400)
+    assert rule_density([nav]) == 1.0  # all navigation markup: the whole page
+    assert rule_density([("n", 400, 100, 0, True, True)]) == 0.25
+    assert rule_density([]) == 1.0  # no text
+    assert rule_density([("e", 0, 0, 0, False, False)]) == 1.0
+
+
+def test_a_page_with_its_template_known_is_typed_by_the_rule_near_the_threshold():
+    """The real model on a real page: with the threshold put where the
+    page's score is, the rule types it on a site where the rule held; a
+    band's width away, the model."""
+    url = "http://example.com/docs/guide/part.html"
+    for html, density_over in ((nav_page(40), True), (f"<html><body><h1>T</h1>{PROSE * 3}"
+                                                     '<p><a href="/a">a</a></p></body></html>', False)):
+        page = analyze(html, url)
+        stats = block_stats(page.blocks)
+        base = page_features(url, page)
+        template: frozenset[str] = frozenset()
+        score = model().score(_assemble(base, stat_features(stats, template)))
+        assert (rule_density(stats) > RULE_DENSITY) is density_over
+        rule = INDEX if density_over else INFO
+        model_says = INDEX if score >= model().threshold else INFO
+        site = "example.com"
+        assert classify_stats(base, stats, template, threshold=score, trust=trusting(site), site=site) == rule
+        assert classify_stats(base, stats, template, threshold=score, trust=RuleTrust(), site=site) == INDEX
+        assert classify_stats(base, stats, template) == model_says  # no count: the model alone
+        for t, expected in ((score + RULE_BAND + 0.01, INFO), (score - RULE_BAND - 0.01, INDEX)):
+            trust = trusting(site)
+            assert classify_stats(base, stats, template, threshold=t, trust=trust, site=site) == expected
+            assert trust.trusted(site) is (expected == rule)  # a page the model is sure of is counted
+        # A page typed alone (no template) is the page-only model's, never the rule's.
+        alone = page_model().score(_assemble(base, stat_features(stats, None)))
+        for t in (alone - 0.01, alone + 0.01):
+            assert classify_stats(base, stats, None, threshold=t) == (INDEX if alone >= t else INFO)
 
 
 def test_tspider_rule_as_published():

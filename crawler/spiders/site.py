@@ -122,7 +122,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 
 import redis
 
-from crawler.classify import INDEX, INFO, classify_stats, page_features, thin_navigation
+from crawler.classify import INDEX, INFO, RuleTrust, classify_stats, page_features, thin_navigation
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler import fingerprint
@@ -294,6 +294,9 @@ class SiteSpider(Spider):
         self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
         self._resolver = LinkResolver()
         self.classifier_threshold: float | None = None
+        # Per site, whether the link-density rule may decide the model's
+        # close calls (crawler/classify.py, RuleTrust): this worker's count.
+        self._rule_trust = RuleTrust()
         self.classifier_template = True
         self.max_text_chars = 1_000_000
         self.neardup_resemblance = 0.9
@@ -483,7 +486,7 @@ class SiteSpider(Spider):
         if page.features:
             features = page_features(url, page)
             item.page_type = classify_stats(features, blocks, template, self.classifier_threshold,
-                                            thin_navigation(page))
+                                            thin_navigation(page), self._rule_trust, item.site)
         else:
             item.page_type = INFO
         stats.inc_value(f"classifier/page_type/{item.page_type}")
@@ -618,7 +621,8 @@ class SiteSpider(Spider):
             if template is None:
                 continue
             stats.inc_value("classifier/retype/checked")
-            new = classify_stats(e.base, e.blocks, template, self.classifier_threshold)
+            new = classify_stats(e.base, e.blocks, template, self.classifier_threshold,
+                                 trust=self._rule_trust, site=site)
             if new == e.page_type:
                 continue
             stats.inc_value(f"classifier/retype/{new}")

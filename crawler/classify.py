@@ -44,7 +44,9 @@ links typed alone is an index page whatever it says
 (``thin_navigation``). Each model's threshold is the one with the best
 cross-validated balanced accuracy that keeps index recall at least 0.93:
 a missed index page costs coverage, a missed info page only a few extra
-requests.
+requests. With a site's template known, the model's close calls go to the
+link-density rule on a site where the rule has held (``decide``,
+``RuleTrust``: the spider keeps the count).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python bench/pagetype_sources.py [--freshN] --out DIR   # label Debian trees first (each set into its DIR)
     python bench/bench_pagetypes.py [--trees DIR ...] [--wcxb ../shared/data/pagetypes]
                                     [--only NAME,...] [--jobs N] [--write] [--no-loso]
-                                    [--by-set] [--monotone]
+                                    [--by-set] [--monotone] [--no-rule]
 
 Sources: WCXB's development split (``--wcxb``, ``labels-all.jsonl``: 1,326
 pages of many sites, labelled by people), split by a hash of the file name
@@ -108,10 +108,14 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
     template as learned so far (unlabelled pages still teach it). With
     ``retype``, the pages typed alone (the tree's first pages) are typed
     again with the template as it stands when the first page with a
-    template is typed, as the crawler does (``SiteSpider._retype``)."""
+    template is typed, as the crawler does (``SiteSpider._retype``). Each
+    row's ``before``: the unlabelled pages typed with a template since the
+    row before it (their features and the rule's figure), which the crawler
+    types too, so they count where the rule holds (``typed_all``)."""
     templates = LocalTemplates()
     rows = []
     alone: list[tuple[dict, Page, list[str]]] = []
+    before: list[tuple[list[float], float]] = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
         if r["label"] not in ("index", "info") and not template:
@@ -130,9 +134,13 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
                 alone = []
         x = feature_vector(r["url"], page, known)
         if r["label"] not in ("index", "info"):
+            if known is not None:
+                before.append((x, link_density(page)))
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
-                     "ld": link_density(page), "tpl": known is not None, "thin": thin_navigation(page)})
+                     "ld": link_density(page), "tpl": known is not None, "thin": thin_navigation(page),
+                     "before": before})
+        before = []
         if template and retype and known is None:
             alone.append((rows[-1], page, keys))
     return rows
@@ -206,9 +214,20 @@ def typed(m: Model, r: dict, page_only: bool = True, trust: RuleTrust | None = N
 
 def typed_all(m: Model, test: Sequence[dict], page_only: bool = True) -> list[int]:
     """``typed`` for one source's rows in crawl order, with the crawler's
-    count of where the rule holds (``RuleTrust``) kept over them."""
+    count of where the rule holds (``RuleTrust``) kept over them and the
+    unlabelled pages between them (``--no-rule``: the model alone)."""
+    if not _RULE[0]:
+        return [typed(m, r, page_only) for r in test]
     trust = RuleTrust()
-    return [typed(m, r, page_only, trust) for r in test]
+    out = []
+    for r in test:
+        for x, ld in r.get("before", ()):
+            decide(m.score(x), m.threshold, ld, trust, r["source"])  # typed by the crawler, not scored here
+        out.append(typed(m, r, page_only, trust))
+    return out
+
+
+_RULE = [True]  # False with --no-rule (read by the forked fold workers)
 
 
 def fitted(rows: Sequence[dict]) -> dict:
@@ -259,7 +278,10 @@ def main() -> None:
                     help="leave out one --trees directory at a time, not one source (cheaper: to compare variants)")
     ap.add_argument("--monotone", action="store_true",
                     help="fit under MONOTONE's constraints (tried, not shipped: see MONOTONE)")
+    ap.add_argument("--no-rule", action="store_true",
+                    help="type with the model alone: no link-density rule in its close calls (before 2026-11-27)")
     args = ap.parse_args()
+    _RULE[0] = not args.no_rule
     if args.monotone:
         _CONSTRAINTS.update(MONOTONE)
     # WCXB's parts are sets of their own: --by-set scores its test part by

@@ -103,6 +103,7 @@ def trusting(site: str = "s", agreed: int = RULE_MIN_PAGES, disagreed: int = 0) 
 
 @pytest.mark.parametrize(("score", "density", "expected"), [
     (0.57, 0.36, INDEX), (0.57, 0.35, INFO),  # on the threshold: the rule, strictly over 0.35
+    (0.56, 0.36, INDEX), (0.58, 0.35, INFO),  # just under / over it: still the rule's
     (0.80, 0.10, INFO), (0.35, 0.90, INDEX),  # unsure either way: the rule overrules the model
     (0.57 + RULE_BAND, 0.10, INDEX),  # at the band's edge and beyond: the model
     (0.57 - RULE_BAND - 0.01, 0.90, INFO),
@@ -120,6 +121,15 @@ def test_the_rule_decides_where_the_model_is_unsure_on_a_site_where_it_held(scor
     assert decide(score, 0.57, density, trusting(agreed=19, disagreed=1), "s") == expected  # 0.95 agreed
 
 
+def test_the_band_is_open_at_both_edges():
+    # 0.5 +- 0.25: exact in binary, so the edges are the edges.
+    assert RULE_BAND == 0.25
+    assert decide(0.75, 0.5, 0.0, trusting(), "s") == INDEX  # at the edge: the model's, sure
+    assert decide(0.25, 0.5, 1.0, trusting(), "s") == INFO
+    assert decide(0.7499, 0.5, 0.0, trusting(), "s") == INFO  # inside: the rule's
+    assert decide(0.2501, 0.5, 1.0, trusting(), "s") == INDEX
+
+
 def test_the_pages_the_model_is_sure_of_are_what_the_rule_is_judged_on():
     trust = RuleTrust()
     for _ in range(RULE_MIN_PAGES - 1):
@@ -129,6 +139,9 @@ def test_the_pages_the_model_is_sure_of_are_what_the_rule_is_judged_on():
     assert decide(0.02, 0.57, 0.2, trust, "s") == INFO
     assert trust.trusted("s")
     assert decide(0.60, 0.57, 0.1, trust, "s") == INFO  # now the rule's
+    assert (trust.decided, trust.overruled) == (1, 1)
+    assert decide(0.60, 0.57, 0.9, trust, "s") == INDEX  # the rule's, as the model says
+    assert (trust.decided, trust.overruled) == (2, 1)
     assert decide(0.01, 0.57, 0.9, trust, "s") == INFO  # sure: the model's, and the rule disagreed
     assert not trust.trusted("s")  # 10 of 11 agreed: under 0.95
     assert decide(0.60, 0.57, 0.1, trust, "s") == INDEX
@@ -173,17 +186,22 @@ def test_a_page_with_its_template_known_is_typed_by_the_rule_near_the_threshold(
         rule = INDEX if density_over else INFO
         model_says = INDEX if score >= model().threshold else INFO
         site = "example.com"
-        assert classify_stats(base, stats, template, threshold=score, trust=trusting(site), site=site) == rule
-        assert classify_stats(base, stats, template, threshold=score, trust=RuleTrust(), site=site) == INDEX
-        assert classify_stats(base, stats, template) == model_says  # no count: the model alone
+        # A threshold that puts the page's score just on the other side of the rule's answer.
+        close = score + 0.1 if density_over else score - 0.1
+        assert classify_stats(base, stats, template, threshold=close, trust=trusting(site), site=site) == rule
+        not_rule = INFO if density_over else INDEX
+        assert classify_stats(base, stats, template, threshold=close, trust=RuleTrust(), site=site) == not_rule
+        assert classify_stats(base, stats, template, threshold=close) == not_rule  # no count: the model alone
+        assert classify_stats(base, stats, template) == model_says
         for t, expected in ((score + RULE_BAND + 0.01, INFO), (score - RULE_BAND - 0.01, INDEX)):
             trust = trusting(site)
             assert classify_stats(base, stats, template, threshold=t, trust=trust, site=site) == expected
             assert trust.trusted(site) is (expected == rule)  # a page the model is sure of is counted
         # A page typed alone (no template) is the page-only model's, never the rule's.
         alone = page_model().score(_assemble(base, stat_features(stats, None)))
-        for t in (alone - 0.01, alone + 0.01):
-            assert classify_stats(base, stats, None, threshold=t) == (INDEX if alone >= t else INFO)
+        for t in (alone - 0.01, alone + 0.01):  # one of them the rule's answer, the other not
+            assert classify_stats(base, stats, None, threshold=t, trust=trusting(site), site=site) == (
+                INDEX if alone >= t else INFO)
 
 
 def test_tspider_rule_as_published():

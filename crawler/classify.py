@@ -63,7 +63,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
 from crawler.fingerprint import count_words
-from crawler.template import OWN_FEATURES, BlockStat, block_stats, own_features, stat_features
+from crawler.template import OWN_FEATURES, BlockStat, block_stats, own_features, rule_density, stat_features
 
 __all__ = ["INDEX", "INFO", "RULE_AGREEMENT", "RULE_BAND", "RULE_DENSITY", "RULE_MIN_PAGES", "RuleTrust", "classify",
            "classify_stats", "classify_vector", "decide", "feature_vector", "page_features", "page_type",
@@ -350,13 +350,8 @@ RULE_AGREEMENT = 0.95
 RULE_MIN_PAGES = 10
 
 
-def rule_density(stats: Sequence[BlockStat]) -> float:
-    """The link-density rule's figure from a page's ``block_stats``: link
-    text over text, outside navigation markup (all of the page when it is
-    all navigation markup; 1.0 for a page without text)."""
-    own = [s for s in stats if not s[5]] or list(stats)
-    chars = sum(s[1] for s in own)
-    return sum(s[2] for s in own) / chars if chars else 1.0
+# Where ``stat_features`` holds the rule's figure (``rule_density``).
+_RULE_AT = OWN_FEATURES.index("content_link_density")
 
 
 class RuleTrust:
@@ -423,11 +418,12 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     site where the rule has held (``decide``; the spider's ``RuleTrust``)."""
     if template is None and thin:
         return INDEX
-    x = _assemble(base, stat_features(stats, template))
+    own = stat_features(stats, template)
+    x = _assemble(base, own)
     if template is None or trust is None:
         return classify_vector(x, template, threshold)
     m = model()
-    return decide(m.score(x), m.threshold if threshold is None else threshold, rule_density(stats), trust, site)
+    return decide(m.score(x), m.threshold if threshold is None else threshold, own[_RULE_AT], trust, site)
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

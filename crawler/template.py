@@ -259,6 +259,15 @@ def template_of(keys: Iterable[str], counts: dict[str, int], pages: int, policy:
     return frozenset(k for k in keys if policy.is_template(counts.get(k, 0), pages))
 
 
+def rule_density(stats: Sequence[BlockStat]) -> float:
+    """The link-density rule's figure from a page's ``block_stats``: link
+    text over text, outside navigation markup (all of the page when it is
+    all navigation markup; 1.0 for a page without text)."""
+    own = [s for s in stats if not s[5]] or stats
+    chars = sum(s[1] for s in own)
+    return sum(s[2] for s in own) / chars if chars else 1.0
+
+
 def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -> list[float]:
     """The page without its site's template (with none known, without its
     navigation markup): how much of it is links to other pages, and how
@@ -287,8 +296,6 @@ def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -
                 if not after[4] and after[1] <= DESCRIPTION_CHARS and after[2] == after[3]:
                     listed += after[1]
     total = sum(s[1] for s in stats)
-    content = [s for s in stats if not s[5]] or stats
-    content_chars = sum(s[1] for s in content)
     return [
         nav / chars if chars else 1.0,
         math.log1p(chars),
@@ -299,5 +306,5 @@ def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -
         math.log1p(rows),
         chars / total if total else 0.0,
         0.0 if template is None else 1.0,
-        sum(s[2] for s in content) / content_chars if content_chars else 1.0,
+        rule_density(stats),
     ]

@@ -35,7 +35,7 @@ WCXB's training part alone (``bench/train_classifier.py``) and never refitted
 here; the model fitted and measured here types the pages with a template,
 and where its score is within ``crawler.classify.RULE_BAND`` of its
 threshold the link-density rule types them on a tree where the rule has
-typed the pages the model was sure of as the model did
+typed the pages the model was sure of (``RULE_SURE`` from it) as the model did
 (``crawler.classify.decide``, ``RuleTrust``, kept over the tree's pages in
 crawl order), as the crawler does (the threshold is still chosen on the
 model's scores alone).

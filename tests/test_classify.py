@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, Model, RuleTrust, _assemble, classify, classify_stats, decide, \
+from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, Model, RuleTrust, _assemble, classify, classify_stats, decide, \
     doc_url_features, model, page_features, page_model, page_type, rule_density, thin_navigation, tspider_rule
 from crawler.template import stat_features
 from crawler.template import block_stats
@@ -122,12 +122,32 @@ def test_the_rule_decides_where_the_model_is_unsure_on_a_site_where_it_held(scor
 
 
 def test_the_band_is_open_at_both_edges():
-    # 0.5 +- 0.25: exact in binary, so the edges are the edges.
-    assert RULE_BAND == 0.25
-    assert decide(0.75, 0.5, 0.0, trusting(), "s") == INDEX  # at the edge: the model's, sure
-    assert decide(0.25, 0.5, 1.0, trusting(), "s") == INFO
-    assert decide(0.7499, 0.5, 0.0, trusting(), "s") == INFO  # inside: the rule's
-    assert decide(0.2501, 0.5, 1.0, trusting(), "s") == INDEX
+    # 0.5 +- 0.25 and 0.375 (0.35 is not exact in binary: 0.5 + 0.35 > 0.85).
+    assert (RULE_BAND, RULE_SURE) == (0.35, 0.25)
+    assert decide(0.875, 0.5, 0.0, trusting(), "s") == INDEX  # beyond the edge: the model's
+    assert decide(0.125, 0.5, 1.0, trusting(), "s") == INFO
+    assert decide(0.5 + RULE_BAND, 0.5, 0.0, trusting(), "s") == INDEX  # at the edge: the model's
+    assert decide(0.5 - RULE_BAND, 0.5, 1.0, trusting(), "s") == INFO
+    assert decide(0.8499, 0.5, 0.0, trusting(), "s") == INFO  # inside: the rule's
+    assert decide(0.1501, 0.5, 1.0, trusting(), "s") == INDEX
+
+
+def test_pages_between_sure_and_the_bands_edge_are_counted_and_decided_by_the_rule():
+    trust = trusting()
+    # 0.25 from the threshold: sure enough to judge the rule by, close
+    # enough for the rule to type, on a site where it held.
+    assert decide(0.75, 0.5, 0.0, trust, "s") == INFO
+    assert (trust.decided, trust.overruled) == (1, 1)
+    assert not trust.trusted("s")  # and counted, as a disagreement: 10 agreed of 11
+    assert decide(0.7499, 0.5, 0.0, trust, "s") == INDEX  # the model's now, and not counted:
+    for _ in range(9):
+        trust.record("s", True)
+    assert trust.trusted("s")  # 19 agreed of 20 (of 21, had it been counted: not trusted)
+    trust = trusting(agreed=19, disagreed=1)
+    # A page is typed by the count as it stood before it: 19 of 20, then 19 of 21.
+    assert decide(0.80, 0.5, 0.0, trust, "s") == INFO
+    assert not trust.trusted("s")
+    assert decide(0.80, 0.5, 0.0, trust, "s") == INDEX
 
 
 def test_the_pages_the_model_is_sure_of_are_what_the_rule_is_judged_on():

@@ -62,9 +62,10 @@ types a page of the site with its template known (one more Redis round
 trip, once a site; kept for the next page if Redis cannot answer). A page whose type changes
 is stored again with its new type; one that becomes an index page has its
 links followed then (``follow=index``). With the template known, the
-model's close calls (its score within 0.25 of its threshold) are the
+model's close calls (its score within 0.35 of its threshold) are the
 link-density rule's on a site where the rule typed at least 95 % of the
-pages the model was sure of as the model did, once 10 are counted (this
+pages the model was sure of (0.25 or more from the threshold) as the
+model did, once 10 are counted (this
 worker's count: ``classify.RuleTrust``, at most 4,096 sites).
 
 Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,

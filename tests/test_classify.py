@@ -122,7 +122,7 @@ def test_the_rule_decides_where_the_model_is_unsure_on_a_site_where_it_held(scor
 
 
 def test_the_band_is_open_at_both_edges():
-    # 0.5 +- 0.25 and 0.375 (0.35 is not exact in binary: 0.5 + 0.35 > 0.85).
+    # abs((0.5 +- 0.35) - 0.5) == 0.35 in floating point: the edges are the edges.
     assert (RULE_BAND, RULE_SURE) == (0.35, 0.25)
     assert decide(0.875, 0.5, 0.0, trusting(), "s") == INDEX  # beyond the edge: the model's
     assert decide(0.125, 0.5, 1.0, trusting(), "s") == INFO
@@ -143,6 +143,13 @@ def test_pages_between_sure_and_the_bands_edge_are_counted_and_decided_by_the_ru
     for _ in range(9):
         trust.record("s", True)
     assert trust.trusted("s")  # 19 agreed of 20 (of 21, had it been counted: not trusted)
+    # The lower edge the same way: 0.25 under is counted, 0.2499 under is not.
+    trust = trusting()
+    assert decide(0.25, 0.5, 1.0, trust, "s") == INDEX  # the rule's, and counted as a disagreement
+    assert not trust.trusted("s")
+    trust = trusting()
+    assert decide(0.2501, 0.5, 1.0, trust, "s") == INDEX  # the rule's, not counted
+    assert trust.trusted("s")
     trust = trusting(agreed=19, disagreed=1)
     # A page is typed by the count as it stood before it: 19 of 20, then 19 of 21.
     assert decide(0.80, 0.5, 0.0, trust, "s") == INFO

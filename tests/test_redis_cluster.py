@@ -233,7 +233,11 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
     name = new_crawl_name("master_down")
     # A lease timeout longer than the outage: no worker's heartbeat can
     # reach Redis meanwhile, and none is to be taken for dead.
-    settings = {"REDIS_URL": cluster.url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": 0.05,
+    # A delay that leaves most of the crawl for after the master goes
+    # (about 5 s of it): with 0.05 s a loaded machine's test process once
+    # reached the outage after the workers had crawled everything, and they
+    # never met it.
+    settings = {"REDIS_URL": cluster.url, "CRAWL_NAME": name, "DOWNLOAD_DELAY": 0.25,
                 "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_HEARTBEAT_INTERVAL": 0.3,
                 "FRONTIER_LEASE_TIMEOUT": 30, "CONCURRENT_REQUESTS": 8,
                 "REDIS_PARAMS": json.dumps({"socket_timeout": 2, "socket_connect_timeout": 1})}
@@ -252,6 +256,10 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
         wait_for_requests(grid_server, mark, 30)
         cluster.stop_node(victim.index)
         down_at = time.monotonic()
+        stopped_after = len(grid_server.requests(mark))
+        # The outage this test is about began mid-crawl, with both workers in it.
+        assert a.proc.poll() is None and b.proc.poll() is None and stopped_after < sum(EXPECTED.values()), \
+            (stopped_after, a.log[-2000:], b.log[-2000:])
         states = set()
         witness = next(n for n in cluster.masters() if n is not victim).connect()
         # Until the others mark it failed (cluster-node-timeout, then gossip:

@@ -77,9 +77,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from crawler.classify import (FEATURES, INDEX, RULE_DENSITY, Model, RuleTrust, decide,  # noqa: E402
-                              feature_vector, model, page_model, rule_density, thin_navigation)
+                              feature_vector, model, page_model, thin_navigation)
 from crawler.extract import Page, analyze  # noqa: E402
-from crawler.template import LocalTemplates, block_keys, block_stats, template_of  # noqa: E402
+from crawler.template import LocalTemplates, block_keys, template_of  # noqa: E402
 from train_classifier import fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = RULE_DENSITY
@@ -98,9 +98,9 @@ MONOTONE = {**{FEATURES.index(f): 1 for f in MORE_INDEX}, **{FEATURES.index(f): 
 _CONSTRAINTS: dict[int, int] = {}  # MONOTONE with --monotone (read by the forked fold workers)
 
 
-def link_density(page: Page) -> float:
-    """The link-density rule's figure (the crawler's ``rule_density``)."""
-    return rule_density(block_stats(page.blocks, keyed=False))
+# Where a feature vector holds the link-density rule's figure (the
+# crawler's ``rule_density``, the same with a template known or not).
+_LD_AT = FEATURES.index("content_link_density")
 
 
 def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list[dict]:
@@ -135,10 +135,10 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
         x = feature_vector(r["url"], page, known)
         if r["label"] not in ("index", "info"):
             if known is not None:
-                before.append((x, link_density(page)))
+                before.append((x, x[_LD_AT]))
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
-                     "ld": link_density(page), "tpl": known is not None, "thin": thin_navigation(page),
+                     "ld": x[_LD_AT], "tpl": known is not None, "thin": thin_navigation(page),
                      "before": before})
         before = []
         if template and retype and known is None:
@@ -153,9 +153,10 @@ def rows_of_wcxb(data: Path) -> list[dict]:
         if not isinstance(r.get("url"), str):
             continue
         page = analyze(gzip.decompress((data / r["file"]).read_bytes()), r["url"])
+        x = feature_vector(r["url"], page)
         rows.append({"source": "wcxb-test" if held_out(r["file"]) else "wcxb-train", "url": r["url"],
-                     "y": 1 if r["label"] == INDEX else 0, "x": feature_vector(r["url"], page),
-                     "ld": link_density(page), "tpl": False, "thin": thin_navigation(page)})
+                     "y": 1 if r["label"] == INDEX else 0, "x": x,
+                     "ld": x[_LD_AT], "tpl": False, "thin": thin_navigation(page)})
     return rows
 
 

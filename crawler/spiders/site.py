@@ -304,7 +304,6 @@ class SiteSpider(Spider):
         # Per site, whether the link-density rule may decide the model's
         # close calls (crawler/classify.py, RuleTrust): this worker's count.
         self._rule_trust = RuleTrust()
-        self._rule_counted = 0
         self.classifier_template = True
         self.max_text_chars = 1_000_000
         self.neardup_resemblance = 0.9
@@ -556,8 +555,7 @@ class SiteSpider(Spider):
 
     def _count_rule(self) -> None:
         trust = self._rule_trust
-        if trust.decided != self._rule_counted:
-            self._rule_counted = trust.decided
+        if trust.decided:
             self.crawler.stats.set_value("classifier/rule/decided", trust.decided)
             self.crawler.stats.set_value("classifier/rule/overruled", trust.overruled)
 

@@ -38,7 +38,8 @@ threshold the link-density rule types them on a tree where the rule has
 typed the pages the model was sure of (``RULE_SURE`` from it) as the model did
 (``crawler.classify.decide``, ``RuleTrust``, kept over the tree's pages in
 crawl order), as the crawler does (the threshold is still chosen on the
-model's scores alone).
+model's scores alone); a page with next to nothing of its own once the
+template is set aside is an index page (``bare_navigation``).
 ``--jobs N`` leaves N sources (with ``--by-set``, directories) out at once
 (each fold is four fits).
 ``--by-set`` leaves out one ``--trees`` directory at a time instead (its
@@ -76,10 +77,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from crawler.classify import (FEATURES, INDEX, RULE_DENSITY, Model, RuleTrust, decide,  # noqa: E402
-                              feature_vector, model, page_model, thin_navigation)
+from crawler.classify import (FEATURES, INDEX, RULE_DENSITY, Model, RuleTrust, bare_navigation,  # noqa: E402
+                              decide, feature_vector, model, page_model, thin_navigation)
 from crawler.extract import Page, analyze  # noqa: E402
-from crawler.template import LocalTemplates, block_keys, template_of  # noqa: E402
+from crawler.template import OWN_FEATURES, LocalTemplates, block_keys, template_of  # noqa: E402
 from train_classifier import fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = RULE_DENSITY
@@ -101,6 +102,12 @@ _CONSTRAINTS: dict[int, int] = {}  # MONOTONE with --monotone (read by the forke
 # Where a feature vector holds the link-density rule's figure (the
 # crawler's ``rule_density``, the same with a template known or not).
 _LD_AT = FEATURES.index("content_link_density")
+_OWN = slice(FEATURES.index(OWN_FEATURES[0]), FEATURES.index(OWN_FEATURES[0]) + len(OWN_FEATURES))
+
+
+def bare(x: Sequence[float]) -> bool:
+    """``bare_navigation`` of a page by its feature vector."""
+    return bare_navigation(x[_OWN])
 
 
 def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list[dict]:
@@ -209,7 +216,7 @@ def typed(m: Model, r: dict, page_only: bool = True, trust: RuleTrust | None = N
             return 1
         m = page_model()
     if r["tpl"] and trust is not None:  # the rule where the model is unsure, as the crawler does
-        return 1 if decide(m.score(r["x"]), m.threshold, r["ld"], trust, r["source"]) == INDEX else 0
+        return 1 if decide(m.score(r["x"]), m.threshold, r["ld"], trust, r["source"], bare(r["x"])) == INDEX else 0
     return 1 if m.score(r["x"]) >= m.threshold else 0
 
 
@@ -223,7 +230,7 @@ def typed_all(m: Model, test: Sequence[dict], page_only: bool = True) -> list[in
     out = []
     for r in test:
         for x, ld in r.get("before", ()):
-            decide(m.score(x), m.threshold, ld, trust, r["source"])  # typed by the crawler, not scored here
+            decide(m.score(x), m.threshold, ld, trust, r["source"], bare(x))  # typed by the crawler, not scored here
         out.append(typed(m, r, page_only, trust))
     return out
 

@@ -46,7 +46,9 @@ cross-validated balanced accuracy that keeps index recall at least 0.93:
 a missed index page costs coverage, a missed info page only a few extra
 requests. With a site's template known, the model's close calls go to the
 link-density rule on a site where the rule has held (``decide``,
-``RuleTrust``: the spider keeps the count).
+``RuleTrust``: the spider keeps the count); a page with next to nothing
+of its own once the template is set aside is an index page, as a thin
+page of links typed alone is (``bare_navigation``).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from crawler.extract import Page, analyze
 from crawler.fingerprint import count_words
 from crawler.template import OWN_FEATURES, BlockStat, block_stats, own_features, rule_density, stat_features
 
-__all__ = ["INDEX", "INFO", "RULE_AGREEMENT", "RULE_BAND", "RULE_DENSITY", "RULE_MIN_PAGES", "RULE_SURE", "RuleTrust", "classify",
+__all__ = ["INDEX", "INFO", "RULE_AGREEMENT", "bare_navigation", "RULE_BAND", "RULE_DENSITY", "RULE_MIN_PAGES", "RULE_SURE", "RuleTrust", "classify",
            "classify_stats", "classify_vector", "decide", "feature_vector", "page_features", "page_type",
            "rule_density", "thin_navigation", "tspider_rule"]
 
@@ -353,8 +355,11 @@ RULE_AGREEMENT = 0.95
 RULE_MIN_PAGES = 10
 
 
-# Where ``stat_features`` holds the rule's figure (``rule_density``).
+# Where ``stat_features`` holds the rule's figure (``rule_density``), and
+# the text outside links (log1p of its characters).
 _RULE_AT = OWN_FEATURES.index("content_link_density")
+_PROSE_AT = OWN_FEATURES.index("own_prose_log")
+_THIN_PROSE = math.log1p(THIN_TEXT)  # the feature's own scale: under it is under THIN_TEXT characters
 
 
 class RuleTrust:
@@ -363,13 +368,15 @@ class RuleTrust:
     most ``max_sites`` sites, the least recently counted dropped first (it
     starts again from nothing: the model alone until 10 are counted).
     ``decided``: pages the rule typed; ``overruled``: of them, those the
-    model would have typed the other way."""
+    model would have typed the other way; ``bare``: pages with nothing of
+    their own (``bare_navigation``) typed index where the model said info."""
 
     def __init__(self, max_sites: int = 4096) -> None:
         self.max_sites = max_sites
         self._sites: OrderedDict[str, list[int]] = OrderedDict()
         self.decided = 0
         self.overruled = 0
+        self.bare = 0
 
     def record(self, site: str, agreed: bool) -> None:
         counts = self._sites.get(site)
@@ -390,22 +397,47 @@ class RuleTrust:
         return len(self._sites)
 
 
-def decide(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "") -> str:
+def bare_navigation(own: Sequence[float]) -> bool:
+    """A page whose site's template is known that has next to nothing of
+    its own (``own``: its ``stat_features`` with the template): under
+    ``THIN_TEXT`` characters of text outside links once the template is
+    set aside, and mostly links outside navigation markup (the rule's
+    figure over ``RULE_DENSITY``). A contents page whose list of links the
+    site's template repeats (a Sphinx toctree that is also the sidebar)
+    looks so; an article has text of its own. Of the labelled pages of the
+    71 documentation trees of the fit typed with their template (one tree
+    left out at a time), 572 pass, 571 of them index pages (the other
+    javadoc's all-classes list, labelled info by its structure); the
+    model, left out with its tree, typed one of the 571 info (neutron's
+    install guide, a toctree its sidebar repeats). Chosen on those scores
+    (bench/RESULTS.md, "A page with nothing of its own"): the same with
+    100 to 400 characters; without the rule's figure, a short page of
+    prose with no links (tango's) would pass too."""
+    return own[_PROSE_AT] < _THIN_PROSE and own[_RULE_AT] > RULE_DENSITY
+
+
+def decide(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "",
+           bare: bool = False) -> str:
     """The type of a page with its site's template known: the model's
     ``score`` against ``threshold``; where the score is within
     ``RULE_BAND`` of it, the rule on ``density`` (``rule_density``) if
     ``trust`` trusts it on ``site`` (as it stood before this page). A page
     the model is sure of (``RULE_SURE`` from the threshold or further) is
-    counted in ``trust``."""
+    counted in ``trust``. A page with nothing of its own (``bare``:
+    ``bare_navigation``) is an index page whatever the model says."""
     model_says = INDEX if score >= threshold else INFO
-    if trust is None:
-        return model_says
+    trusted = False
     rule_says = INDEX if density > RULE_DENSITY else INFO
-    distance = abs(score - threshold)
-    trusted = distance < RULE_BAND and trust.trusted(site)
-    if distance >= RULE_SURE:
-        trust.record(site, rule_says == model_says)
-    if not trusted:
+    if trust is not None:
+        distance = abs(score - threshold)
+        trusted = distance < RULE_BAND and trust.trusted(site)
+        if distance >= RULE_SURE:
+            trust.record(site, rule_says == model_says)
+    if bare:
+        if trust is not None and model_says == INFO:
+            trust.bare += 1
+        return INDEX
+    if not trusted or trust is None:
         return model_says
     trust.decided += 1
     trust.overruled += rule_says != model_says
@@ -425,10 +457,11 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
         return INDEX
     own = stat_features(stats, template)
     x = _assemble(base, own)
-    if template is None or trust is None:
+    if template is None:
         return classify_vector(x, template, threshold)
     m = model()
-    return decide(m.score(x), m.threshold if threshold is None else threshold, own[_RULE_AT], trust, site)
+    return decide(m.score(x), m.threshold if threshold is None else threshold, own[_RULE_AT], trust, site,
+                  bare_navigation(own))
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

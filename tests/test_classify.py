@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
-from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, Model, RuleTrust, _assemble, classify, classify_stats, decide, \
-    doc_url_features, model, page_features, page_model, page_type, rule_density, thin_navigation, tspider_rule
+from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, THIN_TEXT, Model, RuleTrust, _assemble, \
+    bare_navigation, classify, classify_stats, decide, doc_url_features, model, page_features, page_model, page_type, \
+    rule_density, thin_navigation, tspider_rule
+from crawler.template import block_keys
 from crawler.template import stat_features
 from crawler.template import block_stats
 from crawler.extract import analyze
@@ -202,7 +204,10 @@ def test_a_page_with_its_template_known_is_typed_by_the_rule_near_the_threshold(
     page's score is, the rule types it on a site where the rule held; a
     band's width away, the model."""
     url = "http://example.com/docs/guide/part.html"
-    for html, density_over in ((nav_page(40), True), (f"<html><body><h1>T</h1>{PROSE * 3}"
+    # The contents page has words of its own: not bare_navigation, which
+    # types a page with nothing of its own whatever the threshold.
+    words = "A few words on the parts listed below and how to read them. " * 5
+    for html, density_over in ((nav_page(40, words), True), (f"<html><body><h1>T</h1>{PROSE * 3}"
                                                      '<p><a href="/a">a</a></p></body></html>', False)):
         page = analyze(html, url)
         stats = block_stats(page.blocks)
@@ -229,6 +234,89 @@ def test_a_page_with_its_template_known_is_typed_by_the_rule_near_the_threshold(
         for t in (alone - 0.01, alone + 0.01):  # one of them the rule's answer, the other not
             assert classify_stats(base, stats, None, threshold=t, trust=trusting(site), site=site) == (
                 INDEX if alone >= t else INFO)
+
+
+# (key, chars, link chars, in-page link chars, led by a link, in navigation markup)
+SIDEBAR = ("side", 2000, 1900, 0, True, False)  # the site's template, outside navigation markup
+TOC = ("toc", 300, 300, 0, True, False)  # a list of links the template repeats
+FOOTER = ("foot", 400, 0, 0, False, True)  # prose in navigation markup, template
+
+
+def own(blocks, template=frozenset({"side", "toc", "foot"})):
+    return stat_features(blocks, template)
+
+
+@pytest.mark.parametrize(("title", "links", "expected"), [
+    (THIN_TEXT - 1, 0, True), (THIN_TEXT, 0, False),  # text of its own under THIN_TEXT characters
+    (THIN_TEXT - 1, 500, True),  # links of its own do not count as text
+    (0, 0, True),
+])
+def test_a_page_with_nothing_of_its_own_outside_the_template_is_bare(title, links, expected):
+    blocks = [SIDEBAR, TOC, ("title", title, 0, 0, False, False)]
+    if links:
+        blocks.append(("list", links, links, 0, True, False))
+    assert bare_navigation(own(blocks)) is expected
+
+
+def test_a_bare_page_is_mostly_links_outside_navigation_markup():
+    # 150 characters of its own and no links: a short page, not a contents
+    # page (the rule's figure 0.0 once the template's links are marked as
+    # navigation, 0.89 when they are not).
+    short = ("p", 150, 0, 0, False, False)
+    nav_side = ("side", 2000, 1900, 0, True, True)
+    assert not bare_navigation(own([nav_side, short]))
+    assert rule_density([nav_side, short]) == 0.0
+    assert bare_navigation(own([SIDEBAR, short]))
+    # The rule's figure strictly over RULE_DENSITY: 35 of 100 characters is not.
+    assert not bare_navigation(own([("a", 35, 35, 0, True, False), ("p", 65, 0, 0, False, False)], frozenset({"a"})))
+    assert bare_navigation(own([("a", 36, 36, 0, True, False), ("p", 64, 0, 0, False, False)], frozenset({"a"})))
+    # Without a template the page's own text is all its text outside navigation markup.
+    assert not bare_navigation(own([SIDEBAR, TOC, ("p", 400, 0, 0, False, False)], frozenset()))
+    assert bare_navigation(own([SIDEBAR, TOC, FOOTER, ("p", 20, 0, 0, False, False)]))
+
+
+def test_a_bare_page_is_an_index_page_and_still_counted():
+    trust = trusting()
+    # The model sure it is info: index all the same, counted as the model's sure page.
+    assert decide(0.05, 0.57, 0.9, trust, "s", bare=True) == INDEX
+    assert (trust.bare, trust.decided, trust.overruled) == (1, 0, 0)
+    assert not trust.trusted("s")  # the rule (0.9: index) disagreed with the model's info: 10 of 11
+    # The model says index: nothing to count as bare.
+    assert decide(0.9, 0.57, 0.9, trust, "s", bare=True) == INDEX
+    assert trust.bare == 1
+    # In the band on a trusted site where the rule would say info: index.
+    trust = trusting()
+    assert decide(0.5, 0.57, 0.1, trust, "s", bare=True) == INDEX
+    assert (trust.bare, trust.decided) == (1, 0)
+    # No count kept: index all the same.
+    assert decide(0.05, 0.57, 0.1, bare=True) == INDEX
+
+
+def test_a_contents_page_whose_links_the_template_repeats_is_an_index_page():
+    """A page whose list of links is also on many of its site's pages
+    (a Sphinx toctree that is also the sidebar): with the template known,
+    next to nothing is its own. Typed index, at any threshold; with a
+    paragraph of its own, by the model."""
+    url = "http://docs.example.com/install/index.html"
+    toc = "".join(f'<li><a href="/install/{i}.html">Installing on system number {i}</a></li>' for i in range(12))
+    bare_html = f"<html><head><title>Install</title></head><body><h1>Install</h1><ul>{toc}</ul></body></html>"
+    page = analyze(bare_html, url)
+    keys = block_keys(page.blocks)
+    assert len(keys) == 13  # the title, then the list's twelve rows
+    template = frozenset(keys[1:])  # the list, not the title
+    stats = block_stats(page.blocks, keyed=True)
+    base = page_features(url, page)
+    assert bare_navigation(stat_features(stats, template))
+    for t in (0.01, 1.01):  # the model says index / info
+        assert classify_stats(base, stats, template, threshold=t) == INDEX
+        trust = RuleTrust()
+        assert classify_stats(base, stats, template, threshold=t, trust=trust, site="s") == INDEX
+        assert trust.bare == (t > 1)
+    words = "<p>" + "This part explains how to install the software on each system in turn. " * 4 + "</p>"
+    page = analyze(bare_html.replace("</ul>", f"</ul>{words}"), url)
+    stats = block_stats(page.blocks, keyed=True)
+    assert not bare_navigation(stat_features(stats, template))
+    assert classify_stats(page_features(url, page), stats, template, threshold=1.01) == INFO
 
 
 def test_tspider_rule_as_published():

@@ -92,3 +92,47 @@ def test_the_rule_types_the_models_close_calls_once_it_held_on_the_site(tmp_path
     # The three overviews, and nothing else, were the rule's to type; two of
     # them against the model.
     assert counts == {"decided": 3, "overruled": 2}
+
+
+ARTICLES = [f"/a{k}.html" for k in range(6)]
+
+
+def boxed(title: str, body: str) -> str:
+    """A page of a site whose every page carries the same box of links in
+    markup that does not say it is navigation (the site's template)."""
+    box = "".join(f'<li><a href="{h}">Article {k} of the collection</a></li>'
+                  for k, h in enumerate([*ARTICLES, "/contents.html"]))
+    return (f"<html><head><title>{title}</title></head><body><div class='toc'><ul>{box}</ul></div>"
+            f"<div class='body'><h1>{title}</h1>{body}</div></body></html>")
+
+
+@pytest.mark.slow
+def test_a_page_with_nothing_of_its_own_is_an_index_page_whatever_the_model_says(tmp_path, frontier_settings):
+    """``CLASSIFIER_THRESHOLD`` 1.0: the model types every page an
+    information page. The home page (typed alone first: a thin page of
+    links, an index page) and the contents page (its title and the site's
+    box, nothing of its own once the box is template) are index pages
+    still, each counted in ``classifier/bare_index`` (the home page when it
+    is typed again with the template); the articles, prose of their own
+    under the box, are information pages."""
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    (root / "index.html").write_text(boxed("The collection", ""))
+    for k, path in enumerate(ARTICLES):
+        (root / path.lstrip("/")).write_text(boxed(f"Article {k}", "".join(
+            f"<p>{prose(k * 10 + j, 60)}</p>" for j in range(3))))
+    (root / "contents.html").write_text(boxed("Contents", ""))
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    try:
+        result = run_crawl(server, tmp_path / "crawl", [f"seeds={server.url('/')}"],
+                           {**frontier_settings, "CONCURRENT_REQUESTS": 1, "CLASSIFIER_THRESHOLD": 1.0})
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    assert [p for p in result.fetched if p.endswith(".html") or p == "/"] == ["/", *ARTICLES, "/contents.html"]
+    with SQLiteStore(result.store_path) as store:
+        types = {p["url"].replace(server.url(""), ""): p["page_type"] for p in store.iter_pages()}
+    assert types == {"/": INDEX, **{a: INFO for a in ARTICLES}, "/contents.html": INDEX}
+    assert "'classifier/bare_index': 2" in result.log
+    assert "'classifier/retype/checked': 4" in result.log

@@ -66,7 +66,11 @@ model's close calls (its score within 0.35 of its threshold) are the
 link-density rule's on a site where the rule typed at least 95 % of the
 pages the model was sure of (0.25 or more from the threshold) as the
 model did, once 10 are counted (this
-worker's count: ``classify.RuleTrust``, at most 4,096 sites).
+worker's count: ``classify.RuleTrust``, at most 4,096 sites). A page
+with next to nothing of its own once its site's template is set aside
+(under 200 characters of text outside links, and mostly links outside
+navigation markup: ``classify.bare_navigation``) is an index page
+whatever the model says.
 
 Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
 ``classifier/template/page_only`` (too few pages of the site yet),
@@ -80,7 +84,8 @@ type), ``classifier/retype/redis_error``, ``classifier/retype/malformed``,
 closed: the site had no page typed with its template by this worker),
 ``classifier/rule/decided`` (pages the link-density rule typed),
 ``classifier/rule/overruled`` (of them, those the model would have typed
-the other way), ``robots/noindex``, ``topic/pages_scored``, ``topic/on_topic``,
+the other way), ``classifier/bare_index`` (pages with nothing of their
+own typed index where the model said info), ``robots/noindex``, ``topic/pages_scored``, ``topic/on_topic``,
 ``topic/off_topic``, ``topic/tunnel_pages`` (pages reached through an
 off-topic parent), ``topic/tunnel_on_topic`` (on-topic among them),
 ``topic/tunnel_stopped`` (off-topic pages whose links were not followed:
@@ -558,6 +563,8 @@ class SiteSpider(Spider):
         if trust.decided:
             self.crawler.stats.set_value("classifier/rule/decided", trust.decided)
             self.crawler.stats.set_value("classifier/rule/overruled", trust.overruled)
+        if trust.bare:
+            self.crawler.stats.set_value("classifier/bare_index", trust.bare)
 
     def _site_template(self, site: str, keys: list[str] | None,
                        answer: list[Any]) -> tuple[frozenset[str] | None, bool]:

@@ -406,9 +406,9 @@ def bare_navigation(own: Sequence[float]) -> bool:
     site's template repeats (a Sphinx toctree that is also the sidebar)
     looks so; an article has text of its own. Of the labelled pages of the
     71 documentation trees of the fit typed with their template (one tree
-    left out at a time), 572 pass, 571 of them index pages (the other
+    left out at a time), 807 pass, 806 of them index pages (the other
     javadoc's all-classes list, labelled info by its structure); the
-    model, left out with its tree, typed one of the 571 info (neutron's
+    model, left out with its tree, typed one of the 806 info (neutron's
     install guide, a toctree its sidebar repeats). Chosen on those scores
     (bench/RESULTS.md, "A page with nothing of its own"): the same with
     100 to 400 characters; without the rule's figure, a short page of

@@ -67,7 +67,8 @@ from crawler.extract import Page, analyze
 from crawler.fingerprint import count_words
 from crawler.template import OWN_FEATURES, BlockStat, block_stats, own_features, rule_density, stat_features
 
-__all__ = ["INDEX", "INFO", "RULE_AGREEMENT", "bare_navigation", "RULE_BAND", "RULE_DENSITY", "RULE_MIN_PAGES", "RULE_SURE", "RuleTrust", "classify",
+__all__ = ["INDEX", "INFO", "RULE_AGREEMENT", "RULE_BAND", "RULE_DENSITY", "RULE_MIN_PAGES", "RULE_SURE", "RuleTrust",
+           "THIN_TEXT", "bare_navigation", "classify",
            "classify_stats", "classify_vector", "decide", "feature_vector", "page_features", "page_type",
            "rule_density", "thin_navigation", "tspider_rule"]
 
@@ -401,8 +402,8 @@ def bare_navigation(own: Sequence[float]) -> bool:
     """A page whose site's template is known that has next to nothing of
     its own (``own``: its ``stat_features`` with the template): under
     ``THIN_TEXT`` characters of text outside links once the template is
-    set aside, and mostly links outside navigation markup (the rule's
-    figure over ``RULE_DENSITY``). A contents page whose list of links the
+    set aside, and link text over ``RULE_DENSITY`` of its text outside
+    navigation markup (the rule's figure). A contents page whose list of links the
     site's template repeats (a Sphinx toctree that is also the sidebar)
     looks so; an article has text of its own. Of the labelled pages of the
     71 documentation trees of the fit typed with their template (one tree

@@ -68,8 +68,8 @@ pages the model was sure of (0.25 or more from the threshold) as the
 model did, once 10 are counted (this
 worker's count: ``classify.RuleTrust``, at most 4,096 sites). A page
 with next to nothing of its own once its site's template is set aside
-(under 200 characters of text outside links, and mostly links outside
-navigation markup: ``classify.bare_navigation``) is an index page
+(under 200 characters of text outside links, and link text over 35 % of
+its text outside navigation markup: ``classify.bare_navigation``) is an index page
 whatever the model says.
 
 Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,

@@ -3,7 +3,7 @@
     python bench/pagetype_sources.py [--freshN] --out DIR   # label Debian trees first (each set into its DIR)
     python bench/bench_pagetypes.py [--trees DIR ...] [--wcxb ../shared/data/pagetypes]
                                     [--only NAME,...] [--jobs N] [--write] [--no-loso]
-                                    [--by-set] [--monotone] [--no-rule]
+                                    [--by-set] [--monotone] [--no-rule] [--dump DIR]
 
 Sources: WCXB's development split (``--wcxb``, ``labels-all.jsonl``: 1,326
 pages of many sites, labelled by people), split by a hash of the file name
@@ -38,8 +38,8 @@ threshold the link-density rule types them on a tree where the rule has
 typed the pages the model was sure of (``RULE_SURE`` from it) as the model did
 (``crawler.classify.decide``, ``RuleTrust``, kept over the tree's pages in
 crawl order), as the crawler does (the threshold is still chosen on the
-model's scores alone); a page with next to nothing of its own once the
-template is set aside is an index page (``bare_navigation``).
+model's scores alone); a close call with next to nothing of its own
+once the template is set aside is an index page (``bare_navigation``).
 ``--jobs N`` leaves N sources (with ``--by-set``, directories) out at once
 (each fold is four fits).
 ``--by-set`` leaves out one ``--trees`` directory at a time instead (its
@@ -60,6 +60,11 @@ or with ``--no-loso`` on ``shipped``).
 
 ``--write`` fits on every source (WCXB's training part and every tree) and
 stores the model in ``crawler/data/classifier.json``.
+
+``--dump DIR`` writes each left-out source's pages as its fold scored
+them (vectors, scores, thresholds, in crawl order) into DIR, one file a
+source: ``bench/replay_pagetypes.py DIR`` types them again with the
+crawler's decision, or a variant of it, in seconds.
 """
 
 from __future__ import annotations
@@ -252,7 +257,27 @@ def loso(source: str) -> tuple[float, float, float]:
     train = [r for r in _ROWS if r["source"] not in (source, "wcxb-test")]
     m = Model(fitted(train))
     test = [r for r in _ROWS if r["source"] == source]
+    if _DUMP:
+        dump(_DUMP[0] / f"{source}.json", m, test)
     return metrics([r["y"] for r in test], typed_all(m, test))
+
+
+_DUMP: list[Path] = []  # --dump's directory (read by the forked fold workers)
+
+
+def dump(path: Path, m: Model, test: Sequence[dict]) -> None:
+    """A held-out source's pages in crawl order as the fold's model saw
+    them (``--dump``): for each labelled page its label, feature vector,
+    the model's score and the page-only model's, and the unlabelled pages
+    typed with a template before it (vector and score), with the fold's
+    threshold; ``bench/replay_pagetypes.py`` types them again with
+    ``crawler.classify``'s decision (or a variant of it) in seconds."""
+    pm = page_model()
+    rows = [{"url": r["url"], "y": r["y"], "tpl": r["tpl"], "thin": r["thin"], "x": r["x"],
+             "score": m.score(r["x"]), "page_score": pm.score(r["x"]),
+             "before": [[x, m.score(x)] for x, _ in r.get("before", ())]} for r in test]
+    path.write_text(json.dumps({"source": test[0]["source"], "threshold": m.threshold,
+                                "page_threshold": pm.threshold, "features": list(FEATURES), "rows": rows}))
 
 
 def loso_set(tree_set: str) -> dict[str, tuple[float, float, float]]:
@@ -287,8 +312,17 @@ def main() -> None:
     ap.add_argument("--monotone", action="store_true",
                     help="fit under MONOTONE's constraints (tried, not shipped: see MONOTONE)")
     ap.add_argument("--no-rule", action="store_true",
-                    help="type with the model alone: no link-density rule in its close calls (before 2026-11-27)")
+                    help="type with the model alone: no link-density rule in its close calls (before 2026-11-27), "
+                         "nor bare_navigation")
+    ap.add_argument("--dump", type=Path, default=None,
+                    help="write each left-out source's scores and vectors into this directory "
+                         "(one source left out at a time only), for bench/replay_pagetypes.py")
     args = ap.parse_args()
+    if args.dump is not None:
+        if args.by_set or args.no_loso:
+            raise SystemExit("--dump writes the one-source-left-out folds: not with --by-set or --no-loso")
+        args.dump.mkdir(parents=True, exist_ok=True)
+        _DUMP.append(args.dump)
     _RULE[0] = not args.no_rule
     if args.monotone:
         _CONSTRAINTS.update(MONOTONE)

@@ -46,9 +46,9 @@ cross-validated balanced accuracy that keeps index recall at least 0.93:
 a missed index page costs coverage, a missed info page only a few extra
 requests. With a site's template known, the model's close calls go to the
 link-density rule on a site where the rule has held (``decide``,
-``RuleTrust``: the spider keeps the count); a page with next to nothing
-of its own once the template is set aside is an index page, as a thin
-page of links typed alone is (``bare_navigation``).
+``RuleTrust``: the spider keeps the count); a close call with next to
+nothing of its own once the template is set aside is an index page, as a
+thin page of links typed alone is (``bare_navigation``).
 """
 
 from __future__ import annotations
@@ -403,17 +403,23 @@ def bare_navigation(own: Sequence[float]) -> bool:
     its own (``own``: its ``stat_features`` with the template): under
     ``THIN_TEXT`` characters of text outside links once the template is
     set aside, and link text over ``RULE_DENSITY`` of its text outside
-    navigation markup (the rule's figure). A contents page whose list of links the
-    site's template repeats (a Sphinx toctree that is also the sidebar)
-    looks so; an article has text of its own. Of the labelled pages of the
-    71 documentation trees of the fit typed with their template (one tree
-    left out at a time), 807 pass, 806 of them index pages (the other
-    javadoc's all-classes list, labelled info by its structure); the
+    navigation markup (the rule's figure). A contents page whose list of
+    links the site's template repeats (a Sphinx toctree that is also the
+    sidebar) looks so; an article has text of its own. ``decide`` types
+    such a page index where the model is unsure of it (within
+    ``RULE_BAND``): on a site whose template is not in navigation markup
+    (a sidebar in a plain ``div``) the rule's figure counts the template's
+    links, and a short page of its own (under 200 characters) passes, so a
+    page the model is sure is information stays one. Of the labelled pages
+    of the 71 documentation trees of the fit typed with their template
+    (one tree left out at a time), 807 pass, 806 of them index pages (the
+    other javadoc's all-classes list, labelled info by its structure); the
     model, left out with its tree, typed one of the 806 info (neutron's
-    install guide, a toctree its sidebar repeats). Chosen on those scores
-    (bench/RESULTS.md, "A page with nothing of its own"): the same with
-    100 to 400 characters; without the rule's figure, a short page of
-    prose with no links (tango's) would pass too."""
+    install guide, a toctree its sidebar repeats, 0.21 under the
+    threshold). Chosen on those scores (bench/RESULTS.md, "A page with
+    nothing of its own"): the same with 100 to 400 characters, at any
+    score or within the band; without the rule's figure, a short page of
+    prose with no links of its own (tango's) would pass too."""
     return own[_PROSE_AT] < _THIN_PROSE and own[_RULE_AT] > RULE_DENSITY
 
 
@@ -425,16 +431,19 @@ def decide(score: float, threshold: float, density: float, trust: RuleTrust | No
     ``trust`` trusts it on ``site`` (as it stood before this page). A page
     the model is sure of (``RULE_SURE`` from the threshold or further) is
     counted in ``trust``. A page with nothing of its own (``bare``:
-    ``bare_navigation``) is an index page whatever the model says."""
+    ``bare_navigation``) within ``RULE_BAND`` of the threshold is an index
+    page, the rule trusted on the site or not (counted in ``trust.bare``
+    where the model said info, not in ``decided``)."""
     model_says = INDEX if score >= threshold else INFO
-    trusted = False
     rule_says = INDEX if density > RULE_DENSITY else INFO
+    distance = abs(score - threshold)
+    close = distance < RULE_BAND
+    trusted = False
     if trust is not None:
-        distance = abs(score - threshold)
-        trusted = distance < RULE_BAND and trust.trusted(site)
+        trusted = close and trust.trusted(site)
         if distance >= RULE_SURE:
             trust.record(site, rule_says == model_says)
-    if bare:
+    if bare and close:
         if trust is not None and model_says == INFO:
             trust.bare += 1
         return INDEX
@@ -451,9 +460,12 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     """``classify`` from a page's ``page_features`` and ``block_stats``
     (what is kept of a site's first pages to type them again once the
     site's template is known); ``thin``: the page's ``thin_navigation``,
-    which holds only while no template is known. With the template known
-    and ``trust`` given, the rule decides where the model is unsure on a
-    site where the rule has held (``decide``; the spider's ``RuleTrust``)."""
+    which holds only while no template is known. With the template known,
+    a page with nothing of its own is an index page where the model is
+    unsure (``bare_navigation``, with or without ``trust``), and with
+    ``trust`` given, the rule decides the model's other close calls on a
+    site where the rule has held (``decide``; the spider's ``RuleTrust``).
+    ``classify_vector`` is the model alone."""
     if template is None and thin:
         return INDEX
     own = stat_features(stats, template)

@@ -91,7 +91,8 @@ def test_a_thin_page_of_links_typed_alone_is_an_index_page(links, words, thin):
         assert classify(url, page) == INDEX
         stats = block_stats(page.blocks)
         assert classify_stats(page_features(url, page), stats, None, thin=True) == INDEX
-        # With its site's template known, the template model decides alone.
+        # With its site's template known, thin_navigation no longer holds: the
+        # template model's (and bare_navigation's) answer, as classify gives it.
         assert classify_stats(page_features(url, page), stats, frozenset(), thin=True) == classify(
             url, page, template=frozenset())
 
@@ -275,21 +276,28 @@ def test_a_bare_page_is_mostly_links_outside_navigation_markup():
     assert bare_navigation(own([SIDEBAR, TOC, FOOTER, ("p", 20, 0, 0, False, False)]))
 
 
-def test_a_bare_page_is_an_index_page_and_still_counted():
+def test_a_bare_page_the_model_is_unsure_of_is_an_index_page_and_still_counted():
     trust = trusting()
-    # The model sure it is info: index all the same, counted as the model's sure page.
-    assert decide(0.05, 0.57, 0.9, trust, "s", bare=True) == INDEX
+    # The model says info, 0.27 under: index all the same, and counted as a
+    # page the model was sure enough of (the rule, 0.9: index, disagreed).
+    assert decide(0.30, 0.57, 0.9, trust, "s", bare=True) == INDEX
     assert (trust.bare, trust.decided, trust.overruled) == (1, 0, 0)
-    assert not trust.trusted("s")  # the rule (0.9: index) disagreed with the model's info: 10 of 11
+    assert not trust.trusted("s")  # 10 of 11 agreed
+    # The model sure it is info (the band's width under, or more): the model's.
+    assert decide(0.5 - RULE_BAND, 0.5, 0.9, trust, "s", bare=True) == INFO
+    assert decide(0.05, 0.57, 0.9, trust, "s", bare=True) == INFO
+    assert decide(0.1501, 0.5, 0.9, trust, "s", bare=True) == INDEX  # inside the band
+    assert trust.bare == 2
     # The model says index: nothing to count as bare.
     assert decide(0.9, 0.57, 0.9, trust, "s", bare=True) == INDEX
-    assert trust.bare == 1
-    # In the band on a trusted site where the rule would say info: index.
+    assert trust.bare == 2
+    # In the band on a trusted site where the rule would say info: index, not the rule's.
     trust = trusting()
     assert decide(0.5, 0.57, 0.1, trust, "s", bare=True) == INDEX
     assert (trust.bare, trust.decided) == (1, 0)
-    # No count kept: index all the same.
-    assert decide(0.05, 0.57, 0.1, bare=True) == INDEX
+    # No count kept: the same.
+    assert decide(0.40, 0.57, 0.1, bare=True) == INDEX
+    assert decide(0.05, 0.57, 0.1, bare=True) == INFO
 
 
 def test_a_contents_page_whose_links_the_template_repeats_is_an_index_page():
@@ -307,16 +315,25 @@ def test_a_contents_page_whose_links_the_template_repeats_is_an_index_page():
     stats = block_stats(page.blocks, keyed=True)
     base = page_features(url, page)
     assert bare_navigation(stat_features(stats, template))
-    for t in (0.01, 1.01):  # the model says index / info
+    score = model().score(_assemble(base, stat_features(stats, template)))
+    assert 0.01 < score < 0.99
+    for t in (score - 0.01, score + 0.01, score + RULE_BAND - 0.01):  # the model says index, info, info
         assert classify_stats(base, stats, template, threshold=t) == INDEX
         trust = RuleTrust()
         assert classify_stats(base, stats, template, threshold=t, trust=trust, site="s") == INDEX
-        assert trust.bare == (t > 1)
+        assert trust.bare == (t > score)
+    # The model sure it is info (further than the band): the model's.
+    assert classify_stats(base, stats, template, threshold=score + RULE_BAND + 0.01) == INFO
+    # Typed alone (no template), not thin: the page-only model's, never bare.
+    alone = page_model().score(_assemble(base, stat_features(stats, None)))
+    assert classify_stats(base, stats, None, threshold=alone + 0.01) == INFO
     words = "<p>" + "This part explains how to install the software on each system in turn. " * 4 + "</p>"
     page = analyze(bare_html.replace("</ul>", f"</ul>{words}"), url)
     stats = block_stats(page.blocks, keyed=True)
     assert not bare_navigation(stat_features(stats, template))
-    assert classify_stats(page_features(url, page), stats, template, threshold=1.01) == INFO
+    base = page_features(url, page)
+    score = model().score(_assemble(base, stat_features(stats, template)))
+    assert classify_stats(base, stats, template, threshold=score + 0.01) == INFO  # the model's
 
 
 def test_tspider_rule_as_published():

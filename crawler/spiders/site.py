@@ -70,7 +70,8 @@ worker's count: ``classify.RuleTrust``, at most 4,096 sites). A page
 with next to nothing of its own once its site's template is set aside
 (under 200 characters of text outside links, and link text over 35 % of
 its text outside navigation markup: ``classify.bare_navigation``) is an index page
-whatever the model says.
+where the model is unsure of it (its score within 0.35 of the threshold),
+the rule trusted on the site or not.
 
 Stats: ``classifier/page_type/<type>``, ``classifier/template/used``,
 ``classifier/template/page_only`` (too few pages of the site yet),

@@ -1,0 +1,112 @@
+"""Type the pages of dumped folds again: decision variants in seconds.
+
+    python bench/bench_pagetypes.py --trees DIR ... --jobs 2 --dump /tmp/folds   # once (14 minutes here)
+    python bench/replay_pagetypes.py /tmp/folds [--only NAME,...] [--no-rule | --no-bare]
+
+Each held-out source's pages, as its one-source-left-out fold scored them
+(``bench_pagetypes.py --dump``: the fold's model and threshold, fitted
+without the source), are typed again in crawl order as the crawler types
+them (``crawler.classify``): a page typed alone by the page-only model's
+score or ``thin_navigation``; a page with its site's template by
+``decide``, with a ``RuleTrust`` kept over the source's pages (the
+unlabelled ones too) and ``bare_navigation``. They are scored as
+``bench_pagetypes.py`` scores them, so the replay of the shipped decision
+gives that bench's ``loso`` column exactly. A variant of the decision is
+a function with ``decide``'s signature given to ``replay`` (the sessions'
+variants in ``bench/RESULTS.md`` were replayed so); the models are not
+refitted, so a change to the features or the fit needs the bench itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_pagetypes import _LD_AT, LINK_DENSITY, bare  # noqa: E402
+from crawler.classify import FEATURES, INDEX, RuleTrust, decide  # noqa: E402
+from train_classifier import metrics  # noqa: E402
+
+Decide = Callable[..., str]  # decide's signature: (score, threshold, density, trust, site, bare)
+
+
+def load(folds: Path, only: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The dumped sources (``--dump``'s files), by name."""
+    wanted = set(only)
+    out = []
+    for path in sorted(folds.glob("*.json")):
+        d = json.loads(path.read_text())
+        if d.get("features") != list(FEATURES):
+            raise SystemExit(f"{path}: dumped with other features; run bench_pagetypes.py --dump again")
+        if not wanted or d["source"] in wanted:
+            out.append(d)
+    if not out:
+        raise SystemExit(f"no dumped source in {folds}")
+    return out
+
+
+def replay(d: dict[str, Any], decision: Decide | None = decide) -> list[int]:
+    """1 (index) or 0 for each labelled page of a dumped source, typed in
+    crawl order by ``decision`` (None: the model alone, ``--no-rule``)."""
+    t = d["threshold"]
+    trust = RuleTrust()
+    out = []
+    for r in d["rows"]:
+        if decision is not None:
+            for x, score in r["before"]:
+                decision(score, t, x[_LD_AT], trust, d["source"], bare(x))  # typed by the crawler, not scored
+        if not r["tpl"]:
+            out.append(1 if r["thin"] or r["page_score"] >= d["page_threshold"] else 0)
+        elif decision is None:
+            out.append(1 if r["score"] >= t else 0)
+        else:
+            x = r["x"]
+            out.append(1 if decision(r["score"], t, x[_LD_AT], trust, d["source"], bare(x)) == INDEX else 0)
+    return out
+
+
+def score(d: dict[str, Any], typed: list[int]) -> tuple[tuple[float, float, float], bool | None]:
+    """Balanced accuracy, index recall and info recall of ``typed``, and
+    whether the issue's target holds (None: no index page to find)."""
+    ys = [r["y"] for r in d["rows"]]
+    got = metrics(ys, typed)
+    if not sum(ys):
+        return got, None
+    dens = metrics(ys, [1 if r["x"][_LD_AT] > LINK_DENSITY else 0 for r in d["rows"]])
+    return got, got[0] >= 0.92 and got[1] >= 0.92 and got[0] >= dens[0] - 1e-9
+
+
+def without_bare(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "",
+                 bare: bool = False) -> str:
+    """``decide`` without ``bare_navigation`` (``--no-bare``)."""
+    return decide(score, threshold, density, trust, site, False)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("folds", type=Path, help="bench_pagetypes.py --dump's directory")
+    ap.add_argument("--only", default="", help="sources to report (default: all)")
+    ap.add_argument("--no-rule", action="store_true", help="the model alone where the template is known")
+    ap.add_argument("--no-bare", action="store_true", help="decide without bare_navigation (before 2026-11-27)")
+    args = ap.parse_args()
+    decision: Decide | None = None if args.no_rule else without_bare if args.no_bare else decide
+    met = with_index = 0
+    for d in load(args.folds, [s for s in args.only.split(",") if s]):
+        (bal, rec, inf), ok = score(d, replay(d, decision))
+        verdict = "-" if ok is None else "met" if ok else "missed"
+        cell = f"{'-':>5} {'-':>5} {inf:.3f}" if ok is None else f"{bal:.3f} {rec:.3f} {inf:.3f}"
+        print(f"{d['source']:22}{len(d['rows']):6}   {cell}   {verdict}")
+        with_index += ok is not None
+        met += bool(ok)
+    print(f"met on {met} of {with_index} sources with index pages")
+
+
+if __name__ == "__main__":
+    main()

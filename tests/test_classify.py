@@ -262,7 +262,8 @@ def test_a_page_with_nothing_of_its_own_outside_the_template_is_bare(title, link
 def test_a_bare_page_is_mostly_links_outside_navigation_markup():
     # 150 characters of its own and no links: a short page, not a contents
     # page (the rule's figure 0.0 once the template's links are marked as
-    # navigation, 0.89 when they are not).
+    # navigation, 0.89 when they are not: then it passes, which is why
+    # decide types a bare page index only where the model is unsure).
     short = ("p", 150, 0, 0, False, False)
     nav_side = ("side", 2000, 1900, 0, True, True)
     assert not bare_navigation(own([nav_side, short]))

@@ -132,8 +132,8 @@ SOURCES = (
 # at; since 21f4d45 the first six (``--fresh`` to ``--fresh6``) are training
 # sources too, each measured by leaving it out of the fit; the seventh and
 # eighth (``--fresh7``, ``--fresh8``), each scored once with 21f4d45's
-# model, joined them for the next fit, and the ninth (``--fresh9``),
-# scored once with that fit, is the set kept apart.
+# model, joined them for the next fit, and the ninth, tenth and eleventh
+# (``--fresh9`` to ``--fresh11``), scored once each, are kept apart.
 FRESH_SOURCES = (
     Source("gnucash-help", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-help-en", "index.html"),
     Source("gnucash-guide-ja", "gnucash-docs", "docbook", "/usr/share/doc/gnucash-docs/gnucash-guide-ja",

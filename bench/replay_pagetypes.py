@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_pagetypes import _LD_AT, LINK_DENSITY, bare  # noqa: E402
+from bench_pagetypes import _LD_AT, LINK_DENSITY, bare, meets_target  # noqa: E402
 from crawler.classify import FEATURES, INDEX, RuleTrust, decide  # noqa: E402
 from train_classifier import metrics  # noqa: E402
 
@@ -80,7 +80,7 @@ def score(d: dict[str, Any], typed: list[int]) -> tuple[tuple[float, float, floa
     if not sum(ys):
         return got, None
     dens = metrics(ys, [1 if r["x"][_LD_AT] > LINK_DENSITY else 0 for r in d["rows"]])
-    return got, got[0] >= 0.92 and got[1] >= 0.92 and got[0] >= dens[0] - 1e-9
+    return got, meets_target(got, dens)
 
 
 def without_bare(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "",

@@ -36,7 +36,7 @@ one script. Instead:
    per table the check and the insert are atomic. Of two pages that share band key i, whichever reaches table i
    second sees the other. A pair of resemblance 0.9 shares at least one of
    16 band keys with probability 0.9999.
-2. Every page carries an order key (its worker's clock in ms; ties broken
+2. Every page carries an order key (its worker's clock in µs; ties broken
    by URL), written with its ``shurl`` record in the same pipeline. A
    candidate counts only if its record is there and its order is earlier.
    So two pages never both count as copies of each other: of a pair, at
@@ -125,12 +125,18 @@ class DuplicateIndex:
         self._last_order = ""
 
     def _order(self) -> str:
-        """This check's place in time: ms in 11 hex digits (until year 7541),
-        made unique and increasing for this worker; compared as strings,
-        ties between workers broken by URL."""
-        order = f"{int(time.time() * 1000):011x}"
+        """This check's place in time: microseconds in 14 hex digits (until
+        year 4253), made unique and increasing for this worker; compared as
+        strings, ties between workers broken by URL. Microseconds, not
+        milliseconds: a check takes longer than one, so a check begun after
+        another's returned (on this machine's clock) is always later. In
+        milliseconds two checks a worker began within one had to be made
+        unique by counting on, which ran a busy worker's clock ahead of the
+        others' and let a page checked after its original returned be taken
+        for the earlier of the two (a copy missed)."""
+        order = f"{time.time_ns() // 1000:014x}"
         if order <= self._last_order:
-            order = f"{int(self._last_order, 16) + 1:011x}"
+            order = f"{int(self._last_order, 16) + 1:014x}"
         self._last_order = order
         return order
 
@@ -214,8 +220,8 @@ class DuplicateIndex:
             # A URL keeps the place in time of its first check (a re-crawl,
             # changed or not): a copy made of it since, on another site, is
             # not taken for its original.
-            first_order = _s(results[-1])
-            if _ORDER.match(first_order) and first_order < order:
+            first_order = _order_key(_s(results[-1]))
+            if first_order and first_order < order:
                 order = first_order
         mirror = _s(results[0]) or None
         exact_other: _Candidate | None = None
@@ -352,12 +358,25 @@ def _parse(value: str, site: str, distance: int, resemblance: float = 1.0) -> _C
     order, sep, url = value.partition("\t")
     if not sep or not _URL.match(url) or _site_of(url) == "":
         return None  # not a record this index wrote: ignored
-    return _Candidate(url, site, distance, order, resemblance)
+    return _Candidate(url, site, distance, _order_key(order) or order, resemblance)
+
+
+def _order_key(value: str) -> str:
+    """An order key as this version writes it (14 hex digits of
+    microseconds), from one read back: an earlier version's 11 hex digits
+    of milliseconds are the same moment in microseconds; anything else is
+    "" (no evidence)."""
+    if _ORDER.match(value):
+        return value
+    if _ORDER_MS.match(value):
+        return f"{int(value, 16) * 1000:014x}"
+    return ""
 
 
 _URL = re.compile(r"https?://[^\s/?#]+[/?#]?\S*\Z")
 _HEX16 = re.compile(r"[0-9a-f]{16}\Z")
-_ORDER = re.compile(r"[0-9a-f]{11}\Z")
+_ORDER = re.compile(r"[0-9a-f]{14}\Z")
+_ORDER_MS = re.compile(r"[0-9a-f]{11}\Z")  # before microseconds
 
 
 def _site_of(url: str) -> str:

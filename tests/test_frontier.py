@@ -118,40 +118,58 @@ def test_a_lease_call_counts_the_live_workers_between_heartbeats(client, crawl_n
     assert len(theirs) == 4
 
 
-def test_a_worker_that_finds_nothing_asks_again_soon(client, crawl_name):
+def test_a_worker_that_finds_nothing_asks_again_soon(client, crawl_name, monkeypatch):
     """0.1 s after finding nothing, then every 0.2 s (a worker whose peer
     is fetching the seed takes part as soon as links come); a site with
-    queued work whose slots another worker holds: within 0.1 s."""
+    queued work whose slots another worker holds: within 0.1 s. The
+    workers' clock is the test's, so the waits are exact however slow the
+    machine (the waits are the worker's own; Redis holds no delay here)."""
+    from types import SimpleNamespace
+
+    from crawler.frontier import frontier as frontier_module
+
+    now = [1000.0]
+    monkeypatch.setattr(frontier_module, "time", SimpleNamespace(
+        monotonic=lambda: now[0], time=time.time, time_ns=time.time_ns, sleep=time.sleep))
     f1 = make(client, crawl_name, node="w1", concurrency_per_site=1)
     f2 = make(client, crawl_name, node="w2", concurrency_per_site=1)
+    # (The clock is moved to exactly what the worker computed: now + wait.)
+    t = now[0]
     leases, wait = f2.lease(4)
-    assert leases == [] and 0 < wait <= 0.1
-    time.sleep(wait)
+    assert leases == [] and wait == pytest.approx(0.1)
+    now[0] = t + 0.05
+    assert f2.lease(4) == ([], pytest.approx(0.05))  # not asked again yet
+    now[0] = t = t + 0.1
     leases, wait = f2.lease(4)
-    assert leases == [] and 0.1 < wait <= 0.2
+    assert leases == [] and wait == pytest.approx(0.2)
     f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
-    time.sleep(wait)
+    now[0] = t = t + 0.2
     taken, _ = f1.lease(1)
     assert urls(taken) == ["http://a/0"]  # the site's one slot
     leases, wait = f2.lease(4)
-    assert leases == [] and 0 < wait <= 0.1  # waiting for the slot, not for 0.5 s
+    assert leases == [] and wait == pytest.approx(0.1)  # waiting for the slot, not for 0.5 s
     f1.commit(downloaded=[taken[0].id])
-    time.sleep(wait)
+    now[0] = t + 0.1
     assert urls(f2.lease(4)[0]) == ["http://a/1"]
 
 
 def test_site_delay_holds_for_every_worker(client, crawl_name):
-    f1 = make(client, crawl_name, default_delay=0.3, node="w1")
-    f2 = make(client, crawl_name, default_delay=0.3, node="w2", concurrency_per_site=1)
+    """The site's delay (1 s) after a download, held in Redis for every
+    worker: another worker, and a new one that has asked nothing before,
+    get nothing within it, and the next URL after it."""
+    f1 = make(client, crawl_name, default_delay=1.0, node="w1")
+    f2 = make(client, crawl_name, default_delay=1.0, node="w2", concurrency_per_site=1)
     f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
     first, _ = f1.lease(1)
     assert urls(first) == ["http://a/0"]
     f1.lease(1, downloaded=[first[0].id])  # download over: only the delay holds now
+    over = time.monotonic()
     leases, wait = f2.lease(1)
-    assert leases == [] and 0 < wait <= 0.3
-    time.sleep(0.15)
-    assert f2.lease(1)[0] == []  # still within the site's delay
-    time.sleep(0.17)
+    assert leases == [] and 0 <= wait <= 1.0
+    fresh = make(client, crawl_name, default_delay=1.0, node="w3", concurrency_per_site=1)
+    assert fresh.lease(1)[0] == []
+    assert time.monotonic() - over < 1.0  # (else the machine took the whole delay to ask)
+    time.sleep(max(0.0, over + 1.02 - time.monotonic()))
     leases, _ = f2.lease(1)
     assert urls(leases) == ["http://a/1"]
 
@@ -639,10 +657,14 @@ def test_a_site_of_copies_becomes_a_mirror(client, crawl_name):
 def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl_name):
     w1 = make(client, crawl_name, node="w1", default_delay=1.0, delay_margin=0.05)
     w2 = make(client, crawl_name, node="w2", default_delay=1.0, delay_margin=0.05)
+    start = time.monotonic()
     assert w1.reserve_send("a") == 0.0
-    # The next send to a, by any worker, waits the gap (1 s + margin) after it.
-    assert 0.9 <= w2.reserve_send("a") <= 1.05
-    assert 1.9 <= w1.reserve_send("a") <= 2.1
+    # The next send to a, by any worker, waits the gap (1 s + margin) after
+    # it: less what has passed since (a slow machine's calls take long).
+    second = w2.reserve_send("a")
+    assert 1.05 - (time.monotonic() - start) - 0.01 <= second <= 1.05
+    third = w1.reserve_send("a")
+    assert 2.1 - (time.monotonic() - start) - 0.01 <= third <= 2.1
     assert w2.reserve_send("b") == 0.0  # another site: its own gap
     nodelay = make(client, crawl_name + "x", node="w3", default_delay=0, delay_margin=0.05)
     try:

@@ -152,11 +152,11 @@ def test_a_worker_on_the_same_machine_takes_back_a_killed_workers_leases_at_once
     """A worker SIGKILLed (as a second Ctrl-C leaves it: no leases given
     back); the next worker with the same CRAWL_DIR sees its pid is gone,
     takes its leases back at once and says so, and finishes the crawl long
-    before FRONTIER_LEASE_TIMEOUT (60 s here). Every URL fetched, the killed
+    before FRONTIER_LEASE_TIMEOUT (600 s here). Every URL fetched, the killed
     worker's in-flight ones at most twice."""
     import signal
 
-    settings = {**SETTINGS, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "FRONTIER_LEASE_TIMEOUT": 60,
+    settings = {**SETTINGS, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "FRONTIER_LEASE_TIMEOUT": 600,
                 "CONCURRENT_REQUESTS": 8}
     mark = grid_server.mark()
     a = Worker([seeds(grid_server)], settings, tmp_path)
@@ -165,10 +165,8 @@ def test_a_worker_on_the_same_machine_takes_back_a_killed_workers_leases_at_once
     a.wait(30)
     held = status(settings, tmp_path)["frontier"]["leased"]
     assert held > 0
-    t0 = time.monotonic()
     b = Worker([], settings, tmp_path)
-    assert b.wait(120) == 0, b.log[-3000:]
-    assert time.monotonic() - t0 < 40, b.log[-3000:]
+    assert b.wait(120) == 0, b.log[-3000:]  # long before the leases' 600 s
     assert f"Took back {held} leases of " in b.log and f"(pid {a.proc.pid})" in b.log, b.log[-3000:]
     got = Counter(fetched(grid_server, mark))
     assert set(got) == set(EXPECTED) and max(got.values()) <= 2
@@ -278,7 +276,19 @@ def test_metrics_then_a_sigkilled_worker_reads_dead_within_the_lease_timeout(
     a.proc.send_signal(signal.SIGKILL)
     a.wait(30)
     killed = time.monotonic()
-    st = wait_status(settings, tmp_path, lambda st: not st["nodes"][0]["alive"], timeout=30)
+    # Polled in this process (what `scrapy status` calls), every 0.1 s: a
+    # status command's own start (seconds on a loaded machine) would be
+    # counted in the wait.
+    from scrapy.settings import Settings
+
+    from crawler import ops
+
+    project = Settings()
+    project.setmodule("crawler.settings")
+    project.setdict({**settings, "CRAWL_DIR": str(tmp_path)})
+    frontier = ops.open_frontier(project)
+    st = until(lambda: (s := ops.status(frontier, lease_timeout)) and not s["nodes"][0]["alive"] and s,
+               timeout=30, what="the node read dead")
     waited = time.monotonic() - killed
     assert st["nodes"][0]["state"] == "lost"
     # The last heartbeat was at most one interval before the kill.

@@ -48,7 +48,8 @@ one script. Instead:
    workers, each reaching the shared tables before the other, within the
    clock skew of their workers: both are kept as originals (as a single
    index would have kept whichever it saw first). A copy is never missed
-   once the first page's check has returned (but for the LSH's 0.0001).
+   once the first page's check has returned, and, on another machine, the
+   two machines' clock skew has passed (but for the LSH's 0.0001).
    Exact copies are one script on one key: atomic as before.
 
 Round trips: one pipeline for the content key, the 16 band tables, the
@@ -128,8 +129,9 @@ class DuplicateIndex:
         """This check's place in time: microseconds in 14 hex digits (until
         year 4253), made unique and increasing for this worker; compared as
         strings, ties between workers broken by URL. Microseconds, not
-        milliseconds: a check takes longer than one, so a check begun after
-        another's returned (on this machine's clock) is always later. In
+        milliseconds: a check takes longer than one, so (given a clock that
+        resolves microseconds and does not step back) a check begun after
+        another's returned on this machine is always later. In
         milliseconds two checks a worker began within one had to be made
         unique by counting on, which ran a busy worker's clock ahead of the
         others' and let a page checked after its original returned be taken
@@ -323,11 +325,12 @@ class DuplicateIndex:
             text = _s(first)
             same_site = text[:10] == tag
             cand = _parse(text[10:], "", d, r)
-            if cand is None or cand.url == url or (cand.order, cand.url) >= (order, url):
-                continue
+            if cand is None or not cand.order or cand.url == url or (cand.order, cand.url) >= (order, url):
+                continue  # not a record this index wrote (no order key), or not an earlier page
             if not same_site and mine is not None:
                 own_cand = _parse(_s(mine), "", d, r)
-                if own_cand is not None and own_cand.url != url and (own_cand.order, own_cand.url) < (order, url):
+                if (own_cand is not None and own_cand.order and own_cand.url != url
+                        and (own_cand.order, own_cand.url) < (order, url)):
                     cand, same_site = own_cand, True
             if same_site:
                 if own is None or (-cand.resemblance, cand.order) < (-own.resemblance, own.order):
@@ -358,7 +361,7 @@ def _parse(value: str, site: str, distance: int, resemblance: float = 1.0) -> _C
     order, sep, url = value.partition("\t")
     if not sep or not _URL.match(url) or _site_of(url) == "":
         return None  # not a record this index wrote: ignored
-    return _Candidate(url, site, distance, _order_key(order) or order, resemblance)
+    return _Candidate(url, site, distance, _order_key(order), resemblance)
 
 
 def _order_key(value: str) -> str:

@@ -2,6 +2,7 @@
 
     python bench/bench_pagetypes.py --trees DIR ... --jobs 2 --dump /tmp/folds   # once (14 minutes here)
     python bench/replay_pagetypes.py /tmp/folds [--only NAME,...] [--no-rule | --no-bare]
+    python bench/replay_pagetypes.py /tmp/folds --mix W [--log-odds] | --trust-bound Z,P[,MIN]
 
 Each held-out source's pages, as its one-source-left-out fold scored them
 (``bench_pagetypes.py --dump``: the fold's model and threshold, fitted
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -52,11 +54,19 @@ def load(folds: Path, only: Iterable[str] = ()) -> list[dict[str, Any]]:
     return out
 
 
-def replay(d: dict[str, Any], decision: Decide | None = decide) -> list[int]:
+Mix = Callable[[float, float, float, float], float]  # (score, threshold, page score, page threshold) -> score
+
+
+def replay(d: dict[str, Any], decision: Decide | None = decide, mix: Mix | None = None,
+           trust: RuleTrust | None = None) -> list[int]:
     """1 (index) or 0 for each labelled page of a dumped source, typed in
-    crawl order by ``decision`` (None: the model alone, ``--no-rule``)."""
+    crawl order by ``decision`` (None: the model alone, ``--no-rule``).
+    ``mix``: the score a page typed with its template is decided on, from
+    both models' scores (``mixed``; the pages typed before it, dumped
+    without their page-only score, count in ``trust`` by their own).
+    ``trust``: a fresh ``RuleTrust`` of another kind (``BoundTrust``)."""
     t = d["threshold"]
-    trust = RuleTrust()
+    trust = RuleTrust() if trust is None else trust
     out = []
     for r in d["rows"]:
         if decision is not None:
@@ -64,12 +74,52 @@ def replay(d: dict[str, Any], decision: Decide | None = decide) -> list[int]:
                 decision(score, t, x[_LD_AT], trust, d["source"], bare(x))  # typed by the crawler, not scored
         if not r["tpl"]:
             out.append(1 if r["thin"] or r["page_score"] >= d["page_threshold"] else 0)
-        elif decision is None:
-            out.append(1 if r["score"] >= t else 0)
+            continue
+        s = r["score"] if mix is None else mix(r["score"], t, r["page_score"], d["page_threshold"])
+        if decision is None:
+            out.append(1 if s >= t else 0)
         else:
             x = r["x"]
-            out.append(1 if decision(r["score"], t, x[_LD_AT], trust, d["source"], bare(x)) == INDEX else 0)
+            out.append(1 if decision(s, t, x[_LD_AT], trust, d["source"], bare(x)) == INDEX else 0)
     return out
+
+
+def mixed(w: float, log_odds: bool = False) -> Mix:
+    """The score ``t + (1 - w) (s - t) + w (p - pt)``: the two models'
+    margins over their thresholds mixed (in log-odds with ``log_odds``, the
+    result read as a margin over ``t`` all the same). bench/RESULTS.md,
+    "The two models' scores combined"."""
+
+    def logit(p: float) -> float:
+        p = min(max(p, 1e-6), 1 - 1e-6)
+        return math.log(p / (1 - p))
+
+    def mix(s: float, t: float, p: float, pt: float) -> float:
+        if log_odds:
+            return t + (1 - w) * (logit(s) - logit(t)) + w * (logit(p) - logit(pt))
+        return t + (1 - w) * (s - t) + w * (p - pt)
+
+    return mix
+
+
+class BoundTrust(RuleTrust):
+    """The rule trusted on a site when a lower bound (Wilson's, ``z``) on
+    its agreement with the model's sure pages is at least ``p``, once
+    ``min_pages`` are counted (the shipped ``RuleTrust``: 95 % of 10).
+    bench/RESULTS.md, "The rule's trust by a confidence bound"."""
+
+    def __init__(self, z: float, p: float, min_pages: int = 10) -> None:
+        super().__init__()
+        self.z, self.p, self.min_pages = z, p, min_pages
+
+    def trusted(self, site: str) -> bool:
+        counts = self._sites.get(site)
+        if counts is None or counts[0] < self.min_pages:
+            return False
+        n, share, z = counts[0], counts[1] / counts[0], self.z
+        bound = (share + z * z / (2 * n) - z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))) \
+            / (1 + z * z / n)
+        return bound >= self.p
 
 
 def score(d: dict[str, Any], typed: list[int]) -> tuple[tuple[float, float, float], bool | None]:
@@ -95,11 +145,21 @@ def main() -> None:
     ap.add_argument("--only", default="", help="sources to report (default: all)")
     ap.add_argument("--no-rule", action="store_true", help="the model alone where the template is known")
     ap.add_argument("--no-bare", action="store_true", help="decide without bare_navigation (before 2026-11-27)")
+    ap.add_argument("--mix", type=float, default=None, metavar="W",
+                    help="decide on the two models' margins mixed, the page-only model's weighing W")
+    ap.add_argument("--log-odds", action="store_true", help="--mix in log-odds")
+    ap.add_argument("--trust-bound", default="", metavar="Z,P[,MIN]",
+                    help="trust the rule where a Wilson bound (z Z) on its agreement is at least P")
     args = ap.parse_args()
     decision: Decide | None = None if args.no_rule else without_bare if args.no_bare else decide
+    mix = None if args.mix is None else mixed(args.mix, args.log_odds)
+    bound = [float(v) for v in args.trust_bound.split(",")] if args.trust_bound else []
+    if bound and len(bound) not in (2, 3):
+        ap.error("--trust-bound is Z,P or Z,P,MIN")
     met = with_index = 0
     for d in load(args.folds, [s for s in args.only.split(",") if s]):
-        (bal, rec, inf), ok = score(d, replay(d, decision))
+        trust = BoundTrust(bound[0], bound[1], int(bound[2]) if len(bound) == 3 else 10) if bound else None
+        (bal, rec, inf), ok = score(d, replay(d, decision, mix, trust))
         verdict = "-" if ok is None else "met" if ok else "missed"
         cell = f"{'-':>5} {'-':>5} {inf:.3f}" if ok is None else f"{bal:.3f} {rec:.3f} {inf:.3f}"
         print(f"{d['source']:22}{len(d['rows']):6}   {cell}   {verdict}")

@@ -70,3 +70,39 @@ def test_a_dump_of_other_features_is_refused(tmp_path):
         load(tmp_path)
     with pytest.raises(SystemExit, match="no dumped source"):
         load(tmp_path / "missing")
+
+
+def test_a_mix_of_the_two_models_decides_on_both_margins():
+    from replay_pagetypes import mixed
+
+    # Template model 0.05 under its threshold (0.57), the page-only model
+    # 0.30 over its own (0.25): the mix at w 0.2 is 0.57 + 0.8 (-0.05) + 0.2 (0.30) = 0.59.
+    assert mixed(0.2)(0.52, 0.57, 0.55, 0.25) == pytest.approx(0.59)
+    assert mixed(0.0)(0.52, 0.57, 0.55, 0.25) == pytest.approx(0.52)
+    assert mixed(0.0, log_odds=True)(0.57, 0.57, 0.9, 0.25) == pytest.approx(0.57)
+    assert mixed(1.0, log_odds=True)(0.1, 0.57, 0.25, 0.25) == pytest.approx(0.57)
+    d = source([row(1, 0.52, 0.10, page_score=0.55), row(0, 0.60, 0.10, page_score=0.01)])
+    assert replay(d, None) == [0, 1]
+    assert replay(d, None, mixed(0.2)) == [1, 0]  # 0.59 and 0.60 - 0.048 - 0.048 = 0.504
+    assert replay(d, None, mixed(0.0)) == replay(d, None)
+
+
+def test_the_rule_trusted_by_a_bound_on_its_agreement():
+    from replay_pagetypes import BoundTrust
+
+    def counted(agreed: int, n: int, trust):
+        for k in range(n):
+            trust.record("s", k < agreed)
+        return trust.trusted("s")
+
+    # Wilson's bound at z 1.0 for 18 of 19 is 0.870; for 9 of 9, 0.9.
+    assert counted(18, 19, BoundTrust(1.0, 0.87)) and not counted(18, 19, BoundTrust(1.0, 0.871))
+    assert not counted(9, 9, BoundTrust(1.0, 0.5))  # fewer than 10 counted
+    assert counted(9, 9, BoundTrust(1.0, 0.899, min_pages=5))
+    assert not counted(9, 9, BoundTrust(1.0, 0.901, min_pages=5))
+    assert counted(0, 0, BoundTrust(0.0, 0.0, min_pages=0)) is False  # nothing counted: not trusted
+    # In a replay: a close call (0.60 over 0.57) the rule types info once trusted.
+    sure = [[vector(0.9), 0.95]] * 18 + [[vector(0.1), 0.95]]  # 18 of 19 agree
+    d = source([row(0, 0.60, 0.10, before=sure)])
+    assert replay(d) == [1]  # the shipped trust: 18 of 19 is under 95 %
+    assert replay(d, trust=BoundTrust(1.0, 0.85)) == [0]

@@ -102,6 +102,21 @@ MORE_INDEX = ("link_density", "linky_block_share", "heading_link_share", "own_li
 MORE_INFO = ("own_prose_log", "long_share", "longest_block_log")
 MONOTONE = {**{FEATURES.index(f): 1 for f in MORE_INDEX}, **{FEATURES.index(f): -1 for f in MORE_INFO}}
 _CONSTRAINTS: dict[int, int] = {}  # MONOTONE with --monotone (read by the forked fold workers)
+_SOURCE_POWER = [0.0]  # --source-weight (read by the forked fold workers)
+
+
+def source_weights(rows: Sequence[dict]) -> list[float] | None:
+    """Each row's weight in a fit: (the mean source's pages / its source's
+    pages) ** --source-weight, so that at 1 every source (WCXB's training
+    part is one) weighs the same in the fit whatever its size; None at 0."""
+    power = _SOURCE_POWER[0]
+    if not power:
+        return None
+    sizes: dict[str, int] = {}
+    for r in rows:
+        sizes[r["source"]] = sizes.get(r["source"], 0) + 1
+    mean = len(rows) / len(sizes)
+    return [(mean / sizes[r["source"]]) ** power for r in rows]
 
 
 # Where a feature vector holds the link-density rule's figure (the
@@ -203,7 +218,8 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
         train = [r for r in rows if zlib.crc32(r["source"].encode()) % folds != k]
         if not test or not train:
             continue
-        m = Model(fit([r["x"] for r in train], [r["y"] for r in train], monotone=_CONSTRAINTS))
+        m = Model(fit([r["x"] for r in train], [r["y"] for r in train], monotone=_CONSTRAINTS,
+                      weights=source_weights(train)))
         scored += [(m.score(r["x"]), r["y"]) for r in test]
     ys = [y for _, y in scored]
     if not sum(ys) or sum(ys) == len(ys):
@@ -252,7 +268,8 @@ _RULE = [True]  # False with --no-rule (read by the forked fold workers)
 
 
 def fitted(rows: Sequence[dict]) -> dict:
-    params = fit([r["x"] for r in rows], [r["y"] for r in rows], monotone=_CONSTRAINTS)
+    params = fit([r["x"] for r in rows], [r["y"] for r in rows], monotone=_CONSTRAINTS,
+                 weights=source_weights(rows))
     params["threshold"] = threshold_by_cv(rows)
     return params
 
@@ -319,6 +336,9 @@ def main() -> None:
                     help="leave out one --trees directory at a time, not one source (cheaper: to compare variants)")
     ap.add_argument("--monotone", action="store_true",
                     help="fit under MONOTONE's constraints (tried, not shipped: see MONOTONE)")
+    ap.add_argument("--source-weight", type=float, default=0.0, metavar="POWER",
+                    help="weigh each source's pages in the fit by (mean source size / its size) ** POWER "
+                         "(0: every page the same)")
     ap.add_argument("--no-rule", action="store_true",
                     help="type with the model alone: no link-density rule in its close calls (before 2026-11-27), "
                          "nor bare_navigation")
@@ -332,6 +352,7 @@ def main() -> None:
         args.dump.mkdir(parents=True, exist_ok=True)
         _DUMP.append(args.dump)
     _RULE[0] = not args.no_rule
+    _SOURCE_POWER[0] = args.source_weight
     if args.monotone:
         _CONSTRAINTS.update(MONOTONE)
     # WCXB's parts are sets of their own: --by-set scores its test part by

@@ -148,13 +148,17 @@ def _apply(tree, x):
     return out
 
 
-def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1, monotone=None) -> dict:
+def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1, monotone=None, weights=None) -> dict:
+    """``weights``: each row's weight (None: all 1) before the classes are
+    balanced."""
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
     n = len(y)
-    pos = y.sum()
+    sw = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    total = sw.sum()
+    pos = sw[y == 1].sum()
     # Balance the classes so that the threshold means the same on any sample.
-    w = np.where(y == 1, n / (2 * pos), n / (2 * (n - pos)))
+    w = sw * np.where(y == 1, total / (2 * pos), total / (2 * (total - pos)))
     margin = np.zeros(n)
     # The first len(xs[0]) of FEATURES: the page-only model reads a prefix.
     params = {"features": list(FEATURES[:x.shape[1]]), "trees": [], "learning_rate": learning_rate,

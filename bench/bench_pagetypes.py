@@ -105,18 +105,34 @@ _CONSTRAINTS: dict[int, int] = {}  # MONOTONE with --monotone (read by the forke
 _SOURCE_POWER = [0.0]  # --source-weight (read by the forked fold workers)
 
 
-def source_weights(rows: Sequence[dict]) -> list[float] | None:
+_WEIGH_THRESHOLD = [False]  # --weigh-threshold (read by the forked fold workers)
+
+
+def source_weights(rows: Sequence[dict], among: Sequence[dict] | None = None) -> list[float] | None:
     """Each row's weight in a fit: (the mean source's pages / its source's
-    pages) ** --source-weight, so that at 1 every source (WCXB's training
-    part is one) weighs the same in the fit whatever its size; None at 0."""
+    pages) ** --source-weight, the sizes counted in ``among`` (default:
+    ``rows``), so that at 1 every source (WCXB's training part is one)
+    weighs the same in the fit whatever its size; None at 0."""
     power = _SOURCE_POWER[0]
     if not power:
         return None
     sizes: dict[str, int] = {}
-    for r in rows:
+    for r in rows if among is None else among:
         sizes[r["source"]] = sizes.get(r["source"], 0) + 1
-    mean = len(rows) / len(sizes)
+    mean = sum(sizes.values()) / len(sizes)
     return [(mean / sizes[r["source"]]) ** power for r in rows]
+
+
+def weighed_metrics(ys: Sequence[int], pred: Sequence[int],
+                    weights: Sequence[float] | None) -> tuple[float, float, float]:
+    """``metrics`` with each page counted by its weight (None: 1)."""
+    w = [1.0] * len(ys) if weights is None else weights
+    pos = sum(wi for wi, y in zip(w, ys) if y)
+    neg = sum(wi for wi, y in zip(w, ys) if not y)
+    tp = sum(wi for wi, y, p in zip(w, ys, pred) if y and p)
+    tn = sum(wi for wi, y, p in zip(w, ys, pred) if not y and not p)
+    index, info = (tp / pos if pos else 0.0), (tn / neg if neg else 0.0)
+    return (index + info) / 2, index, info
 
 
 # Where a feature vector holds the link-density rule's figure (the
@@ -213,6 +229,7 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
     names (WCXB's training part is one source), as the crawler meets a
     site none of its training pages came from."""
     scored: list[tuple[float, int]] = []
+    weights: list[float] = []
     for k in range(folds):
         test = [r for r in rows if zlib.crc32(r["source"].encode()) % folds == k]
         train = [r for r in rows if zlib.crc32(r["source"].encode()) % folds != k]
@@ -221,13 +238,14 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
         m = Model(fit([r["x"] for r in train], [r["y"] for r in train], monotone=_CONSTRAINTS,
                       weights=source_weights(train)))
         scored += [(m.score(r["x"]), r["y"]) for r in test]
+        weights += source_weights(test, rows) if _WEIGH_THRESHOLD[0] else [1.0] * len(test)
     ys = [y for _, y in scored]
     if not sum(ys) or sum(ys) == len(ys):
         raise SystemExit(f"cannot choose a threshold: {len(ys)} pages scored in the folds, {sum(ys)} of them "
                          "index pages (too few sources, or one kind of page only)")
     best = (-1.0, 0.5)
     for t in [i / 100 for i in range(5, 96)]:
-        bal, rec, _ = metrics(ys, [1 if s >= t else 0 for s, _ in scored])
+        bal, rec, _ = weighed_metrics(ys, [1 if s >= t else 0 for s, _ in scored], weights)
         if rec >= 0.93 and bal > best[0]:
             best = (bal, t)
     if best[0] < 0:
@@ -339,6 +357,8 @@ def main() -> None:
     ap.add_argument("--source-weight", type=float, default=0.0, metavar="POWER",
                     help="weigh each source's pages in the fit by (mean source size / its size) ** POWER "
                          "(0: every page the same)")
+    ap.add_argument("--weigh-threshold", action="store_true",
+                    help="with --source-weight: choose the threshold with each page weighed the same way")
     ap.add_argument("--no-rule", action="store_true",
                     help="type with the model alone: no link-density rule in its close calls (before 2026-11-27), "
                          "nor bare_navigation")
@@ -353,6 +373,9 @@ def main() -> None:
         _DUMP.append(args.dump)
     _RULE[0] = not args.no_rule
     _SOURCE_POWER[0] = args.source_weight
+    _WEIGH_THRESHOLD[0] = args.weigh_threshold
+    if args.weigh_threshold and not args.source_weight:
+        raise SystemExit("--weigh-threshold weighs pages as --source-weight does: give --source-weight too")
     if args.monotone:
         _CONSTRAINTS.update(MONOTONE)
     # WCXB's parts are sets of their own: --by-set scores its test part by

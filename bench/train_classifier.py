@@ -149,12 +149,13 @@ def _apply(tree, x):
 
 
 def fit(xs, ys, rounds=150, depth=2, learning_rate=0.1, monotone=None, weights=None) -> dict:
-    """``weights``: each row's weight (None: all 1) before the classes are
-    balanced."""
+    """``weights``: each row's weight (None: all 1), scaled to a mean of 1
+    (only their ratios count), before the classes are balanced."""
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
     n = len(y)
     sw = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    sw = sw * (n / sw.sum())
     total = sw.sum()
     pos = sw[y == 1].sum()
     # Balance the classes so that the threshold means the same on any sample.

@@ -439,3 +439,42 @@ def test_every_tree_under_a_constraint_is_monotone_on_its_own(sign):
         for other in (0.1, 0.5, 0.9):
             values = _apply(tree, np.column_stack([grid, np.full(len(grid), other)]))
             assert np.all(sign * np.diff(values) >= -1e-12)
+
+
+def test_weights_of_one_fit_the_trees_it_always_did():
+    xs, ys = _dipping(1)
+    assert fit(xs, ys, rounds=20, depth=2) == fit(xs, ys, rounds=20, depth=2, weights=[1.0] * len(ys))
+    # A common factor changes nothing either: the classes are balanced after the weights.
+    assert fit(xs, ys, rounds=20, depth=2) == fit(xs, ys, rounds=20, depth=2, weights=[3.0] * len(ys))
+
+
+def test_a_row_weighed_more_pulls_the_fit_its_way():
+    """Two copies of one feature vector with opposite labels: unweighed the
+    score sits at 0.5; the index copy weighed three times the info copy's
+    weight moves it up, balanced against the other rows' classes."""
+    xs = [[0.0], [0.0], [1.0], [1.0]] * 10  # ten of each: a leaf holds at least 5 rows
+    ys = [1, 0, 1, 0] * 10
+    even = Model(fit(xs, ys, rounds=30, depth=1))
+    leaning = Model(fit(xs, ys, rounds=30, depth=1, weights=[3.0, 1.0, 1.0, 3.0] * 10))
+    assert even.score([0.0]) == pytest.approx(0.5)
+    assert leaning.score([0.0]) > 0.6 and leaning.score([1.0]) < 0.4
+
+
+def test_each_source_weighs_the_same_in_the_bench_fit():
+    import bench_pagetypes as b
+
+    rows = [{"source": "big"}] * 3 + [{"source": "small"}]
+    was = b._SOURCE_POWER[0]
+    try:
+        b._SOURCE_POWER[0] = 0.0
+        assert b.source_weights(rows) is None  # the shipped fit: every page 1
+        b._SOURCE_POWER[0] = 1.0
+        assert b.source_weights(rows) == pytest.approx([2 / 3] * 3 + [2.0])  # 2 pages a source on average
+        assert b.source_weights(rows[:1], among=rows) == pytest.approx([2 / 3])  # sizes counted in ``among``
+        b._SOURCE_POWER[0] = 0.5
+        assert b.source_weights(rows) == pytest.approx([(2 / 3) ** 0.5] * 3 + [2 ** 0.5])
+    finally:
+        b._SOURCE_POWER[0] = was
+    assert b.weighed_metrics([1, 0, 1, 0], [1, 0, 0, 0], None) == (0.75, 0.5, 1.0)
+    assert b.weighed_metrics([1, 0, 1, 0], [1, 0, 0, 0], [3, 1, 1, 1]) == (0.875, 0.75, 1.0)
+    assert b.weighed_metrics([1, 0, 1, 0], [1, 1, 0, 0], [1, 3, 1, 1]) == (0.375, 0.5, 0.25)

@@ -103,8 +103,6 @@ MORE_INFO = ("own_prose_log", "long_share", "longest_block_log")
 MONOTONE = {**{FEATURES.index(f): 1 for f in MORE_INDEX}, **{FEATURES.index(f): -1 for f in MORE_INFO}}
 _CONSTRAINTS: dict[int, int] = {}  # MONOTONE with --monotone (read by the forked fold workers)
 _SOURCE_POWER = [0.0]  # --source-weight (read by the forked fold workers)
-
-
 _WEIGH_THRESHOLD = [False]  # --weigh-threshold (read by the forked fold workers)
 
 
@@ -289,6 +287,9 @@ def fitted(rows: Sequence[dict]) -> dict:
     params = fit([r["x"] for r in rows], [r["y"] for r in rows], monotone=_CONSTRAINTS,
                  weights=source_weights(rows))
     params["threshold"] = threshold_by_cv(rows)
+    if _SOURCE_POWER[0]:  # what the fit was, kept with the model (--write)
+        params["source_weight"] = _SOURCE_POWER[0]
+        params["threshold_weighed"] = _WEIGH_THRESHOLD[0]
     return params
 
 

@@ -478,3 +478,20 @@ def test_each_source_weighs_the_same_in_the_bench_fit():
     assert b.weighed_metrics([1, 0, 1, 0], [1, 0, 0, 0], None) == (0.75, 0.5, 1.0)
     assert b.weighed_metrics([1, 0, 1, 0], [1, 0, 0, 0], [3, 1, 1, 1]) == (0.875, 0.75, 1.0)
     assert b.weighed_metrics([1, 0, 1, 0], [1, 1, 0, 0], [1, 3, 1, 1]) == (0.375, 0.5, 0.25)
+
+
+def test_a_weighed_fit_says_so_in_the_model_it_writes():
+    import bench_pagetypes as b
+
+    width = len(b.FEATURES)
+    rows = [{"source": f"s{k}", "x": [float(i % 2)] * width, "y": i % 2} for k in range(6) for i in range(20)]
+    was = b._SOURCE_POWER[0]
+    try:
+        b._SOURCE_POWER[0] = 0.0
+        assert "source_weight" not in b.fitted(rows)
+        b._SOURCE_POWER[0] = 1.0
+        params = b.fitted(rows)
+        assert (params["source_weight"], params["threshold_weighed"]) == (1.0, False)
+        assert Model(params).score([1.0] * width) > params["threshold"] > Model(params).score([0.0] * width)
+    finally:
+        b._SOURCE_POWER[0] = was

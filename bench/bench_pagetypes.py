@@ -121,18 +121,6 @@ def source_weights(rows: Sequence[dict], among: Sequence[dict] | None = None) ->
     return [(mean / sizes[r["source"]]) ** power for r in rows]
 
 
-def weighed_metrics(ys: Sequence[int], pred: Sequence[int],
-                    weights: Sequence[float] | None) -> tuple[float, float, float]:
-    """``metrics`` with each page counted by its weight (None: 1)."""
-    w = [1.0] * len(ys) if weights is None else weights
-    pos = sum(wi for wi, y in zip(w, ys) if y)
-    neg = sum(wi for wi, y in zip(w, ys) if not y)
-    tp = sum(wi for wi, y, p in zip(w, ys, pred) if y and p)
-    tn = sum(wi for wi, y, p in zip(w, ys, pred) if not y and not p)
-    index, info = (tp / pos if pos else 0.0), (tn / neg if neg else 0.0)
-    return (index + info) / 2, index, info
-
-
 # Where a feature vector holds the link-density rule's figure (the
 # crawler's ``rule_density``, the same with a template known or not).
 _LD_AT = FEATURES.index("content_link_density")
@@ -227,7 +215,7 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
     names (WCXB's training part is one source), as the crawler meets a
     site none of its training pages came from."""
     scored: list[tuple[float, int]] = []
-    weights: list[float] = []
+    weights: list[float] | None = [] if _WEIGH_THRESHOLD[0] else None
     for k in range(folds):
         test = [r for r in rows if zlib.crc32(r["source"].encode()) % folds == k]
         train = [r for r in rows if zlib.crc32(r["source"].encode()) % folds != k]
@@ -236,14 +224,15 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
         m = Model(fit([r["x"] for r in train], [r["y"] for r in train], monotone=_CONSTRAINTS,
                       weights=source_weights(train)))
         scored += [(m.score(r["x"]), r["y"]) for r in test]
-        weights += source_weights(test, rows) if _WEIGH_THRESHOLD[0] else [1.0] * len(test)
+        if weights is not None:
+            weights += source_weights(test, rows) or []
     ys = [y for _, y in scored]
     if not sum(ys) or sum(ys) == len(ys):
         raise SystemExit(f"cannot choose a threshold: {len(ys)} pages scored in the folds, {sum(ys)} of them "
                          "index pages (too few sources, or one kind of page only)")
     best = (-1.0, 0.5)
     for t in [i / 100 for i in range(5, 96)]:
-        bal, rec, _ = weighed_metrics(ys, [1 if s >= t else 0 for s, _ in scored], weights)
+        bal, rec, _ = metrics(ys, [1 if s >= t else 0 for s, _ in scored], weights)
         if rec >= 0.93 and bal > best[0]:
             best = (bal, t)
     if best[0] < 0:

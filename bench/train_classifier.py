@@ -31,6 +31,7 @@ import hashlib
 import json
 import random
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -72,11 +73,15 @@ def load(data: Path, labels: str = "labels.jsonl") -> list[dict]:
     return rows
 
 
-def metrics(y: list[int], pred: list[int]) -> tuple[float, float, float]:
-    tp = sum(1 for a, b in zip(y, pred) if a == 1 and b == 1)
-    tn = sum(1 for a, b in zip(y, pred) if a == 0 and b == 0)
-    pos = sum(y)
-    neg = len(y) - pos
+def metrics(y: Sequence[int], pred: Sequence[int],
+            weights: Sequence[float] | None = None) -> tuple[float, float, float]:
+    """Balanced accuracy, index recall, info recall; ``weights``: what each
+    page counts for (None: 1)."""
+    w: Sequence[float] = [1] * len(y) if weights is None else weights
+    tp = sum(wi for wi, a, b in zip(w, y, pred) if a == 1 and b == 1)
+    tn = sum(wi for wi, a, b in zip(w, y, pred) if a == 0 and b == 0)
+    pos = sum(wi for wi, a in zip(w, y) if a == 1)
+    neg = sum(wi for wi, a in zip(w, y) if a == 0)
     recall_index = tp / pos if pos else 0.0
     recall_info = tn / neg if neg else 0.0
     return (recall_index + recall_info) / 2, recall_index, recall_info

@@ -475,9 +475,9 @@ def test_each_source_weighs_the_same_in_the_bench_fit():
         assert b.source_weights(rows) == pytest.approx([(2 / 3) ** 0.5] * 3 + [2 ** 0.5])
     finally:
         b._SOURCE_POWER[0] = was
-    assert b.weighed_metrics([1, 0, 1, 0], [1, 0, 0, 0], None) == (0.75, 0.5, 1.0)
-    assert b.weighed_metrics([1, 0, 1, 0], [1, 0, 0, 0], [3, 1, 1, 1]) == (0.875, 0.75, 1.0)
-    assert b.weighed_metrics([1, 0, 1, 0], [1, 1, 0, 0], [1, 3, 1, 1]) == (0.375, 0.5, 0.25)
+    assert metrics([1, 0, 1, 0], [1, 0, 0, 0], None) == (0.75, 0.5, 1.0)
+    assert metrics([1, 0, 1, 0], [1, 0, 0, 0], [3, 1, 1, 1]) == (0.875, 0.75, 1.0)
+    assert metrics([1, 0, 1, 0], [1, 1, 0, 0], [1, 3, 1, 1]) == (0.375, 0.5, 0.25)
 
 
 def test_a_weighed_fit_says_so_in_the_model_it_writes():

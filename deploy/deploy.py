@@ -1,23 +1,31 @@
 #!/usr/bin/env python3
-"""Deploy the crawler to every scrapyd of ``scrapy.cfg`` and start a crawl there.
+"""Deploy the crawler to scrapyd daemons and start a crawl there.
 
-    python deploy/deploy.py [TARGET ...] [--config FILE] [--jobs N]
+    python deploy/deploy.py [TARGET ...] [--target URL ...] [--targets-file FILE] [--jobs N]
         [-s NAME=VALUE ...] [-a NAME=VALUE ...] [--seeds URL,... | --seeds-file PATH]
         [--version V] [--egg FILE | --no-deploy] [--env-on-workers] [--json]
     python deploy/deploy.py --requirements      # what a worker machine installs besides scrapyd
 
 In this order, stopping at the first failure (nothing is scheduled then):
 
-1. The targets: the ``[deploy:NAME]`` sections of ``scrapy.cfg`` as
-   scrapyd-client reads them (``/etc/scrapy.cfg``, ``~/.config/scrapy.cfg``,
-   ``~/.scrapy.cfg``, then the project's; a ``[deploy]`` section is the base
-   of every target; ``$VARS`` are expanded; ``username``/``password`` for
-   basic auth), or those of ``--config FILE`` alone. The TARGETs named, else
-   all of them.
+1. The targets. The repository names none (its ``scrapy.cfg`` holds the
+   project's name only): they are the user's, never a tracked file's.
+   ``--target URL`` (repeatable) is one scrapyd, named by its host and
+   port, with credentials from the URL (``http://USER:PASSWORD@HOST:6800/``)
+   or the ``[deploy]`` section. ``[deploy:NAME]`` sections are read where
+   scrapyd-client reads them, so that ``scrapyd-deploy NAME`` finds the same
+   ones (``/etc/scrapy.cfg``, ``$XDG_CONFIG_HOME/scrapy.cfg``, ``~/.scrapy.cfg``,
+   then the project's ``scrapy.cfg``; a ``[deploy]`` section is the base of
+   every target; ``$VARS`` are expanded; ``username``/``password`` for basic
+   auth), or from ``--targets-file FILE`` alone. The TARGETs named and the
+   ``--target`` URLs; with neither, every ``[deploy:NAME]``. None at all is
+   an error saying how to add one: never a default.
 2. The job settings: ``-s NAME=VALUE``; ``REDIS_URL``, ``MONGO_URI`` and
    ``MONGO_DATABASE`` fall back to this shell's environment, as the workers'
    do. A crawl spread over machines needs a shared Redis: no ``REDIS_URL``
-   is an error (each job would crawl alone on an embedded Redis).
+   is an error (each job would crawl alone on an embedded Redis). With
+   ``--jobs 0`` and no seeds (new code for the machines, no crawl touched)
+   neither this step nor the next is taken.
 3. ``scrapy status`` with those settings, from this checkout: the crawl's
    Redis must be reachable from here to seed it, and a crawl stopped with
    ``scrapy stop`` is refused (its jobs would exit at once; ``scrapy stop
@@ -63,6 +71,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +87,17 @@ class DeployError(Exception):
 # -- targets --------------------------------------------------------------------------------
 
 def config_sources() -> list[Path]:
-    """Where scrapyd-client looks for ``[deploy]`` sections, later ones winning."""
+    """Where scrapyd-client looks for ``[deploy]`` sections, later ones winning
+    (scrapy.utils.conf.get_sources, with this checkout's scrapy.cfg as the
+    closest: it gives the project's name, and no target)."""
     xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
     return [Path("/etc/scrapy.cfg"), Path(xdg) / "scrapy.cfg", Path("~/.scrapy.cfg").expanduser(),
             ROOT / "scrapy.cfg"]
 
 
-def read_targets(sources: list[Path]) -> dict[str, dict[str, str]]:
-    """``{name: {"url", "project", ...}}`` as scrapyd-client reads them."""
+def read_config(sources: list[Path]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The ``[deploy]`` base and ``{name: {"url", "project", ...}}``, as
+    scrapyd-client reads them."""
     cfg = configparser.ConfigParser(interpolation=None)
     cfg.read([str(p) for p in sources])
     base = {k: os.path.expandvars(v) for k, v in cfg.items("deploy")} if cfg.has_section("deploy") else {}
@@ -99,18 +111,52 @@ def read_targets(sources: list[Path]) -> dict[str, dict[str, str]]:
             raise DeployError(f"target {name!r} has no url")
         target["url"] = target["url"].rstrip("/") + "/"
         target.setdefault("project", PROJECT)
-    return targets
+    return base, targets
 
 
-def select(targets: dict[str, dict[str, str]], names: list[str], sources: list[Path]) -> dict[str, dict[str, str]]:
+def read_targets(sources: list[Path]) -> dict[str, dict[str, str]]:
+    return read_config(sources)[1]
+
+
+def url_target(url: str, base: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """``--target URL``: its name (host:port) and target. The URL's user and
+    password, if any, win over the ``[deploy]`` section's."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise DeployError(f"--target {url!r}: give http://HOST:PORT/ (a scrapyd's address)")
+    netloc = parts.netloc.rpartition("@")[2]
+    target = {k: v for k, v in base.items() if k != "url"}
+    if parts.username is not None:
+        target["username"] = urllib.parse.unquote(parts.username)
+        target["password"] = urllib.parse.unquote(parts.password or "")
+    target["url"] = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/", "", ""))
+    target.setdefault("project", PROJECT)
+    return netloc, target
+
+
+def no_target(config: Path | None) -> str:
+    where = (f"no [deploy:NAME] target in {config}" if config else
+             "no scrapyd target (the repository names none)")
+    return (f"{where}: give --target http://HOST:6800/, or add a [deploy:NAME] section with its url to "
+            "~/.scrapy.cfg (scrapyd-deploy NAME reads it too) or to a file given with --targets-file")
+
+
+def select(targets: dict[str, dict[str, str]], names: list[str], sources: list[Path],
+           urls: Sequence[str] = (), base: dict[str, str] | None = None,
+           config: Path | None = None) -> dict[str, dict[str, str]]:
+    """The TARGETs named and the ``--target`` URLs; with neither, every target
+    found. Never none: that is an error saying how to add one."""
     where = ", ".join(str(p) for p in sources if p.exists()) or "no config file found"
     unknown = [n for n in names if n not in targets]
     if unknown:
         raise DeployError(f"unknown target{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                           f"{where} name{'s' if len(targets) != 1 else ''}: {', '.join(sorted(targets)) or 'none'}")
-    chosen = {n: targets[n] for n in (names or sorted(targets))}
+    chosen = {n: targets[n] for n in (names or ([] if urls else sorted(targets)))}
+    for url in urls:
+        name, target = url_target(url, base or {})
+        chosen[name] = target
     if not chosen:
-        raise DeployError(f"no [deploy:NAME] target in {where}")
+        raise DeployError(no_target(config))
     return chosen
 
 
@@ -260,8 +306,13 @@ def requirements() -> list[str]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="deploy.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("targets", nargs="*", metavar="TARGET", help="[deploy:TARGET] sections (default: all)")
-    p.add_argument("--config", type=Path, help="read the targets from this file only")
+    p.add_argument("targets", nargs="*", metavar="TARGET",
+                   help="[deploy:TARGET] sections (default: all of them, unless --target is given)")
+    p.add_argument("--target", dest="urls", action="append", default=[], metavar="URL",
+                   help="a scrapyd to deploy to, http://HOST:6800/ (repeatable)")
+    p.add_argument("--targets-file", "--config", dest="config", type=Path, metavar="FILE",
+                   help="read the [deploy:NAME] targets from this file only (default: ~/.scrapy.cfg and the "
+                        "other files scrapyd-client reads)")
     p.add_argument("--jobs", type=int, default=1, help="jobs to start on each target (0: deploy only)")
     p.add_argument("-s", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                    help="a setting of every job (REDIS_URL, MONGO_URI, CRAWL_NAME ...)")
@@ -288,15 +339,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def run(opts: argparse.Namespace, say: Any) -> dict[str, Any]:
+    if opts.config and not opts.config.is_file():
+        raise DeployError(f"--targets-file {opts.config}: no such file")
     sources = [opts.config] if opts.config else config_sources()
-    targets = select(read_targets(sources), opts.targets, sources)
-    settings = job_settings(pairs(opts.settings, "-s"), dict(os.environ))
+    base, found = read_config(sources)
+    targets = select(found, opts.targets, sources, opts.urls, base, opts.config)
     args = pairs(opts.args, "-a")
     if {"seeds", "seeds_file"} & set(args):
         raise DeployError("seed with --seeds or --seeds-file (once, for every job), not -a seeds=")
-    for warning in warnings_for(settings, targets):
-        say(f"warning: {warning}")
-    crawl = check_crawl(settings)["crawl"]
+    touches_crawl = bool(opts.jobs or opts.seeds or opts.seeds_file)
+    settings = pairs(opts.settings, "-s")
+    crawl = None
+    if touches_crawl:
+        settings = job_settings(settings, dict(os.environ))
+        for warning in warnings_for(settings, targets):
+            say(f"warning: {warning}")
+        crawl = check_crawl(settings)["crawl"]
     result: dict[str, Any] = {"version": None, "targets": {n: t["url"] for n, t in targets.items()},
                               "crawl": crawl, "seeded": None, "jobs": []}
     if not opts.no_deploy:

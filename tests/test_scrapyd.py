@@ -3,7 +3,10 @@ machines. ``deploy/deploy.py`` builds the egg with scrapyd-client and
 uploads it, seeds once and schedules the jobs; they crawl the grid sites
 (tests/mockserver.py) through one real Redis into one MongoDB-protocol
 server (SecantusDB), and are watched, seeded, stopped, resumed and cancelled
-as deploy/README.md tells an operator to.
+as deploy/README.md tells an operator to. The targets come from outside the
+repository's tracked files (the user's ``~/.scrapy.cfg``, ``--targets-file``)
+or the command line (``--target URL``); the committed ``scrapy.cfg`` names
+none, and without one ``deploy.py`` refuses in one line.
 
 The daemons run in a Python environment that has the project's
 dependencies but not the project itself (a venv reading this one's
@@ -13,6 +16,8 @@ included, as on a fresh machine."""
 
 from __future__ import annotations
 
+import configparser
+import importlib.util
 import json
 import os
 import socket
@@ -34,8 +39,6 @@ from tests.mockserver import GRID_HOSTS
 from tests.test_cluster import EXPECTED, fetched, seeds, wait_for_requests
 from tests.conftest import until
 from tests.test_operate import command, status, wait_status
-
-pytestmark = pytest.mark.slow
 
 DEPLOY = ROOT / "deploy" / "deploy.py"
 # A page a second per site (0.4 s to answer, 0.6 s between): the crawl of the
@@ -105,7 +108,8 @@ class Scrapyd:
         return self.get("listjobs.json", project="crawler")
 
     def running(self) -> dict[str, int]:
-        return {j["id"]: j["pid"] for j in self.jobs()["running"]}
+        # .get: a daemon whose last version was deleted has no project left to list.
+        return {j["id"]: j["pid"] for j in self.jobs().get("running", [])}
 
     def wait_running(self, job: str) -> int:
         return until(lambda: self.running().get(job), 60, f"job {job} running on {self.name}")
@@ -185,11 +189,19 @@ def machines(machine_python, tmp_path_factory):
 
 
 def deploy(cfg: Path, args: list[str], settings: dict) -> tuple[int, dict | None, str]:
-    cmd = [sys.executable, str(DEPLOY), "--config", str(cfg), "--json", *args]
+    cmd = [sys.executable, str(DEPLOY), "--targets-file", str(cfg), "--json", *args]
     for k, v in settings.items():
         cmd += ["-s", f"{k}={v}"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     return p.returncode, json.loads(p.stdout) if p.returncode == 0 else None, p.stderr
+
+
+def deploy_module():
+    """deploy/deploy.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("deploy_script", DEPLOY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def mongo_pages(uri: str, database: str) -> Counter[str]:
@@ -205,6 +217,7 @@ def database(mongo_uri, crawl_name):
         client.drop_database(crawl_name)
 
 
+@pytest.mark.slow
 def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, mongo_uri, crawl_name, database,
                                               tmp_path):
     """deploy/README.md end to end on two scrapyd daemons: deploy and start on
@@ -349,16 +362,13 @@ def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, 
         assert (node.dir / ".scrapy" / "crawl").is_dir()  # CRAWL_DIR: in scrapyd's working directory
 
 
+@pytest.mark.slow
 def test_deploy_reads_targets_as_scrapyd_client_and_refuses_what_cannot_work(tmp_path, monkeypatch):
     """Targets: the [deploy] base under each [deploy:NAME], $VARS expanded, all
     of them unless named. Refused in one line, before anything is uploaded:
     no REDIS_URL, an unknown target, seeds as a job argument; a loopback
     Redis given to another machine's jobs is warned about."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("deploy_script", DEPLOY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = deploy_module()
     cfg = tmp_path / "scrapy.cfg"
     cfg.write_text("[settings]\ndefault = crawler.settings\n\n[deploy]\nusername = op\npassword = ${PW}\n\n"
                    "[deploy:w1]\nurl = http://w1.internal:6800\n\n[deploy:w2]\nurl = http://127.0.0.1:6801/\n"
@@ -381,7 +391,142 @@ def test_deploy_reads_targets_as_scrapyd_client_and_refuses_what_cannot_work(tmp
         (["w3", "-s", "REDIS_URL=redis://r:6379/0"], "unknown target w3; " + str(cfg) + " names: w1, w2"),
         (["-s", "REDIS_URL=redis://r:6379/0", "-a", "seeds=http://example.org/"], "seed with --seeds"),
     ]:
-        p = subprocess.run([sys.executable, str(DEPLOY), "--config", str(cfg), *args], capture_output=True,
+        p = subprocess.run([sys.executable, str(DEPLOY), "--targets-file", str(cfg), *args], capture_output=True,
                            text=True, env=env, timeout=60)
         assert p.returncode == 1 and p.stderr.startswith("deploy: ") and message in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1
+
+
+# -- where the targets come from ------------------------------------------------------------
+
+def test_committed_scrapy_cfg_names_no_target():
+    """The tracked scrapy.cfg is the project's, not a machine's: its
+    settings module and the project's name, no scrapyd to deploy to (a
+    [deploy:NAME] section, or a url in [deploy], would be one for everybody)."""
+    cfg = configparser.ConfigParser(interpolation=None)
+    assert cfg.read(ROOT / "scrapy.cfg")
+    assert cfg.get("settings", "default") == "crawler.settings"
+    assert dict(cfg.items("deploy")) == {"project": "crawler"}
+    assert [s for s in cfg.sections() if s.startswith("deploy:")] == []
+
+
+@pytest.fixture(scope="module")
+def egg(tmp_path_factory) -> Path:
+    """The project's egg, built once (deploy.py's own build) for the target tests."""
+    return deploy_module().build_egg(tmp_path_factory.mktemp("egg"))
+
+
+@pytest.fixture
+def home(tmp_path, redis_url) -> tuple[Path, dict[str, str]]:
+    """A user's home of this test's own: where scrapyd-client and deploy.py
+    look for the user's targets (``~/.scrapy.cfg``, ``$XDG_CONFIG_HOME/scrapy.cfg``)."""
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("REDIS_URL", "MONGO_URI", "MONGO_DATABASE", "SCRAPY_SETTINGS_MODULE")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), REDIS_URL=redis_url)
+    return home, env
+
+
+def run_deploy(env: dict[str, str], args: list[str], crawl_name: str) -> tuple[int, dict | None, str]:
+    p = subprocess.run([sys.executable, str(DEPLOY), "--json", *args, "-s", f"CRAWL_NAME={crawl_name}"],
+                       cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    return p.returncode, json.loads(p.stdout) if p.returncode == 0 else None, p.stderr
+
+
+def versions(node: Scrapyd) -> list[str]:
+    return list(node.get("listversions.json", project="crawler")["versions"])
+
+
+@pytest.fixture
+def version(machines) -> str:
+    """An egg version of this test's own, deleted from every daemon after."""
+    import uuid
+
+    version = f"t{uuid.uuid4().hex[:10]}"
+    yield version
+    for node in machines[0]:
+        if version in versions(node):
+            node.post("delversion.json", project="crawler", version=version)
+
+
+@pytest.mark.slow
+def test_deploy_without_a_target_says_how_to_add_one_and_does_nothing(home, redis_url, crawl_name):
+    """No --target and no [deploy:NAME] anywhere it looks (the user's config
+    holds only the shared [deploy] credentials): one line saying how to add
+    a target, exit 1, and nothing done (no seed, no status check, no egg)."""
+    user_home, env = home
+    (user_home / ".scrapy.cfg").write_text("[deploy]\nusername = op\npassword = ${SCRAPYD_PASSWORD}\n")
+    started = time.monotonic()
+    p = subprocess.run([sys.executable, str(DEPLOY), "--seeds", "http://127.0.0.1:9/", "-s",
+                        f"CRAWL_NAME={crawl_name}"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 1 and p.stdout == "", (p.stdout, p.stderr)
+    [line] = p.stderr.strip().splitlines()
+    assert line.startswith("deploy: no scrapyd target") and "--target http://HOST:6800/" in line, line
+    assert "~/.scrapy.cfg" in line and "--targets-file" in line, line
+    assert time.monotonic() - started < 10  # no egg was built, no scrapy command run
+    client = redis.Redis.from_url(redis_url)
+    assert list(client.scan_iter(match="[{]" + crawl_name + "*")) == []  # not seeded
+    client.close()
+
+
+@pytest.mark.slow
+def test_deploy_target_url_deploys_to_that_daemon_alone(machines, egg, home, crawl_name, version):
+    """``--target URL`` (repeatable): exactly that scrapyd, whatever the
+    user's config names; the [deploy] section's credentials and project
+    still apply, and the target is named by its host and port."""
+    (node1, node2), _ = machines
+    user_home, env = home
+    (user_home / ".scrapy.cfg").write_text(f"[deploy]\nproject = crawler\n\n[deploy:node1]\nurl = {node1.url}\n")
+    code, out, err = run_deploy(env, ["--target", node2.url.rstrip("/"), "--egg", str(egg), "--version", version,
+                                      "--jobs", "0"], crawl_name)
+    assert code == 0, err
+    netloc = urllib.parse.urlsplit(node2.url).netloc
+    assert out["targets"] == {netloc: node2.url} and out["version"] == version and out["jobs"] == []
+    assert version in versions(node2) and version not in versions(node1)
+
+    code, out, err = run_deploy(env, ["node1", "--target", node2.url, "--no-deploy", "--jobs", "0"], crawl_name)
+    assert code == 0, err
+    assert out["targets"] == {"node1": node1.url, netloc: node2.url}
+
+    code, _, err = run_deploy(env, ["--target", "worker1.internal:6800", "--jobs", "0"], crawl_name)
+    assert code == 1 and "--target 'worker1.internal:6800': give http://HOST:PORT/" in err, err
+
+
+@pytest.mark.slow
+def test_deploy_reads_the_users_targets_and_scrapyd_deploy_does_too(machines, egg, home, crawl_name, version,
+                                                                   tmp_path, monkeypatch):
+    """Targets outside the tracked files: the user's ``~/.scrapy.cfg`` (all
+    of its targets when none is named; the project's scrapy.cfg adds none),
+    read by ``scrapyd-deploy NAME`` too; ``--targets-file PATH`` reads that
+    file alone."""
+    (node1, node2), _ = machines
+    user_home, env = home
+    (user_home / ".scrapy.cfg").write_text(f"[deploy:node1]\nurl = {node1.url}\n")
+    for name in ("HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, env[name])
+    mod = deploy_module()
+    assert mod.read_targets(mod.config_sources()) == {"node1": {"project": "crawler", "url": node1.url}}
+    code, out, err = run_deploy(env, ["--egg", str(egg), "--version", version, "--jobs", "0"], crawl_name)
+    assert code == 0, err
+    assert out["targets"] == {"node1": node1.url} and out["version"] == version
+    assert version in versions(node1) and version not in versions(node2)
+
+    # scrapyd-client's own command finds the same target (and the project's
+    # name in the tracked scrapy.cfg's [deploy]).
+    exe = Path(sys.executable).parent / "scrapyd-deploy"
+    p = subprocess.run([str(exe), "node1", "--egg", str(egg), "--version", version + "b"], cwd=ROOT,
+                       capture_output=True, text=True, env=env, timeout=120)
+    try:
+        assert p.returncode == 0 and '"status": "ok"' in p.stdout, (p.stdout, p.stderr)
+        assert version + "b" in versions(node1)
+    finally:
+        if version + "b" in versions(node1):
+            node1.post("delversion.json", project="crawler", version=version + "b")
+
+    targets = tmp_path / "cluster.cfg"
+    targets.write_text(f"[deploy:second]\nurl = {node2.url}\n")
+    code, out, err = run_deploy(env, ["--targets-file", str(targets), "--egg", str(egg), "--version", version,
+                                      "--jobs", "0"], crawl_name)
+    assert code == 0, err
+    assert out["targets"] == {"second": node2.url} and version in versions(node2)

@@ -27,9 +27,10 @@ In this order, stopping at the first failure (nothing is scheduled then):
    ``--jobs 0`` and no seeds (new code for the machines, no crawl touched)
    neither this step nor the next is taken.
 3. ``scrapy status`` with those settings, from this checkout: the crawl's
-   Redis must be reachable from here to seed it, and a crawl stopped with
+   Redis must be reachable from here to seed it, a crawl stopped with
    ``scrapy stop`` is refused (its jobs would exit at once; ``scrapy stop
-   --clear`` first).
+   --clear`` first), and so is a crawl Redis does not hold, unless this run
+   seeds it (``scrapy seed --new``).
 4. Unless ``--no-deploy``: the egg, built once with ``scrapyd-deploy
    --build-egg`` (scrapyd-client) in a copy of the project (the checkout stays
    clean), or ``--egg FILE``; uploaded to every target (``addversion.json``)
@@ -216,8 +217,17 @@ def scrapy(command: list[str], settings: dict[str, str]) -> dict[str, Any]:
     return dict(json.loads(proc.stdout))
 
 
-def check_crawl(settings: dict[str, str]) -> dict[str, Any]:
-    status = scrapy(["status"], settings)
+def check_crawl(settings: dict[str, str], seeding: bool, spider: str) -> dict[str, Any]:
+    """``scrapy status`` of the crawl. A crawl that does not exist yet is
+    refused (a typo in CRAWL_NAME would start jobs on an empty crawl) unless
+    this run seeds it: then ``{"crawl", "new": True}``."""
+    try:
+        status = scrapy(["status"], settings)
+    except DeployError as exc:
+        # The operator commands refuse a crawl Redis does not hold, in this line.
+        if seeding and str(exc).startswith("scrapy status: no crawl "):
+            return {"crawl": settings.get("CRAWL_NAME") or spider, "new": True}
+        raise
     if status.get("stop"):
         raise DeployError(f"crawl {status['crawl']} was stopped by `scrapy stop` ({status['stop'].get('by')}): "
                           "its jobs would exit at once. `scrapy stop --clear` (same -s settings) first")
@@ -349,12 +359,14 @@ def run(opts: argparse.Namespace, say: Any) -> dict[str, Any]:
         raise DeployError("seed with --seeds or --seeds-file (once, for every job), not -a seeds=")
     touches_crawl = bool(opts.jobs or opts.seeds or opts.seeds_file)
     settings = pairs(opts.settings, "-s")
+    checked: dict[str, Any] = {}
     crawl = None
     if touches_crawl:
         settings = job_settings(settings, dict(os.environ))
         for warning in warnings_for(settings, targets):
             say(f"warning: {warning}")
-        crawl = check_crawl(settings)["crawl"]
+        checked = check_crawl(settings, bool(opts.seeds or opts.seeds_file), opts.spider)
+        crawl = checked["crawl"]
     result: dict[str, Any] = {"version": None, "targets": {n: t["url"] for n, t in targets.items()},
                               "crawl": crawl, "seeded": None, "jobs": []}
     if not opts.no_deploy:
@@ -370,6 +382,8 @@ def run(opts: argparse.Namespace, say: Any) -> dict[str, Any]:
         # scrapy runs in the checkout: the seeds file's path must not depend on where we are.
         command = ["seed", *opts.seeds.split(",")] if opts.seeds else ["seed", "--file",
                                                                         str(opts.seeds_file.resolve())]
+        if checked.get("new"):
+            command.insert(1, "--new")  # the crawl starts here, on purpose
         seeded = scrapy(command, settings)
         for refused in seeded["refused"]:
             say(f"seed refused: {refused['url']} ({refused['reason']})")

@@ -18,9 +18,11 @@ the same names there.
 
 from __future__ import annotations
 
+import difflib
 import math
+import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,7 +30,10 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
-__all__ = ["ConfigError", "SettingsCheck", "check_settings", "product_token"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["ConfigError", "SettingsCheck", "check_setting_names", "check_settings", "known_settings", "misspelled",
+           "product_token"]
 
 
 class ConfigError(ValueError):
@@ -322,7 +327,61 @@ def problems(settings: BaseSettings) -> list[str]:
     return out
 
 
+# Settings that scrapy-redis's parts read (scrapy_redis/defaults.py and
+# its modules' reads): a name of theirs given with -s is not a typo.
+_SCRAPY_REDIS = frozenset({
+    "DUPEFILTER_DEBUG", "DUPEFILTER_KEY", "MAX_IDLE_TIME", "PIPELINE_KEY", "REDIS_CLS", "REDIS_CONCURRENT_REQUESTS",
+    "REDIS_ENCODING", "REDIS_HOST", "REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER", "REDIS_PORT",
+    "REDIS_START_URLS_AS_SET", "REDIS_START_URLS_AS_ZSET", "REDIS_START_URLS_KEY", "SCHEDULER_DUPEFILTER_CLASS",
+    "SCHEDULER_DUPEFILTER_KEY", "SCHEDULER_FLUSH_ON_START", "SCHEDULER_IDLE_BEFORE_CLOSE", "SCHEDULER_PERSIST",
+    "SCHEDULER_QUEUE_CLASS", "SCHEDULER_QUEUE_KEY", "START_URLS_AS_SET", "START_URLS_AS_ZSET", "START_URLS_KEY",
+    "STATS_KEY",
+})
+_CMDLINE = 40  # scrapy.settings.SETTINGS_PRIORITIES["cmdline"]: what -s sets
+
+
+def known_settings(settings: BaseSettings) -> set[str]:
+    """Every setting name this crawler, Scrapy or an installed component
+    knows: Scrapy's defaults, this project's, the ones checked here,
+    scrapy-redis's, and any the settings hold below the command line (a
+    spider's ``custom_settings``, an add-on's defaults)."""
+    import scrapy.settings.default_settings as scrapy_defaults
+
+    from crawler import settings as ours
+
+    names = {n for module in (scrapy_defaults, ours) for n in vars(module) if n.isupper()}
+    names |= set(SPECS) | _SCRAPY_REDIS
+    names |= {n for n in settings if settings.getpriority(n) is not None
+              and int(settings.getpriority(n) or 0) < _CMDLINE}
+    return names
+
+
+def misspelled(settings: BaseSettings, names: Iterable[str] | None = None) -> list[tuple[str, str | None]]:
+    """The command-line (``-s``) settings nobody knows, each with the known
+    name it is closest to (None: close to none, perhaps a setting of a
+    component of the user's own)."""
+    given = [n for n in (settings if names is None else names) if settings.getpriority(n) == _CMDLINE]
+    known = known_settings(settings)
+    out: list[tuple[str, str | None]] = []
+    for name in sorted(given):
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.8)
+        out.append((name, close[0] if close else None))
+    return out
+
+
+def check_setting_names(settings: BaseSettings) -> None:
+    """Refuse a ``-s`` name that is no setting and is close to one that is
+    (``NETWORK_ALLOWLST``: a typo that would otherwise be accepted in
+    silence and leave the crawl without what it meant to set)."""
+    typos = [(n, close) for n, close in misspelled(settings) if close is not None]
+    if typos:
+        raise ConfigError("; ".join(f"unknown setting {n}; did you mean {close}?" for n, close in typos))
+
+
 def check_settings(settings: BaseSettings) -> None:
+    check_setting_names(settings)
     found = problems(settings)
     if found:
         raise ConfigError("bad setting" + ("s" if len(found) > 1 else "") + ": " + "; ".join(found))
@@ -333,6 +392,10 @@ class SettingsCheck:
 
     def __init__(self, crawler: Crawler) -> None:
         check_settings(crawler.settings)
+        for name, _ in misspelled(crawler.settings):
+            logger.warning("Setting %(name)s (given with -s) is not one this crawler, Scrapy or an installed "
+                           "component reads: it has no effect unless a component of your own reads it",
+                           {"name": name})
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -170,6 +170,8 @@ class Console:
             st = self._call(lambda f: ops.status(f, self.lease_timeout, top=self.top))
         except REDIS_ERRORS as exc:
             error: tuple[int, str] = (503, f"Redis unreachable: {_one_line(exc)}")
+        except ops.NoSuchCrawl as exc:  # reset under the console, or named wrongly
+            error = (404, _one_line(exc))
         except Exception as exc:  # hostile entries in Redis must not end the sampler
             logger.exception("Reading the crawl's status failed")
             error = (500, f"reading the status failed: {type(exc).__name__}: {_one_line(exc)}")
@@ -181,6 +183,11 @@ class Console:
         with self._state:
             self._error = error
         return error[1]
+
+    def error_status(self) -> int | None:
+        """The HTTP status of the last sample's failure (None: it worked)."""
+        with self._state:
+            return self._error[0] if self._error is not None else None
 
     def _sample_forever(self) -> None:
         while not self._stopping.is_set():
@@ -226,6 +233,8 @@ class Console:
             out = self._call(work)
         except REDIS_ERRORS as exc:
             return 503, {"error": f"Redis unreachable: {_one_line(exc)}"}
+        except ops.NoSuchCrawl as exc:
+            return 404, {"error": _one_line(exc)}
         self._wake.set()  # show its effect at the next poll
         return 200, out
 

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["crawl_dir", "crawl_name"]
 
 
-def crawl_dir(settings: BaseSettings) -> Path:
+def crawl_dir(settings: BaseSettings, create: bool = True) -> Path:
+    """The crawl directory, made unless ``create`` is False (an operator
+    command looking for a crawl creates nothing)."""
     configured = settings.get("CRAWL_DIR")
     if configured:
         path = Path(configured)
@@ -32,7 +34,8 @@ def crawl_dir(settings: BaseSettings) -> Path:
             path = Path(data_path("crawl"))
         except NotConfigured:  # settings from SCRAPY_SETTINGS_MODULE, no scrapy.cfg (site-crawler)
             path = Path(".scrapy") / "crawl"
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -1,6 +1,8 @@
 """The base of the operator commands (``scrapy status``, ``seed``, ``stop``,
 ``console``): settings as the spiders read them, ``--json``, and a failure
-to reach Redis as one line and exit status 1.
+to reach Redis, a crawl that does not exist (``ops.NoSuchCrawl``: a typo
+in ``CRAWL_NAME``) or a misspelled ``-s`` setting as one line and exit
+status 1.
 
 It lives outside ``crawler/commands`` because Scrapy registers every
 command class it finds in that package as a command of its own."""
@@ -15,6 +17,7 @@ import redis
 from scrapy.commands import ScrapyCommand
 
 from crawler import ops
+from crawler.config import ConfigError
 from crawler.frontier.connection import RedisUnavailable
 
 if TYPE_CHECKING:
@@ -36,16 +39,19 @@ class FrontierCommand(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
-    def open_frontier(self) -> Frontier:
+    def open_frontier(self, create: bool = False) -> Frontier:
+        """The crawl's frontier; ``ops.NoSuchCrawl`` if the crawl does not
+        exist (and ``create`` is not asked)."""
         assert self.settings is not None
-        return ops.open_frontier(self.settings)
+        return ops.open_frontier(self.settings, create=create)
 
     def guarded(self, name: str, work: Callable[[], T]) -> T | None:
         """``work()``; None (after one line on stderr, exit status 1) when
-        Redis cannot be reached."""
+        Redis cannot be reached, the crawl does not exist or a setting is
+        misspelled."""
         try:
             return work()
-        except (RedisUnavailable, redis.RedisError) as exc:
+        except (RedisUnavailable, redis.RedisError, ops.NoSuchCrawl, ConfigError) as exc:
             print(f"scrapy {name}: {exc}", file=sys.stderr)
             self.exitcode = 1
             return None

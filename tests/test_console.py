@@ -208,8 +208,12 @@ def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_na
     settings = {**SETTINGS, "REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
     console = ConsoleProcess(settings, tmp_path, "--allow-actions")
     browser.get(f"{console.url}#token={console.token}")
-    until(lambda: text(browser, "state") == "idle", what="the page's first status")
-    assert texts(browser, "#nodes td") == ["no worker has joined this crawl"]
+    # The crawl does not exist yet: the page says so, and nothing is created.
+    until(lambda: text(browser, "banner") == f"no crawl {crawl_name!r} at {redis_url}; it holds no crawl; "
+          "`scrapy seed --new URL` starts a crawl without crawling; shown once it starts"
+          or text(browser, "banner").startswith(f"no crawl {crawl_name!r} at {redis_url}; the crawls there: "),
+          what="the page's first status")
+    assert not Frontier(redis.Redis.from_url(redis_url), crawl_name).all_keys()
     assert browser.current_url == console.url  # the token left the address bar
     assert browser.execute_script("return document.getElementById('topic').hidden") is True  # not a focused crawl
 
@@ -220,6 +224,7 @@ def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_na
     frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name)
     ids = until(lambda: (st := ops.status(frontier, 10)) and len(st["nodes"]) == 2
                 and [n["id"] for n in st["nodes"]], what="two nodes in Redis")
+    until(lambda: not browser.find_element("id", "banner").is_displayed(), what="the banner to go")
     until(lambda: texts(browser, "#nodes td.id") == ids, what=f"the page to list {ids}")
     first = text(browser, "total-pages")
     assert int(first.replace(",", "")) < GRID_PAGES  # read mid-crawl
@@ -274,6 +279,7 @@ def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_na
 
 @pytest.mark.slow
 def test_the_page_says_redis_is_unreachable_and_recovers(own_redis, tmp_path, browser):
+    Frontier(redis.Redis.from_url(own_redis.url), "console").check_layout()  # the crawl exists
     console = ConsoleProcess({"REDIS_URL": own_redis.url, "CRAWL_NAME": "console"}, tmp_path)
     browser.get(console.url)
     until(lambda: text(browser, "state") == "idle", what="the first status")
@@ -370,6 +376,7 @@ def test_status_answers_503_at_once_while_redis_is_away(own_redis, tmp_path):
     console reads it again without a restart."""
     settings = {"REDIS_URL": own_redis.url, "CRAWL_NAME": "console"}
     frontier = Frontier(redis.Redis.from_url(own_redis.url), "console")
+    frontier.check_layout()  # the crawl exists
     console = ConsoleProcess(settings, tmp_path, "--allow-actions")
     code, st, _ = console.request("GET", "/api/status")
     assert code == 200 and set(st) == set(ops.status(frontier, 10)) | {"history"}

@@ -66,7 +66,11 @@ class Command(FrontierCommand):
                           queue_by=self.settings.get("FRONTIER_QUEUE_BY"), interval=opts.interval,
                           top=opts.top, token=token, audit=lambda line: print(line, flush=True))
         error = console.sample()
-        if error is not None:
+        if error is not None and console.error_status() == 404:
+            # A console may be opened before its crawl starts: it says so,
+            # creates nothing, and shows the crawl once a worker starts it.
+            print(f"scrapy console: {error}; serving anyway, showing it once it starts", file=sys.stderr, flush=True)
+        elif error is not None:
             print(f"scrapy console: {error.rstrip('.')}; serving anyway, trying again every "
                   f"{opts.interval:g} s", file=sys.stderr, flush=True)
         try:

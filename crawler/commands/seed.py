@@ -1,4 +1,4 @@
-"""``scrapy seed URL... | --file PATH [--remove] [--site SITE...] [--json]``.
+"""``scrapy seed URL... | --file PATH [--new] [--remove] [--site SITE...] [--json]``.
 
 Adds URLs to a running or stopped crawl through the path seeds take:
 normalised, their sites added to the crawl's scope, deduplicated against
@@ -7,6 +7,10 @@ every URL the crawl has seen, queued at the tail of their site's queue
 the given URLs, or with ``--site`` every URL of those sites, from the queues
 (queued or waiting for a retry; requests being fetched stay); removed URLs
 stay seen, so links found later do not bring them back.
+
+The crawl must exist (a typo in ``CRAWL_NAME`` is one line naming the
+crawls that do); ``--new`` seeds a crawl that does not exist yet on
+purpose, which the next ``scrapy crawl site`` (without seeds) crawls.
 
 Prints what happened, or with ``--json`` one object:
 ``{"added", "seen", "capped", "refused": [{"url", "reason"}], "removed"}``.
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
 
 class Command(FrontierCommand):
     def syntax(self) -> str:
-        return "URL... | --file PATH [--remove] [--site SITE...] [--json]"
+        return "URL... | --file PATH [--new] [--remove] [--site SITE...] [--json]"
 
     def short_desc(self) -> str:
         return "Add URLs to the crawl (or --remove unprocessed ones)"
@@ -39,6 +43,8 @@ class Command(FrontierCommand):
         super().add_options(parser)
         parser.add_argument("--file", help="read URLs from this file, one a line (# starts a comment)")
         parser.add_argument("--remove", action="store_true", help="remove unprocessed URLs instead")
+        parser.add_argument("--new", action="store_true",
+                            help="start the crawl CRAWL_NAME with these seeds if it does not exist yet")
         parser.add_argument("--site", action="append", default=[],
                             help="with --remove: every unprocessed URL of this site (repeatable)")
 
@@ -58,7 +64,7 @@ class Command(FrontierCommand):
             raise UsageError("give URLs, --file PATH, or --remove --site SITE", print_help=False)
         queue_by = self.settings.get("FRONTIER_QUEUE_BY")
         def work() -> tuple[str, dict[str, Any]]:
-            frontier = self.open_frontier()
+            frontier = self.open_frontier(create=opts.new and not opts.remove)
             if opts.remove:
                 return frontier.crawl, ops.remove(frontier, urls, opts.site, queue_by=queue_by)
             return frontier.crawl, ops.seed(frontier, urls, queue_by=queue_by)

@@ -11,7 +11,8 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "last_heartbeat"}], "frontier": {"queued", "leased", "delayed",
      "sites", "sites_ready", "sites_backed_off", "seen"}, "errors":
      {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
-     "totals": {"pages", "errors", "pages_per_min", "links"}, "time",
+     "totals": {"pages", "errors", "revisits", "revisit_errors", "retried",
+     "removed", "pages_per_min", "links"}, "time",
      "topic": null, or for a focused crawl {"on_topic", "pages",
      "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"}}
 
@@ -29,7 +30,10 @@ alive while its heartbeat is younger than the lease timeout; its ``pages``
 and ``errors`` are the pages it stored and the URLs it settled as errors,
 counted in Redis as it acknowledged them (they survive the node);
 ``pages_per_min`` and ``links`` (links parsed) are what the node last
-reported.
+reported. The crawl's ``pages`` count each page once: its first fetch (or
+an error's URL fetched again and done); a re-crawl's visits are
+``revisits`` (``revisit_errors`` those that failed), while a node's
+``pages`` counts every page it stored, revisits included.
 """
 
 from __future__ import annotations
@@ -145,7 +149,10 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         "errors_total": stats.get("errors", 0),
         "top_sites": view["top_sites"],
         "recrawl": recrawl,
+        # Pages are pages: a re-crawl's visits are revisits (and their
+        # failures revisit_errors), never counted as pages again.
         "totals": {"pages": stats.get("done", 0), "errors": stats.get("errors", 0),
+                   "revisits": stats.get("revisits", 0), "revisit_errors": stats.get("revisit_errors", 0),
                    "retried": stats.get("retried", 0), "removed": stats.get("removed", 0),
                    "pages_per_min": round(sum(n["pages_per_min"] for n in alive_nodes), 2),
                    "links": sum(n["links"] for n in nodes)},

@@ -409,3 +409,38 @@ def test_a_crawl_process_ends_without_the_interpreters_teardown_only_as_its_own_
     else:
         assert (out.returncode, out.stdout.split("\n")) == (
             0, ["before", "after: not ended", "thread finished", "exit handler ran", ""])
+
+
+@pytest.mark.slow
+def test_a_seed_refused_by_a_run_is_tried_again_by_the_next(server, tmp_path):
+    """A first run refused its seed (127.0.0.2 before NETWORK_ALLOWLIST was
+    set) and stored it as an error; the same seed given again is fetched,
+    with the new run's settings, and its site crawled; given a third time,
+    stored as done, it is not fetched again, and the run says what it holds."""
+    import json
+
+    seed = server.url("/", host="127.0.0.2")
+    first = run_crawl(server, tmp_path, [f"seeds={seed}"], {"NETWORK_ALLOWLIST": ""})
+    assert first.returncode == 0, first.log[-3000:]
+    assert first.fetched == []
+    with SQLiteStore(first.store_path) as store:
+        page = store.get_page(seed)
+    assert (page["state"], page["error"]) == ("E", "AddressRefused: refused 127.0.0.2 (loopback) for host 127.0.0.2; allow with NETWORK_ALLOWLIST"), page
+
+    second = run_crawl(server, tmp_path, [f"seeds={seed}"])
+    assert second.returncode == 0, second.log[-3000:]
+    assert Counter(second.fetched) == Counter(["/robots.txt", "/", "/partner-article.html"]), second.log[-3000:]
+    assert set(second.hosts) == {"127.0.0.2"}
+    assert f"Seed {seed} is stored as E (AddressRefused: refused 127.0.0.2" in second.log, second.log[:4000]
+    with SQLiteStore(second.store_path) as store:
+        states = {p["url"]: p["state"] for p in store.iter_pages()}
+    assert states == {seed: "C", server.url("/partner-article.html", host="127.0.0.2"): "C"}
+    status = subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s", f"CRAWL_DIR={tmp_path}"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    totals = json.loads(status.stdout)["totals"]
+    assert (totals["pages"], totals["errors"], totals["revisits"]) == (2, 0, 0)
+
+    third = run_crawl(server, tmp_path, [f"seeds={seed}"])
+    assert third.returncode == 0 and third.fetched == [], third.log[-3000:]
+    assert "was already finished: it holds 2 pages done and 0 errors, and nothing is pending" in third.log

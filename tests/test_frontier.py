@@ -232,6 +232,23 @@ def test_acks_settle_and_count_states(client, crawl_name):
     assert f.node_counters("n1") == {"pages": 1, "errors": 1}
 
 
+def test_revisits_and_errors_fetched_again_count_pages_once(client, crawl_name):
+    """A re-crawl's visit ("V") is a revisit, not a page (its failure a
+    revisit error); an error's URL done at last ("A") is a page and one
+    error less: pages count pages, not fetches."""
+    f = make(client, crawl_name, concurrency_per_site=9)
+    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(5)])
+    leases, _ = f.lease(5)
+    f.commit(acks=[(leases[0].id, "C", ""), (leases[1].id, "E", "HTTP 500")])
+    assert {k: f.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
+        {"done": 1, "errors": 1, "revisits": 0, "revisit_errors": 0}
+    f.commit(acks=[(leases[2].id, "CV", ""), (leases[3].id, "EV", "HTTP 404"), (leases[4].id, "CA", "")])
+    assert {k: f.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
+        {"done": 2, "errors": 0, "revisits": 1, "revisit_errors": 1}
+    assert f.node_counters("n1") == {"pages": 3, "errors": 2}  # what the node stored and settled
+    assert [e["reason"] for e in f.errors()] == ["HTTP 404", "HTTP 500"]
+
+
 def test_retry_waits_its_backoff_then_joins_the_tail(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=5)
     f.enqueue([link(f, f"http://a/{i}", "a") for i in range(2)])

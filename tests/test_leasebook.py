@@ -155,3 +155,17 @@ def test_unprocessed_leases_leave_the_count_however_they_end():
     book.give_back(["4"])
     assert book.unprocessed() == 2  # "1" and "5"
     assert book.done == 1
+
+
+def test_a_revisit_and_an_errors_url_again_say_so_in_their_acknowledgement():
+    book = LeaseBook(Clock())
+    for lease_id, kind in (("0.1", "V"), ("0.2", "V"), ("0.3", "A"), ("0.4", "A"), ("0.5", "")):
+        book.add(Lease(lease_id, "a", "{}"), kind)
+    book.output_done("0.1")
+    book.output_done("0.2", error="HTTP 404")
+    book.output_done("0.3")
+    book.output_done("0.4", error="timeout")  # an error again: just an error
+    book.output_done("0.5")
+    assert book.acks == [("0.1", "CV", ""), ("0.2", "EV", "HTTP 404"), ("0.3", "CA", ""), ("0.4", "E", "timeout"),
+                         ("0.5", "C", "")]
+    assert book.acked == {"C": 3, "T": 0, "E": 2}

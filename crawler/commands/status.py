@@ -49,6 +49,8 @@ def render(st: dict[str, Any]) -> RenderableType:
         f"   {t['pages']:,} pages, {t['errors']:,} errors, {t['pages_per_min']:,.0f} pages/min, "
         f"{t['links']:,} links parsed",
     )
+    if t.get("revisits") or t.get("revisit_errors"):
+        head.append(f", {t['revisits']:,} revisits ({t['revisit_errors']:,} failed)")
     r = st.get("recrawl") or {}
     if any(r.values()):
         head.append(f"\nre-crawl: {r['due']:,} due, {r['fetched']:,} fetched, {r['not_modified']:,} not modified "

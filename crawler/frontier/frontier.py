@@ -719,6 +719,16 @@ class Frontier:
         v = self._run("HGET", [self.shard(site).mirrors], [site])
         return _s(v) if v is not None else None
 
+    def claim_again(self, url: str, stamp: str) -> bool:
+        """Whether this worker is the one to queue ``url`` again, a URL the
+        crawl settled as an error (its record's ``stamp``: when and why):
+        every worker of a run brings the same seeds, and only the first may
+        queue it (HSETNX in the crawl's meta hash). A later error of the same
+        URL has another stamp, so a later run may try it again."""
+        field = "again\t" + url[:2000] + "\t" + stamp[:200]
+        self.round_trips += 1
+        return bool(self.client.hsetnx(self.keys.meta, field, str(time.time())))
+
     # -- scope -------------------------------------------------------------------
     def scope(self, add_sites: Sequence[str] = (), add_hosts: Sequence[str] = ()) -> tuple[set[str], set[str]]:
         """Add to the crawl's scope (the seeds' sites and hosts) and read it."""

@@ -14,6 +14,9 @@ What the book gathers for the next commit, all sent in one round trip:
 - ``links``: new requests to enqueue;
 - ``acks``: leases settled, (id, "C", "T" or "E", reason): "T" is done and
   on a focused crawl's topic (the frontier counts those per node and crawl);
+  a lease added with a ``kind`` ("V": a re-crawl's revisit; "A": a URL
+  settled as an error before, fetched again) has it as the state's second
+  letter, so the crawl's page count counts pages, not fetches;
 - ``requeues``: leases to retry after a backoff, (id, delay, site, entry);
 - ``downloaded``: leases whose download is over (their site's concurrency
   slot is free for the next request, before the page is processed);
@@ -44,6 +47,7 @@ class Tracker:
     reason: str = ""
     release: bool = False  # give the URL back instead of acknowledging it
     on_topic: bool = False  # a focused crawl's page on its topic
+    kind: str = ""  # "V": a re-crawl's revisit; "A": an error's URL again (module docstring)
     since: float = field(default_factory=time.monotonic)
 
 
@@ -74,9 +78,9 @@ class LeaseBook:
         self.acked = {"C": 0, "T": 0, "E": 0}
 
     # -- leases in ---------------------------------------------------------------
-    def add(self, lease: Lease) -> None:
+    def add(self, lease: Lease, kind: str = "") -> None:
         self.leases[lease.id] = lease
-        self.trackers[lease.id] = Tracker(since=self.clock())
+        self.trackers[lease.id] = Tracker(kind=kind, since=self.clock())
         self._downloading.add(lease.id)
         self._unprocessed.add(lease.id)
 
@@ -150,7 +154,8 @@ class LeaseBook:
             self.releases.append(lease_id)
             return
         state = "T" if tracker.state == "C" and tracker.on_topic else tracker.state
-        self.acks.append((lease_id, state, tracker.reason))
+        kind = tracker.kind if tracker.kind == "V" or (tracker.kind == "A" and state != "E") else ""
+        self.acks.append((lease_id, state + kind, tracker.reason))
         self.acked[state] = self.acked.get(state, 0) + 1
 
     # -- other events ------------------------------------------------------------------

@@ -155,14 +155,17 @@ class FrontierScheduler(BaseScheduler):
         self.book.give_back(r.meta[LEASE_META] for r in self._buffer)
         self._buffer.clear()
         self.service.close()
-        done = self.service.resumed.get("done", 0) + self.service.resumed.get("errors", 0)
+        done, errors = self.service.resumed.get("done", 0), self.service.resumed.get("errors", 0)
         revisiting = self.spider is not None and self.spider.name == "recrawl"  # says what was due itself
-        if reason == "finished" and done and not revisiting and not self.stats.get_value("response_received_count"):
-            logger.warning("Crawl %(crawl)s was already finished: it holds %(done)d pages and nothing is "
-                           "pending, so this run fetched nothing. To crawl again, name a new crawl "
-                           "(-s CRAWL_NAME=...) or clear this one's frontier with `scrapy reset --yes`; "
-                           "`scrapy seed URL` adds pages to it",
-                           {"crawl": self.service.frontier.crawl, "done": done}, extra={"spider": self.spider})
+        if reason == "finished" and done + errors and not revisiting \
+                and not self.stats.get_value("response_received_count"):
+            logger.warning("Crawl %(crawl)s was already finished: it holds %(done)d pages done and %(errors)d "
+                           "errors, and nothing is pending, so this run fetched nothing. To crawl again, name "
+                           "a new crawl (-s CRAWL_NAME=...) or clear this one's frontier with `scrapy reset "
+                           "--yes`; `scrapy seed URL` adds pages to it, and a seed stored as an error is "
+                           "tried again when given again (-a seeds=)",
+                           {"crawl": self.service.frontier.crawl, "done": done, "errors": errors},
+                           extra={"spider": self.spider})
 
     # -- engine interface ------------------------------------------------------
     def has_pending_requests(self) -> bool:
@@ -272,7 +275,7 @@ class FrontierScheduler(BaseScheduler):
             # Redirects go back through the frontier as new URLs (the spider
             # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
             request.meta["dont_redirect"] = True
-            self.book.add(lease)
+            self.book.add(lease, _visit_kind(request))
             request.callback = _Tracked(self, lease.id, request.callback or self.spider.parse, False)
             request.errback = _Tracked(self, lease.id, request.errback, True)
             self._buffer.append(request)
@@ -475,6 +478,21 @@ def _unwrap(request: Request) -> None:
     """The spider's own callback and errback, without the lease's wrappers."""
     request.callback = getattr(request.callback, "original", request.callback)
     request.errback = getattr(request.errback, "original", request.errback)
+
+
+# request.meta key: a URL the crawl settled as an error before, queued again
+# (a seed given again on the command line; crawler/spiders/site.py).
+AGAIN_META = "again"
+
+
+def _visit_kind(request: Request) -> str:
+    """What a leased request's acknowledgement counts (leasebook.py): "V" a
+    re-crawl's revisit of a stored page, "A" an error's URL fetched again,
+    "" a page fetched for the first time."""
+    due = request.meta.get("revisit")
+    if isinstance(due, int) and not isinstance(due, bool):
+        return "V"
+    return "A" if request.meta.get(AGAIN_META) == 1 else ""
 
 
 def _not_modified(item: Any) -> bool:

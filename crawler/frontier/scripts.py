@@ -158,7 +158,11 @@ end
 -- End a lease. outcome: 'C' (done; 'T': done, on a focused crawl's topic), 'E' (final
 -- error, with reason), 'R'
 -- (retry: to the delayed set, due after delay ms, as the new entry), 'H'
--- (back to the head of its queue: given back or reaped). False if the lease
+-- (back to the head of its queue: given back or reaped). A second letter
+-- says what the visit was: 'V' a re-crawl's revisit of a stored page (counted
+-- as revisits and revisit_errors, not as pages and errors: a page is a page
+-- however often it is fetched), 'A' a URL settled as an error before and
+-- done now (a seed given again: one error less). False if the lease
 -- is not held (acknowledged late, after it was reaped).
 local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
   local v = redis.call('HGET', lkey, id)
@@ -166,6 +170,8 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
   redis.call('HDEL', lkey, id)
   local site, entry = split_entry(v)
   if holds_slot(v) then release_active(site) end
+  local kind = string.sub(outcome, 2, 2)
+  outcome = string.sub(outcome, 1, 1)
   if outcome == 'H' then
     if qpush(site, entry, true) == 1 then move('leased', 'queued', 1) else move('leased', nil, 1) end
   elseif outcome == 'R' then
@@ -174,14 +180,21 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
     redis.call('HINCRBY', STATS, 'retried', 1)
   elseif outcome == 'E' then
     move('leased', nil, 1)
-    redis.call('HINCRBY', STATS, 'errors', 1)
+    redis.call('HINCRBY', STATS, kind == 'V' and 'revisit_errors' or 'errors', 1)
     redis.call('HINCRBY', P .. 'node:' .. node, 'errors', 1)
     redis.call('LPUSH', ERRORS, cjson.encode({site = site, reason = reason, at = now,
                                               entry = string.sub(entry, 1, 2048)}))
     redis.call('LTRIM', ERRORS, 0, 999)
   else
     move('leased', nil, 1)
-    redis.call('HINCRBY', STATS, 'done', 1)
+    if kind == 'V' then
+      redis.call('HINCRBY', STATS, 'revisits', 1)
+    else
+      redis.call('HINCRBY', STATS, 'done', 1)
+      if kind == 'A' and tonumber(redis.call('HGET', STATS, 'errors') or '0') > 0 then
+        redis.call('HINCRBY', STATS, 'errors', -1)
+      end
+    end
     redis.call('HINCRBY', P .. 'node:' .. node, 'pages', 1)
     if outcome == 'T' then  -- done, and a focused crawl's page on its topic
       redis.call('HINCRBY', STATS, 'on_topic', 1)

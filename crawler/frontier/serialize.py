@@ -74,6 +74,9 @@ META_KEYS: dict[str, str] = {
     "token_run": "int",
     # A re-crawl's visit: the due time (unix seconds) it was queued for.
     "revisit": "time",
+    # 1: a URL the crawl settled as an error, queued again (a seed given
+    # again); its success counts one error less (scheduler.AGAIN_META).
+    "again": "int",
     # A re-crawl's HEAD: the stored Content-Length it compares (RECRAWL_HEAD).
     "head_length": "int",
     "head_since": "time",

@@ -140,6 +140,7 @@ from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler import fingerprint
 from crawler.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
+from crawler.frontier.scheduler import AGAIN_META
 from crawler.frontier.service import FrontierService
 from crawler.encoding import decode_html
 from crawler.extract import Page, analyze, parse_html, parse_robots_directives
@@ -399,6 +400,37 @@ class SiteSpider(Spider):
         return Request(url, callback=self.parse, errback=self.errback,
                        meta={"referer_url": referer} if referer else None)
 
+    def _seeds_again(self) -> set[str]:
+        """The seeds the store holds as errors (or gone), not as done: a seed
+        refused by the run before (a private address before
+        ``NETWORK_ALLOWLIST`` was set, a server that was down) is tried again
+        by this run, with its settings, instead of being deduplicated away
+        for good. Each is queued by one worker of the crawl only."""
+        from crawler.store import StoreNotFound, open_store
+
+        if not self.seed_urls:
+            return set()
+        try:
+            store = open_store(self.crawler.settings, crawl_name(self.crawler.settings, self.name), create=False)
+        except StoreNotFound:
+            return set()  # a new crawl: nothing stored yet
+        try:
+            stored = store.revisit_state(self.seed_urls)
+            # The reason, for the few not done (revisit_state reads no error).
+            not_done = {url: store.get_page(url) or page for url, page in stored.items() if page.get("state") != "C"}
+        finally:
+            store.close()
+        frontier = FrontierService.of(self.crawler).frontier
+        again = set()
+        for url, page in not_done.items():
+            stamp = f"{page.get('fetched_at')}\t{page.get('state')}\t{str(page.get('error') or '')[:100]}"
+            if frontier.claim_again(url, stamp):
+                again.add(url)
+                logger.info("Seed %(url)s is stored as %(state)s (%(error)s): trying it again",
+                            {"url": url, "state": page.get("state"), "error": page.get("error") or "no reason"},
+                            extra={"spider": self})
+        return again
+
     async def start(self) -> AsyncIterator[Any]:
         settings = self.crawler.settings
         self._load_scope()
@@ -406,11 +438,15 @@ class SiteSpider(Spider):
             logger.info("No seeds: joining crawl %(crawl)s (scope: %(sites)s)",
                         {"crawl": crawl_name(settings, self.name), "sites": ", ".join(sorted(self.seed_sites))},
                         extra={"spider": self})
+        again = self._seeds_again()
         for url in self.seed_urls:
             if url in self._seen:
                 continue
             self._seen.add(url)
             request = self._request(url)
+            if url in again:
+                request.dont_filter = True  # seen already: queued again past the dedup
+                request.meta[AGAIN_META] = 1
             if self.topic is not None:
                 request.meta["topic_priority"] = 1000  # where the crawl starts
             yield request

@@ -12,7 +12,7 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "sites", "sites_ready", "sites_backed_off", "seen"}, "errors":
      {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
      "totals": {"pages", "errors", "revisits", "revisit_errors", "retried",
-     "removed", "pages_per_min", "links"}, "time",
+     "removed", "pages_per_min", "links"}, "time", "download_delay",
      "topic": null, or for a focused crawl {"on_topic", "pages",
      "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"}}
 
@@ -30,7 +30,11 @@ alive while its heartbeat is younger than the lease timeout; its ``pages``
 and ``errors`` are the pages it stored and the URLs it settled as errors,
 counted in Redis as it acknowledged them (they survive the node);
 ``pages_per_min`` and ``links`` (links parsed) are what the node last
-reported. The crawl's ``pages`` count each page once: its first fetch (or
+reported. ``download_delay`` is the delay the workers keep between two
+fetches of a site (their ``DOWNLOAD_DELAY``, as they report it; the
+largest of the live ones), which a site without a delay of its own shows
+in ``top_sites``; the command's own setting only when no worker has
+reported one. The crawl's ``pages`` count each page once: its first fetch (or
 an error's URL fetched again and done); a re-crawl's visits are
 ``revisits`` (``revisit_errors`` those that failed), while a node's
 ``pages`` counts every page it stored, revisits included.
@@ -86,7 +90,8 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
     records = frontier.nodes()
     stop = frontier.stop_requested()
     counters = frontier.counters_of(sorted(records))
-    view = frontier.view(top=top)
+    delay = workers_delay(records, beats, now, lease_timeout)
+    view = frontier.view(top=top, default_delay=delay)
     nodes: list[dict[str, Any]] = []
     for node_id in sorted(records, key=lambda n: (str(records[n].get("host")), n)):
         rec = records[node_id]
@@ -144,6 +149,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
                              for rec in records.values() if isinstance(rec.get("topic"), dict))
     return {
         "crawl": frontier.crawl, "state": state, "stop": stop, "time": now, "topic": topic,
+        "download_delay": delay if delay is not None else frontier.default_delay_ms / 1000.0,
         "nodes": nodes, "frontier": frontier_view,
         "errors": dict(errors.most_common()),
         "errors_total": stats.get("errors", 0),
@@ -157,6 +163,26 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
                    "pages_per_min": round(sum(n["pages_per_min"] for n in alive_nodes), 2),
                    "links": sum(n["links"] for n in nodes)},
     }
+
+
+def workers_delay(records: dict[str, dict[str, Any]], beats: dict[str, float], now: float,
+                  lease_timeout: float) -> float | None:
+    """The delay between two fetches of a site that the crawl's workers keep
+    (``DOWNLOAD_DELAY``, as each reports it): the largest among the live
+    workers, else the last worker's to report; None when no worker said
+    (a crawl no worker has run, or workers of an earlier version)."""
+    alive, last = [], (-1.0, None)
+    for node, rec in records.items():
+        delay = _number(rec.get("download_delay"), -1.0)
+        if delay < 0:
+            continue
+        beat = beats.get(node)
+        if beat is not None and now - beat < _number(rec.get("lease_timeout"), lease_timeout):
+            alive.append(delay)
+        seen = beat if beat is not None else _number(rec.get("heartbeat"), 0.0)
+        if seen >= last[0]:
+            last = (seen, delay)
+    return max(alive) if alive else last[1]
 
 
 def _number(value: Any, default: float) -> float:

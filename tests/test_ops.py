@@ -169,3 +169,26 @@ def test_malformed_operator_keys_written_into_redis_are_ignored(frontier):
     inf = {n["id"]: n for n in st["nodes"]}["inf"]
     assert (inf["pid"], inf["pages_per_min"], inf["links"]) == (0, 0.0, 0)
     json.dumps(st, allow_nan=False)
+
+
+def test_status_shows_the_delay_the_workers_keep_not_its_own(redis_url, crawl_name):
+    """The command's DOWNLOAD_DELAY (7) is not the crawl's: the live workers
+    report theirs (0.5), and a site without a delay of its own shows it."""
+    client = redis.Redis.from_url(redis_url)
+    command = Frontier(client, crawl_name, node="ops", default_delay=7, lease_timeout=1.0)
+    command.check_layout()
+    ops.seed(command, ["http://a.example/1", "http://a.example/2"])
+    assert ops.status(command, 1.0)["top_sites"][0]["delay"] == 7  # no worker said: the command's own
+    assert ops.status(command, 1.0)["download_delay"] == 7
+    worker = Frontier(client, crawl_name, node="w1", default_delay=0.5, lease_timeout=1.0)
+    worker.heartbeat({"download_delay": 0.5, "lease_timeout": 1.0})
+    st = ops.status(command, 1.0)
+    assert (st["download_delay"], st["top_sites"][0]["delay"]) == (0.5, 0.5)
+    slow = Frontier(client, crawl_name, node="w2", default_delay=2, lease_timeout=1.0)
+    slow.heartbeat({"download_delay": 2.0, "lease_timeout": 1.0})
+    assert ops.status(command, 1.0)["download_delay"] == 2.0  # the largest of the live workers
+    worker.leave({"download_delay": 0.5})
+    slow.leave({"download_delay": 2.0})
+    time.sleep(1.1)
+    slow.client.hset(slow.keys.nodes, "w3", json.dumps({"download_delay": "evil", "heartbeat": 1e12}))
+    assert ops.status(command, 1.0)["download_delay"] == 2.0  # none alive: the last to report

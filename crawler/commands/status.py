@@ -49,6 +49,8 @@ def render(st: dict[str, Any]) -> RenderableType:
         f"   {t['pages']:,} pages, {t['errors']:,} errors, {t['pages_per_min']:,.0f} pages/min, "
         f"{t['links']:,} links parsed",
     )
+    if "download_delay" in st:
+        head.append(f", {st['download_delay']:g} s between a site's fetches")
     if t.get("revisits") or t.get("revisit_errors"):
         head.append(f", {t['revisits']:,} revisits ({t['revisit_errors']:,} failed)")
     r = st.get("recrawl") or {}

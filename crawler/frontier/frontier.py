@@ -611,13 +611,16 @@ class Frontier:
         now = int(out[0]) + int(out[1]) / 1e6
         return now, {_s(out[i]): int(out[i + 1]) / 1000.0 for i in range(2, len(out) - 1, 2)}
 
-    def view(self, top: int = 10, limit: int = 100_000) -> dict[str, Any]:
+    def view(self, top: int = 10, limit: int = 100_000, default_delay: float | None = None) -> dict[str, Any]:
         """What an operator sees of the frontier: counters summed over the
         shards ({"stats"}), sites known ("sites"), ready now ("sites_ready"),
         backed off ("sites_backed_off") and the ``top`` largest site queues
-        ("top_sites": site, queued, delay and backoff in seconds). Each shard
-        looks at ``limit`` sites at most ("approximate" then says so)."""
-        calls = [("VIEW", sk.fixed, [top, self.default_delay_ms, limit]) for sk in self.keys.site_shards]
+        ("top_sites": site, queued, delay and backoff in seconds; a site
+        without a delay of its own shows ``default_delay``, the workers',
+        else this frontier's). Each shard looks at ``limit`` sites at most
+        ("approximate" then says so)."""
+        delay_ms = self.default_delay_ms if default_delay is None else int(default_delay * 1000)
+        calls = [("VIEW", sk.fixed, [top, delay_ms, limit]) for sk in self.keys.site_shards]
         stats: dict[str, int] = {}
         sites = ready = backed_off = 0
         approximate = False

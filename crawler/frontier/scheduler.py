@@ -414,6 +414,9 @@ class FrontierScheduler(BaseScheduler):
         return {"pages": done, "fetched": get("response_received_count", 0), "errors": self.book.acked.get("E", 0),
                 "links": get("frontier/links_parsed", 0), "pages_per_min": round(per_min, 2),
                 "lease_timeout": self.lease_timeout, "state": "stopping" if self.stopping else "running",
+                # The delay between two fetches of a site this worker keeps
+                # (DOWNLOAD_DELAY): operators see the crawl's, not their own.
+                "download_delay": self.service.frontier.default_delay_ms / 1000.0,
                 "crawl_dir": self.crawl_dir,
                 "spider": self.spider.name if self.spider else None,
                 # The re-crawl's figures (crawler/recrawl.py), when it revisits.

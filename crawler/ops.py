@@ -171,7 +171,8 @@ def workers_delay(records: dict[str, dict[str, Any]], beats: dict[str, float], n
     (``DOWNLOAD_DELAY``, as each reports it): the largest among the live
     workers, else the last worker's to report; None when no worker said
     (a crawl no worker has run, or workers of an earlier version)."""
-    alive, last = [], (-1.0, None)
+    alive: list[float] = []
+    last: tuple[float, float | None] = (-1.0, None)
     for node, rec in records.items():
         delay = _number(rec.get("download_delay"), -1.0)
         if delay < 0:

@@ -36,11 +36,14 @@ lease.
   worker restarted after a crash is spawned, as is every worker where
   ``fork`` is not safe (not on Linux, or the supervisor not the process's
   own command: ``Command._forks_workers``).
-- **The embedded Redis** (no ``REDIS_URL``): the supervisor starts it (its
-  check before the workers start) and holds it until the last worker has
-  ended, then stops it; a worker (``SUPERVISOR_ENV`` names its parent)
-  leaves it running at its exit without waiting to see whether it was the
-  server's last client.
+- **The embedded Redis** (no ``REDIS_URL``): the supervisor starts or joins
+  it (its check before the workers start), and uses it until it ends; a
+  forked worker shares the supervisor's hold on it, a spawned one takes its
+  own. It stops once the last of them has ended, the supervisor or a worker,
+  however it ended (crawler/frontier/embedded.py): a supervisor killed
+  outright leaves it to its workers, and they to nobody.
+- ``SUPERVISOR_ENV`` in each worker's environment names its supervisor
+  (``supervised()``).
 """
 
 from __future__ import annotations
@@ -60,14 +63,18 @@ from typing import IO, Any, NoReturn
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_RESTARTS", "SUPERVISOR_ENV", "Supervisor", "process_count", "worker_command"]
+__all__ = ["MAX_RESTARTS", "SUPERVISOR_ENV", "Supervisor", "process_count", "supervised", "worker_command"]
 
 MAX_RESTARTS = 5
-# Each worker's environment names its supervisor (this process's id): the
-# supervisor holds the embedded Redis until its last worker has ended
-# (crawler/frontier/connection.py).
+# Each worker's environment names its supervisor (this process's id).
 SUPERVISOR_ENV = "SITE_CRAWLER_SUPERVISOR"
 RESTART_WINDOW = 300.0  # seconds
+
+
+def supervised() -> bool:
+    """Whether this process is a worker of a running supervisor (its parent;
+    a name left in the environment by another run does not count)."""
+    return os.environ.get(SUPERVISOR_ENV, "") == str(os.getppid())
 
 
 def process_count(value: Any) -> int:

@@ -1,14 +1,24 @@
 """The supervisor's fork start (crawler/supervisor.py), in this process: a
 fork that fails leaves the remaining workers to be spawned, and nothing
-forked is left unread. End to end: tests/test_processes.py."""
+forked is left unread; killed, it leaves the embedded Redis to its workers.
+End to end: tests/test_processes.py."""
 
 from __future__ import annotations
 
 import errno
 import os
+import re
+import subprocess
 import time
 
+import psutil
+import pytest
+
 from crawler.supervisor import Supervisor, _Forked
+from tests.conftest import ROOT, crawl_cmd
+from tests.test_embedded import ENV, assert_gone, crawl_dir, one_server, read, servers
+
+__all__ = ["crawl_dir"]  # the fixture
 
 
 def test_a_fork_that_fails_leaves_the_remaining_workers_to_be_spawned(monkeypatch, capsys):
@@ -53,3 +63,40 @@ def test_no_worker_is_forked_once_a_stop_was_asked(monkeypatch):
     monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(AssertionError("forked")))
     sup._fork_all(sup.fork)
     assert [w.proc for w in sup.workers] == [None, None]
+
+
+@pytest.mark.slow
+def test_a_killed_supervisor_leaves_the_embedded_redis_to_its_workers_and_it_goes_with_the_last(server, crawl_dir):
+    """The supervisor holds the embedded Redis for its workers; killed
+    outright (no exit handler runs), its forked workers crawl on on the same
+    server, which stops once the last of them has ended."""
+    cmd = crawl_cmd([f"seeds={server.url('/')}"], {"CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.3,
+                                                   "TRAP_MAX_SHAPE_RUN": 3}, crawl_dir)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    workers: list[psutil.Process] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            m = re.match(r"\[supervisor\] w\d started \(pid (\d+)\)", line)
+            if m:
+                workers.append(psutil.Process(int(m.group(1))))
+            if len(workers) == 2 and re.match(r"\[w\d\] .*Spider opened", line):
+                break
+        assert len(workers) == 2
+        redis_server = one_server(crawl_dir)
+        time.sleep(1.0)
+        proc.kill()
+        proc.wait(30)
+        assert all(w.is_running() for w in workers)
+        assert servers(crawl_dir) == [redis_server]  # theirs still
+        gone, alive = psutil.wait_procs(workers, timeout=120)
+        assert not alive
+    finally:
+        for w in workers:
+            try:
+                w.kill()
+            except psutil.Error:
+                pass
+    assert_gone(crawl_dir)
+    found = read(crawl_dir)
+    assert found["done"] >= 3 and found["leased"] == 0, found

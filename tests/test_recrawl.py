@@ -504,3 +504,72 @@ def test_a_recrawl_keeps_a_focused_crawls_topic_score(tmp_path, visit):
         stored = store.get_page(page["url"])
         assert (stored["topic_score"], stored["on_topic"]) == (0.8, True)
         assert len(stored["history"]) == 2
+
+
+@pytest.mark.slow
+def test_recrawl_follows_links_by_the_crawls_own_policy_and_keeps_them(tmp_path):
+    """A crawl made with -a follow=all: a link added to an information page
+    is followed by the re-crawl (its default follows the crawl's recorded
+    policy, not follow=index), and a later 304 loses nothing. A re-crawl
+    with nothing due says when the next page falls due; -a all=1 says what
+    it does; pages are counted once however often they are revisited; a
+    worker asking another policy of the crawl is refused in one line."""
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    (root / "index.html").write_text(index(["/a.html", "/b.html"]))
+    (root / "a.html").write_text(article("/a.html", 1))
+    (root / "b.html").write_text(article("/b.html", 2))
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root, validators=True)
+    crawl_dir = tmp_path / "crawl"
+    slow = {**SETTINGS, "REVISIT_MIN_INTERVAL": 3600, "REVISIT_DEFAULT_INTERVAL": 3600, "REVISIT_MAX_INTERVAL": 7200}
+    url = server.url
+    try:
+        first = run_crawl(server, crawl_dir, [f"seeds={url('/')}", "follow=all"], slow)
+        assert first.returncode == 0, first.log[-3000:]
+        assert sorted(set(first.fetched)) == ["/", "/a.html", "/b.html", "/robots.txt"]
+
+        refused = run_crawl(server, crawl_dir, ["follow=index"], slow)
+        assert refused.returncode == 1
+        assert refused.log.strip().splitlines()[-1] == (
+            "Error: crawl 'site' follows -a follow=all (recorded when it started); this worker asks "
+            "-a follow=index: join it with -a follow=all (or without -a follow), or start another crawl "
+            "(-s CRAWL_NAME=...)")
+
+        # An information page gains a link; nothing is due yet.
+        (root / "b.html").write_text(article("/b.html", 2, links='<p><a href="/added.html">Added</a></p>'))
+        (root / "added.html").write_text(article("/added.html", 5))
+        mark = server.mark()
+        idle = run_crawl(server, crawl_dir, [], slow, spider="recrawl")
+        assert idle.returncode == 0 and server.requests(mark) == [], idle.log[-3000:]
+        assert "Revisiting crawl site: 0 of 3 stored pages due; links of changed pages followed as " \
+               "-a follow=all" in idle.log, idle.log[-3000:]
+        assert "Nothing is due: the next page (" in idle.log and ", in 60 min; `scrapy crawl recrawl -a all=1` " \
+               "revisits every stored page now" in idle.log, idle.log[-3000:]
+
+        mark = server.mark()
+        every = run_crawl(server, crawl_dir, ["all=1"], slow, spider="recrawl")
+        assert every.returncode == 0, every.log[-3000:]
+        assert "Revisiting crawl site: all 3 of its 3 stored pages, due or not (-a all=1); links of changed " \
+               "pages followed as -a follow=all" in every.log, every.log[-3000:]
+        assert answers(server, mark) == {"/": (304, True), "/a.html": (304, True), "/b.html": (200, True),
+                                         "/added.html": (200, False)}
+
+        mark = server.mark()
+        again = run_crawl(server, crawl_dir, ["all=1"], slow, spider="recrawl")
+        assert again.returncode == 0, again.log[-3000:]
+        assert answers(server, mark) == {"/": (304, True), "/a.html": (304, True), "/b.html": (304, True),
+                                         "/added.html": (304, True)}
+        with SQLiteStore(again.store_path) as store:
+            assert {p["url"]: p["state"] for p in store.iter_pages()} == {
+                url(p): "C" for p in ("/", "/a.html", "/b.html", "/added.html")}
+            assert url("/added.html") in [x["url"] for x in store.outlinks(url("/b.html"))]
+        status = subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s", f"CRAWL_DIR={crawl_dir}"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stderr
+        totals = json.loads(status.stdout)["totals"]
+        # Four pages, however often fetched: 3 + 1 first fetches; 3 + 4 revisits.
+        assert (totals["pages"], totals["errors"], totals["revisits"], totals["revisit_errors"]) == (4, 0, 7, 0)
+    finally:
+        server.stop()
+        stop_embedded_redis(crawl_dir)

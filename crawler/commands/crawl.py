@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 START_ERRORS = (ConfigError, RedisUnavailable, FrontierLayoutError, StoreUnavailable, OSError)
 
 
-def preflight(settings: BaseSettings, spider_name: str) -> None:
+def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] | None = None) -> None:
     """Reach Redis and the store before the engine starts: an unreachable
     one is then one line, not a failed start that Scrapy unwinds with
     tracebacks. (The embedded Redis started here is the one the crawl uses.)"""
@@ -74,6 +74,13 @@ def preflight(settings: BaseSettings, spider_name: str) -> None:
         # an earlier version started) is refused here, in one line.
         frontier = Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS"))
         frontier.check_layout()
+        follow = (spargs or {}).get("follow")
+        recorded = frontier.crawl_policy("follow") if spider_name == "site" and follow else None
+        if recorded is not None and recorded != follow:
+            raise ConfigError(
+                f"crawl {name!r} follows -a follow={recorded} (recorded when it started); this worker asks "
+                f"-a follow={follow}: join it with -a follow={recorded} (or without -a follow), or start "
+                "another crawl (-s CRAWL_NAME=...)")
         stop = frontier.stop_requested()
         if stop is not None:
             if not settings.getbool("STOP_CLEAR"):
@@ -192,7 +199,7 @@ class Command(ScrapyCrawlCommand):
         try:
             if check is not None:
                 check(**opts.spargs)
-            preflight(self.settings, spidercls.name)
+            preflight(self.settings, spidercls.name, opts.spargs)
         except CrawlStopped as exc:
             print(f"Not starting: {exc}", file=sys.stderr, flush=True)
             return

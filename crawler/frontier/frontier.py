@@ -722,6 +722,16 @@ class Frontier:
         v = self._run("HGET", [self.shard(site).mirrors], [site])
         return _s(v) if v is not None else None
 
+    def crawl_policy(self, name: str, propose: str | None = None) -> str | None:
+        """A per-crawl choice recorded in the crawl's meta (``follow``): with
+        ``propose``, recorded unless one is already (HSETNX); the recorded
+        value, or None."""
+        calls: list[tuple[str, Sequence[Any], Sequence[Any]]] = [("HGET", [self.keys.meta], [name])]
+        if propose is not None:
+            calls.insert(0, ("HSETNX", [self.keys.meta], [name, propose]))
+        raw = self.run_many(calls)[-1]
+        return _s(raw) if raw is not None else None
+
     def claim_again(self, url: str, stamp: str) -> bool:
         """Whether this worker is the one to queue ``url`` again, a URL the
         crawl settled as an error (its record's ``stamp``: when and why):

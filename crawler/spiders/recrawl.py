@@ -79,7 +79,7 @@ class RecrawlSpider(SiteSpider):
     @classmethod
     def check_arguments(  # type: ignore[override]  # other arguments: called by keyword (-a NAME=)
             cls, site: str | None = None, all: str | None = None,  # noqa: A002 (-a all=1)
-            limit: str | None = None, follow: str = "index",
+            limit: str | None = None, follow: str | None = None,
             **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         if "topic" in kwargs:  # a re-crawl revisits stored pages; it follows no topic
             raise ConfigError(f"unknown spider argument -a topic; spider {cls.name!r} takes "
@@ -97,11 +97,13 @@ class RecrawlSpider(SiteSpider):
             raise ConfigError("-a site= names no site: give a site as stored (e.g. example.org)")
         return [], []
 
-    # A re-crawl joins its crawl's frontier as the crawl made it.
+    # A re-crawl joins its crawl's frontier as the crawl made it, and follows
+    # links as the crawl does unless -a follow asks otherwise for this pass.
     frontier_order = None
+    records_follow = False
 
     def __init__(self, site: str | None = None, all: str | None = None,  # noqa: A002
-                 limit: str | None = None, follow: str = "index", **kwargs: Any) -> None:
+                 limit: str | None = None, follow: str | None = None, **kwargs: Any) -> None:
         self.check_arguments(site, all, limit, follow, **kwargs)
         super().__init__(None, None, "site", follow, **{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
         self.only_site = site.strip().lower() if site else None
@@ -224,16 +226,28 @@ class RecrawlSpider(SiteSpider):
 
     async def start(self) -> AsyncIterator[Any]:
         self._load_scope()
+        self._settle_follow()
         now = time.time()
         store = self._open_store()
-        due = store.count_due(now, self.default_interval, self.only_site)
-        logger.info("Revisiting crawl %(crawl)s: %(due)d of %(total)d stored pages due%(what)s%(cont)s",
-                    {"crawl": crawl_name(self.crawler.settings, self.name), "due": due,
-                     "total": store.count_pages(site=self.only_site, state="C"),
-                     "what": f" on {self.only_site}" if self.only_site else "",
-                     "cont": "; polling for more every %gs (RECRAWL_CONTINUOUS)" % self.poll_interval
-                     if self.continuous else ""},
-                    extra={"spider": self})
+        total = store.count_pages(site=self.only_site, state="C")
+        where = f" on {self.only_site}" if self.only_site else ""
+        cont = ("; polling for more every %gs (RECRAWL_CONTINUOUS)" % self.poll_interval
+                if self.continuous else "")
+        name = crawl_name(self.crawler.settings, self.name)
+        follows = f"; links of changed pages followed as -a follow={self.follow}"
+        if self.every:
+            n = min(total, self.limit) if self.limit else total
+            logger.info("Revisiting crawl %(crawl)s: all %(n)d of its %(total)d stored pages%(what)s, due or not "
+                        "(-a all=1)%(follows)s%(cont)s",
+                        {"crawl": name, "n": n, "total": total, "what": where, "follows": follows, "cont": cont},
+                        extra={"spider": self})
+        else:
+            due = store.count_due(now, self.default_interval, self.only_site)
+            logger.info("Revisiting crawl %(crawl)s: %(due)d of %(total)d stored pages due%(what)s%(follows)s"
+                        "%(cont)s", {"crawl": name, "due": due, "total": total, "what": where, "follows": follows,
+                                     "cont": cont}, extra={"spider": self})
+            if not due and not self.continuous:
+                self._say_when_next(store, now)
         # The scope first: links on revisited pages are judged against it.
         requests = list(self.due_requests(now, self.every, self.limit))
         for request in requests:
@@ -241,6 +255,20 @@ class RecrawlSpider(SiteSpider):
         if self.continuous:
             self._poll = LoopingCall(self._poll_due)
             self._poll.start(self.poll_interval, now=False)
+
+    def _say_when_next(self, store: Store, now: float) -> None:
+        """Nothing is due: when the next page falls due, and how to revisit
+        now anyway."""
+        soonest = next(iter(store.due(now, self.default_interval, self.only_site, 1, every=True)), None)
+        if soonest is None:
+            logger.info("Nothing to revisit: the crawl holds no page done%(what)s",
+                        {"what": f" on {self.only_site}" if self.only_site else ""}, extra={"spider": self})
+            return
+        at = float(soonest["next_fetch_at"] or now)
+        logger.info("Nothing is due: the next page (%(url)s) falls due at %(when)s, in %(wait)s; "
+                    "`scrapy crawl recrawl -a all=1` revisits every stored page now",
+                    {"url": soonest["url"], "when": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(at)),
+                     "wait": _duration(at - now)}, extra={"spider": self})
 
     def _poll_due(self) -> None:
         engine = self.crawler.engine
@@ -259,6 +287,18 @@ class RecrawlSpider(SiteSpider):
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _duration(seconds: float) -> str:
+    """A wait as an operator reads it: 45 s, 12 min, 3.5 h, 2.1 days."""
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def _modified_since(response: Response, since: Any) -> bool:

@@ -239,7 +239,7 @@ class SiteSpider(Spider):
 
     @classmethod
     def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
-                        scope: str = "site", follow: str = "index", topic: str | None = None,
+                        scope: str = "site", follow: str | None = None, topic: str | None = None,
                         **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         """The seeds (normal form) and the bad seeds with their reasons;
         ``ConfigError`` for an argument the spider cannot run with."""
@@ -251,7 +251,7 @@ class SiteSpider(Spider):
                 f"{', '.join('-a ' + a for a in cls.arguments)}")
         if scope not in SCOPES:
             raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
-        if follow not in FOLLOW_MODES:
+        if follow is not None and follow not in FOLLOW_MODES:
             raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
         if topic is not None:
             cls.read_topic(topic)
@@ -291,7 +291,7 @@ class SiteSpider(Spider):
         seeds: str | None = None,
         seeds_file: str | None = None,
         scope: str = "site",
-        follow: str = "index",
+        follow: str | None = None,
         topic: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -303,6 +303,9 @@ class SiteSpider(Spider):
         for seed, reason in bad:
             logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": seed, "reason": reason})
         self.scope = scope
+        # The follow policy: the crawl's, recorded when it started (start());
+        # -a follow when the crawl has none yet.
+        self.follow = follow
         self.follow_all = follow == "all"
         self.seed_hosts = frozenset(host_of(u) for u in self.seed_urls)
         self.seed_sites = frozenset(site_of(h) for h in self.seed_hosts)
@@ -400,6 +403,30 @@ class SiteSpider(Spider):
         return Request(url, callback=self.parse, errback=self.errback,
                        meta={"referer_url": referer} if referer else None)
 
+    def _settle_follow(self) -> None:
+        """Follow the links the crawl follows: its policy is recorded in its
+        meta by the worker that starts it (``-a follow``, default ``index``)
+        and read by every other, and by the re-crawl, which follows the
+        links of changed pages as the crawl did. ``scrapy crawl`` refuses a
+        worker that asks for another policy (commands/crawl.py); started
+        otherwise (scrapyd), such a worker says so and follows the crawl's."""
+        frontier = FrontierService.of(self.crawler).frontier
+        recorded = frontier.crawl_policy("follow", self.follow or "index" if self.records_follow else None)
+        if recorded not in FOLLOW_MODES:
+            recorded = None  # not recorded (a crawl started before it was), or not ours to read
+        if self.follow is None:
+            self.follow = recorded or "index"
+        elif recorded is not None and recorded != self.follow and self.records_follow:
+            logger.error("Crawl %(crawl)s follows -a follow=%(recorded)s (recorded when it started), not "
+                         "-a follow=%(mine)s: following the crawl's",
+                         {"crawl": frontier.crawl, "recorded": recorded, "mine": self.follow}, extra={"spider": self})
+            self.follow = recorded
+        self.follow_all = self.follow == "all"
+
+    # Whether this spider records its -a follow as the crawl's policy (the
+    # re-crawl reads the crawl's, and may be asked another for one pass).
+    records_follow = True
+
     def _seeds_again(self) -> set[str]:
         """The seeds the store holds as errors (or gone), not as done: a seed
         refused by the run before (a private address before
@@ -438,6 +465,7 @@ class SiteSpider(Spider):
             logger.info("No seeds: joining crawl %(crawl)s (scope: %(sites)s)",
                         {"crawl": crawl_name(settings, self.name), "sites": ", ".join(sorted(self.seed_sites))},
                         extra={"spider": self})
+        self._settle_follow()
         again = self._seeds_again()
         for url in self.seed_urls:
             if url in self._seen:

@@ -81,17 +81,24 @@ def _rate(history: deque[Sample], now: Sample, field: str) -> float:
     return (getattr(now, field) - getattr(first, field)) * 60.0 / dt if dt >= 1.0 else 0.0
 
 
+def duration(seconds: float) -> str:
+    """A span as operators read it: ``45s``, ``12m``, ``3.5h``, ``2.1d``."""
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
+
+
 def eta(pending: int, per_min: float) -> str:
     if pending <= 0:
         return "0s"
     if per_min <= 0:
         return "unknown"
-    seconds = pending / per_min * 60.0
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
+    return duration(pending / per_min * 60.0)
 
 
 class Progress:

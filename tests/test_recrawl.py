@@ -544,7 +544,7 @@ def test_recrawl_follows_links_by_the_crawls_own_policy_and_keeps_them(tmp_path)
         assert idle.returncode == 0 and server.requests(mark) == [], idle.log[-3000:]
         assert "Revisiting crawl site: 0 of 3 stored pages due; links of changed pages followed as " \
                "-a follow=all" in idle.log, idle.log[-3000:]
-        assert "Nothing is due: the next page (" in idle.log and ", in 60 min; `scrapy crawl recrawl -a all=1` " \
+        assert "Nothing is due: the next page (" in idle.log and ", in 60m; `scrapy crawl recrawl -a all=1` " \
                "revisits every stored page now" in idle.log, idle.log[-3000:]
 
         mark = server.mark()

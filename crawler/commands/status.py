@@ -19,6 +19,7 @@ import redis
 from crawler import ops
 from crawler.frontier.connection import RedisUnavailable
 from crawler.opscli import FrontierCommand
+from crawler.progress import duration
 
 if TYPE_CHECKING:
     import argparse
@@ -27,12 +28,7 @@ if TYPE_CHECKING:
 
 
 def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f}s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m ago"
-    return f"{seconds / 3600:.1f}h ago"
+    return duration(seconds) + " ago"
 
 
 def render(st: dict[str, Any]) -> RenderableType:

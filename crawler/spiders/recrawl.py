@@ -49,6 +49,7 @@ from twisted.internet.task import LoopingCall
 from crawler.config import ConfigError
 from crawler.crawldir import crawl_name
 from crawler.items import PageItem
+from crawler.progress import duration
 from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider, content_length
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, host_of, normalize, url_site
@@ -268,7 +269,7 @@ class RecrawlSpider(SiteSpider):
         logger.info("Nothing is due: the next page (%(url)s) falls due at %(when)s, in %(wait)s; "
                     "`scrapy crawl recrawl -a all=1` revisits every stored page now",
                     {"url": soonest["url"], "when": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(at)),
-                     "wait": _duration(at - now)}, extra={"spider": self})
+                     "wait": duration(at - now)}, extra={"spider": self})
 
     def _poll_due(self) -> None:
         engine = self.crawler.engine
@@ -287,18 +288,6 @@ class RecrawlSpider(SiteSpider):
         if self._store is not None:
             self._store.close()
             self._store = None
-
-
-def _duration(seconds: float) -> str:
-    """A wait as an operator reads it: 45 s, 12 min, 3.5 h, 2.1 days."""
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def _modified_since(response: Response, since: Any) -> bool:

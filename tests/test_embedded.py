@@ -266,13 +266,16 @@ def test_users_that_end_at_the_same_moment_leave_no_server(crawl_dir, how):
     assert read(crawl_dir)["keys"]["users"] == "3"
 
 
-def test_a_killed_watcher_takes_the_server_with_it_and_nothing_is_lost(crawl_dir):
-    """The server must not outlive the process that would stop it."""
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_watcher_takes_the_server_with_it_and_nothing_is_lost(crawl_dir, signum):
+    """The server must not outlive the process that would stop it: killed
+    outright, the kernel stops the server (its parent-death signal);
+    SIGTERM'd, the watcher stops it itself."""
     user = User(crawl_dir)
     server = one_server(crawl_dir)
     watcher = server.parent()
     assert watcher is not None and watcher.pid != 1, "the server has no watcher"
-    watcher.kill()
+    watcher.send_signal(signum)
     assert_gone(crawl_dir)
     user.end("sigkill")
     assert read(crawl_dir)["keys"] == {"users": "1", "user": "kept"}

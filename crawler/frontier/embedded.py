@@ -404,10 +404,11 @@ def _launch(server: Any) -> int:
             "registry": server.settingregistryfile, "pidfile": server.pidfile, "socket": server.socket_file,
             "tempdir": server.redis_dir, "executable": _redis_executable()}
     with open(server.logfile, "ab") as log:
-        # -I: the standard library alone (and no script directory on the
-        # path, which would put this package's modules before it).
-        launcher = subprocess.Popen([sys.executable, "-I", __file__, json.dumps(spec)], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=log)
+        # -I -S: the standard library alone, no site-packages (and no
+        # script directory on the path, which would put this package's
+        # modules before it): the watcher starts in a few milliseconds.
+        launcher = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(spec)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
     try:
         out, _ = launcher.communicate(timeout=START_TIMEOUT + 5)
     except subprocess.TimeoutExpired:
@@ -448,11 +449,16 @@ def _rewrite_if_bloated(server: redis.Redis, directory: Path) -> None:
         size = (directory / AOF_FILE).stat().st_size
     except OSError:
         return
-    data = int(server.info("memory").get("used_memory_dataset", 0))
-    if size > AOF_REWRITE_MIN_SIZE and size > 2 * data:
-        logger.info("Embedded Redis: rewriting its append-only file (%(size)d bytes for %(data)d bytes of data)",
-                    {"size": size, "data": data})
-        server.bgrewriteaof()
+    import redis
+
+    try:
+        data = int(server.info("memory").get("used_memory_dataset", 0))
+        if size > AOF_REWRITE_MIN_SIZE and size > 2 * data:
+            logger.info("Embedded Redis: rewriting its append-only file (%(size)d bytes for %(data)d bytes of "
+                        "data)", {"size": size, "data": data})
+            server.bgrewriteaof()
+    except redis.RedisError as exc:  # one under way already, say: the next start tries again
+        logger.warning("Embedded Redis: could not rewrite its append-only file: %(exc)s", {"exc": exc})
 
 
 # -- the watcher (this module run as a script: the standard library alone) ------------------
@@ -564,9 +570,9 @@ class _Watcher:
                 self._stop(server)
                 break
         self.say(f"redis-server ended with status {server.returncode}")
-        # Set the registry aside only with the exclusive hold: without it a
-        # process that uses the server would find it gone and start another
-        # (and it is the stopping process's own to remove when that stopped it).
+        # Set the registry aside only with the exclusive hold: a process
+        # with a shared one may be writing another server's there. (When a
+        # last user stopped the server, it holds the lock and sets it aside.)
         if self.exclusive or _try_exclusive(self.users):
             _forget_registry(Path(self.spec["registry"]).parent, self.spec["pidfile"])
 

@@ -85,7 +85,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from crawler.classify import (FEATURES, INDEX, RULE_DENSITY, Model, RuleTrust, bare_navigation,  # noqa: E402
                               decide, feature_vector, model, page_model, thin_navigation)
 from crawler.extract import Page, analyze  # noqa: E402
-from crawler.template import OWN_FEATURES, LocalTemplates, block_keys, template_of  # noqa: E402
+from crawler.template import (OWN_FEATURES, LocalTemplates, block_keys, block_stats, contents_list,  # noqa: E402
+                              template_of)
 from train_classifier import fit, held_out, metrics  # noqa: E402
 
 LINK_DENSITY = RULE_DENSITY
@@ -167,14 +168,16 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
                 for row, first, first_keys in alone:
                     again = template_of(first_keys, site.counts, site.pages, templates.policy)
                     row["x"], row["tpl"] = feature_vector(row["url"], first, again), True
+                    row["contents"] = contents_list(block_stats(first.blocks), again)
                 alone = []
         x = feature_vector(r["url"], page, known)
+        contents = known is not None and contents_list(block_stats(page.blocks), known)
         if r["label"] not in ("index", "info"):
             if known is not None:
                 before.append(x)
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
-                     "tpl": known is not None, "thin": thin_navigation(page),
+                     "tpl": known is not None, "thin": thin_navigation(page), "contents": contents,
                      "before": before})
         before = []
         if template and retype and known is None:
@@ -250,7 +253,8 @@ def typed(m: Model, r: dict, page_only: bool = True, trust: RuleTrust | None = N
         m = page_model()
     if r["tpl"] and trust is not None:  # the rule where the model is unsure, as the crawler does
         x = r["x"]
-        return 1 if decide(m.score(x), m.threshold, x[_LD_AT], trust, r["source"], bare(x)) == INDEX else 0
+        return 1 if decide(m.score(x), m.threshold, x[_LD_AT], trust, r["source"], bare(x),
+                           r.get("contents", False)) == INDEX else 0
     return 1 if m.score(r["x"]) >= m.threshold else 0
 
 
@@ -307,6 +311,7 @@ def dump(path: Path, m: Model, test: Sequence[dict]) -> None:
     ``crawler.classify``'s decision (or a variant of it) in seconds."""
     pm = page_model()
     rows = [{"url": r["url"], "y": r["y"], "tpl": r["tpl"], "thin": r["thin"], "x": r["x"],
+             "contents": r.get("contents", False),
              "score": m.score(r["x"]), "page_score": pm.score(r["x"]),
              "before": [[x, m.score(x)] for x in r.get("before", ())]} for r in test]
     path.write_text(json.dumps({"source": test[0]["source"], "threshold": m.threshold,

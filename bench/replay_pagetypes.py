@@ -1,7 +1,7 @@
 """Type the pages of dumped folds again: decision variants in seconds.
 
     python bench/bench_pagetypes.py --trees DIR ... --jobs 2 --dump /tmp/folds   # once (14 minutes here)
-    python bench/replay_pagetypes.py /tmp/folds [--only NAME,...] [--no-rule | --no-bare]
+    python bench/replay_pagetypes.py /tmp/folds [--only NAME,...] [--no-rule | --no-bare] [--no-contents]
     python bench/replay_pagetypes.py /tmp/folds --mix W [--log-odds] | --trust-bound Z,P[,MIN]
 
 Each held-out source's pages, as its one-source-left-out fold scored them
@@ -10,7 +10,8 @@ without the source), are typed again in crawl order as the crawler types
 them (``crawler.classify``): a page typed alone by the page-only model's
 score or ``thin_navigation``; a page with its site's template by
 ``decide``, with a ``RuleTrust`` kept over the source's pages (the
-unlabelled ones too) and ``bare_navigation``. They are scored as
+unlabelled ones too), ``bare_navigation`` and ``contents_list`` (dumped
+as each page's ``contents``). They are scored as
 ``bench_pagetypes.py`` scores them, so the replay of the shipped decision
 gives that bench's ``loso`` column exactly. A variant of the decision is
 a function with ``decide``'s signature given to ``replay`` (the sessions'
@@ -58,13 +59,16 @@ Mix = Callable[[float, float, float, float], float]  # (score, threshold, page s
 
 
 def replay(d: dict[str, Any], decision: Decide | None = decide, mix: Mix | None = None,
-           trust: RuleTrust | None = None) -> list[int]:
+           trust: RuleTrust | None = None, contents: bool = True) -> list[int]:
     """1 (index) or 0 for each labelled page of a dumped source, typed in
     crawl order by ``decision`` (None: the model alone, ``--no-rule``).
     ``mix``: the score a page typed with its template is decided on, from
     both models' scores (``mixed``; the pages typed before it, dumped
     without their page-only score, count in ``trust`` by their own).
-    ``trust``: a fresh ``RuleTrust`` of another kind (``BoundTrust``)."""
+    ``trust``: a fresh ``RuleTrust`` of another kind (``BoundTrust``).
+    ``contents``: a page dumped as a contents list (``contents_list``) is
+    an index page whatever ``decision`` says, as ``decide`` types it
+    (``--no-contents``: not; dumps from before it have no such pages)."""
     t = d["threshold"]
     trust = RuleTrust() if trust is None else trust
     out = []
@@ -80,7 +84,8 @@ def replay(d: dict[str, Any], decision: Decide | None = decide, mix: Mix | None 
             out.append(1 if s >= t else 0)
         else:
             x = r["x"]
-            out.append(1 if decision(s, t, x[_LD_AT], trust, d["source"], bare(x)) == INDEX else 0)
+            kind = decision(s, t, x[_LD_AT], trust, d["source"], bare(x))
+            out.append(1 if kind == INDEX or contents and r.get("contents", False) else 0)
     return out
 
 
@@ -145,6 +150,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="sources to report (default: all)")
     ap.add_argument("--no-rule", action="store_true", help="the model alone where the template is known")
     ap.add_argument("--no-bare", action="store_true", help="decide without bare_navigation (before 2026-11-27)")
+    ap.add_argument("--no-contents", action="store_true",
+                    help="decide without contents_list (before contents lists were typed index)")
     ap.add_argument("--mix", type=float, default=None, metavar="W",
                     help="decide on the two models' margins mixed, the page-only model's weighing W")
     ap.add_argument("--log-odds", action="store_true", help="--mix in log-odds")
@@ -159,7 +166,7 @@ def main() -> None:
     met = with_index = 0
     for d in load(args.folds, [s for s in args.only.split(",") if s]):
         trust = BoundTrust(bound[0], bound[1], int(bound[2]) if len(bound) == 3 else 10) if bound else None
-        (bal, rec, inf), ok = score(d, replay(d, decision, mix, trust))
+        (bal, rec, inf), ok = score(d, replay(d, decision, mix, trust, not args.no_contents))
         verdict = "-" if ok is None else "met" if ok else "missed"
         cell = f"{'-':>5} {'-':>5} {inf:.3f}" if ok is None else f"{bal:.3f} {rec:.3f} {inf:.3f}"
         print(f"{d['source']:22}{len(d['rows']):6}   {cell}   {verdict}")

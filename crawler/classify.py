@@ -48,7 +48,12 @@ requests. With a site's template known, the model's close calls go to the
 link-density rule on a site where the rule has held (``decide``,
 ``RuleTrust``: the spider keeps the count); a close call with next to
 nothing of its own once the template is set aside is an index page, as a
-thin page of links typed alone is (``bare_navigation``).
+thin page of links typed alone is (``bare_navigation``); so, whatever the
+model's score, is a page whose own content is mostly a contents list of
+rows each led by a link to another page (``crawler.template.contents_list``:
+a section's table of contents whose rows carry one-line descriptions, an
+index whose entries open with their link), which link density alone
+takes for prose.
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from crawler.extract import Page, analyze
 from crawler.fingerprint import count_words
-from crawler.template import OWN_FEATURES, BlockStat, block_stats, own_features, rule_density, stat_features
+from crawler.template import (OWN_FEATURES, BlockStat, block_stats, contents_list, own_features, rule_density,
+                              stat_features)
 
 __all__ = ["INDEX", "INFO", "RULE_AGREEMENT", "RULE_BAND", "RULE_DENSITY", "RULE_MIN_PAGES", "RULE_SURE", "RuleTrust",
            "THIN_TEXT", "bare_navigation", "classify",
@@ -370,7 +376,9 @@ class RuleTrust:
     starts again from nothing: the model alone until 10 are counted).
     ``decided``: pages the rule typed; ``overruled``: of them, those the
     model would have typed the other way; ``bare``: pages with nothing of
-    their own (``bare_navigation``) typed index where the model said info."""
+    their own (``bare_navigation``) typed index where the model said info;
+    ``contents``: contents lists (``contents_list``) typed index where the
+    rest of ``decide`` said info."""
 
     def __init__(self, max_sites: int = 4096) -> None:
         self.max_sites = max_sites
@@ -378,6 +386,7 @@ class RuleTrust:
         self.decided = 0
         self.overruled = 0
         self.bare = 0
+        self.contents = 0
 
     def record(self, site: str, agreed: bool) -> None:
         counts = self._sites.get(site)
@@ -424,7 +433,23 @@ def bare_navigation(own: Sequence[float]) -> bool:
 
 
 def decide(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "",
-           bare: bool = False) -> str:
+           bare: bool = False, contents: bool = False) -> str:
+    """``_decide``, then a page whose own content is mostly a contents
+    list (``contents``: ``crawler.template.contents_list``) is an index
+    page whatever the model's score (counted in ``trust.contents`` where
+    it would have been typed info): a section's table of contents or a
+    book's index is what a crawler must follow, and the model, which reads
+    link density, takes one whose rows carry descriptions for prose."""
+    kind = _decide(score, threshold, density, trust, site, bare)
+    if contents and kind == INFO:
+        if trust is not None:
+            trust.contents += 1
+        return INDEX
+    return kind
+
+
+def _decide(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "",
+            bare: bool = False) -> str:
     """The type of a page with its site's template known: the model's
     ``score`` against ``threshold``; where the score is within
     ``RULE_BAND`` of it, the rule on ``density`` (``rule_density``) if
@@ -464,7 +489,9 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     a page with nothing of its own is an index page where the model is
     unsure (``bare_navigation``, with or without ``trust``), and with
     ``trust`` given, the rule decides the model's other close calls on a
-    site where the rule has held (``decide``; the spider's ``RuleTrust``).
+    site where the rule has held (``decide``; the spider's ``RuleTrust``);
+    a page whose own content is mostly a contents list is an index page
+    (``crawler.template.contents_list``), with the template known only.
     ``classify_vector`` is the model alone."""
     if template is None and thin:
         return INDEX
@@ -474,7 +501,7 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
         return classify_vector(x, template, threshold)
     m = model()
     return decide(m.score(x), m.threshold if threshold is None else threshold, own[_RULE_AT], trust, site,
-                  bare_navigation(own))
+                  bare_navigation(own), contents_list(stats, template))
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

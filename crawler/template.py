@@ -50,8 +50,9 @@ from typing import Generic, TypeVar
 
 from crawler.extract import LONG_BLOCK, Block, Page
 
-__all__ = ["OWN_FEATURES", "BlockStat", "Evidence", "FirstPages", "LocalTemplates", "TemplatePolicy", "block_keys",
-           "block_stats", "links_out", "own_features", "own_stats", "stat_features", "stat_keys", "template_of"]
+__all__ = ["CONTENTS_ROWS", "CONTENTS_SHARE", "OWN_FEATURES", "ROW_CHARS", "BlockStat", "Evidence", "FirstPages",
+           "LocalTemplates", "TemplatePolicy", "block_keys", "block_stats", "contents_list", "contents_rows", "links_out",
+           "own_features", "own_stats", "stat_features", "stat_keys", "template_of"]
 
 MAX_PAGE_KEYS = 512  # block keys of one page sent as evidence (a hostile page has millions of blocks)
 DESCRIPTION_CHARS = 300  # a row's description after its link: a summary table's second cell
@@ -308,3 +309,50 @@ def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -
         0.0 if template is None else 1.0,
         rule_density(stats),
     ]
+
+
+# A contents list in the page's own content: a run of short rows, each
+# led by a link to another page. A section's table of contents (a DocBook
+# ``div.toc`` of refentries, each a name and a line of purpose; a gtk-doc
+# chapter's list of its sections; a Doxygen group's list of its classes),
+# an index whose entries open with their link (texinfo's, gtk-doc's API
+# index, Sphinx's genindex, javadoc's index-all) and a list of pages with
+# one-line descriptions are all that, whatever markup the generator gives
+# them, and each leads a crawler to pages it may reach from nowhere else.
+# Their descriptions keep their link density low, so the link-density
+# figures alone take them for prose. A row is a block of at most
+# ROW_CHARS characters that opens with a link and holds no link to a place
+# on the page itself (a summary of the page's own members, javadoc's and
+# Doxygen's, links its names to the page: that is a page of content, and
+# a row of it is not a contents row); a page is a contents list when at
+# least CONTENTS_ROWS rows hold at least CONTENTS_SHARE of its own text
+# (its template set aside). Chosen on the structure-labelled pages of the
+# 71 documentation trees of the fit (bench/RESULTS.md, "Contents lists
+# typed index"): of the pages the crawler typed info, 8 of the 13
+# labelled index pass (DocBook's refentry contents, Doxygen's file list,
+# javadoc's package "Use" pages) and 3 of the labelled information pages
+# (two Doxygen source listings, a changelog of links). Rows that do not
+# open with their link ("term, link": DocBook's back-of-book index) are
+# not counted: API reference pages have too many such rows (a member's
+# type linked to its class); DocBook's indexes are link-dense enough for
+# the model (0.92-0.97 on gtk-doc's).
+ROW_CHARS = 240
+CONTENTS_ROWS = 8
+CONTENTS_SHARE = 0.6
+
+
+def contents_rows(stats: Sequence[BlockStat], template: frozenset[str] | None) -> tuple[int, float]:
+    """The page's own rows of a contents list (``stats``: its
+    ``block_stats``; ``template`` as for ``own_stats``): how many, and
+    their share of its own text."""
+    own = own_stats(stats, template)
+    chars = sum(s[1] for s in own)
+    rows = [s for s in own if s[1] <= ROW_CHARS and s[4] and s[2] and not s[3]]
+    return len(rows), (sum(s[1] for s in rows) / chars if chars else 0.0)
+
+
+def contents_list(stats: Sequence[BlockStat], template: frozenset[str] | None) -> bool:
+    """Whether the page's own content is mostly a contents list
+    (``contents_rows``): a section's table of contents or a book's index."""
+    n, share = contents_rows(stats, template)
+    return n >= CONTENTS_ROWS and share >= CONTENTS_SHARE

@@ -275,7 +275,15 @@ def load_topic(path: str | Path) -> Topic:
         try:
             data = yaml.safe_load(raw)
         except yaml.YAMLError as exc:
-            raise TopicError(f"topic file {str(path)!r}: not valid YAML ({str(exc).splitlines()[0]})") from None
+            # Where PyYAML was (its context: "while scanning a simple key")
+            # and where it failed, each with its line and column.
+            parts = []
+            for what, mark in ((getattr(exc, "context", None), getattr(exc, "context_mark", None)),
+                               (getattr(exc, "problem", None), getattr(exc, "problem_mark", None))):
+                if what and mark is not None:
+                    parts.append(f"line {mark.line + 1}, column {mark.column + 1}: {what}")
+            detail = "; ".join(parts) or str(exc).splitlines()[0]
+            raise TopicError(f"topic file {str(path)!r}: not valid YAML ({detail})") from None
     else:
         try:
             data = json.loads(raw)

@@ -91,6 +91,15 @@ def test_stop_status_refuse_clear_resume(grid_server, redis_url, crawl_name, tmp
     assert st["frontier"]["leased"] == 0 and st["frontier"]["queued"] > 0
     assert [n["alive"] for n in st["nodes"]] == [False, False]
     assert [n["state"] for n in st["nodes"]] == ["stopped", "stopped"]
+    assert "joining 1 running worker" in b.log, b.log[:5000]
+    # The tables, piped: whole columns, and nodes that stopped cleanly read so.
+    code, out, err = command("status", [], settings, tmp_path)
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if "pages/min" in line and "heartbeat" in line)
+    assert header.split() == ["┃", "node", "┃", "host", "┃", "pid", "┃", "state", "┃", "pages", "┃", "pages/min",
+                              "┃", "links", "┃", "errors", "┃", "heartbeat", "┃"], out
+    rows = [line for line in out.splitlines() if any(n["id"] in line for n in st["nodes"])]
+    assert len(rows) == 2 and all(" stopped " in r and "(dead)" not in r and "…" not in r for r in rows), out
     first = fetched(grid_server, mark)
     assert sum(n["pages"] for n in st["nodes"]) == sum(stored(tmp_path, crawl_name).values()) > 0
 
@@ -110,6 +119,7 @@ def test_stop_status_refuse_clear_resume(grid_server, redis_url, crawl_name, tmp
     assert code == 0 and json.loads(out)["cleared"] is True
     c = Worker([], settings, tmp_path)
     assert c.wait(120) == 0, c.log[-3000:]
+    assert "resuming it" in c.log and "running worker" not in c.log, c.log[:5000]
     got = Counter(fetched(grid_server, mark))
     path = extra.split("/", 3)[3]
     assert got == EXPECTED + Counter({("127.0.0.5", "/" + path): 1}), (got - EXPECTED, EXPECTED - got)
@@ -134,6 +144,7 @@ def test_stop_now_gives_leases_back_at_once(grid_server, redis_url, crawl_name, 
     assert a.wait(30) == 0, a.log[-3000:]
     assert time.monotonic() - t0 < 5
     assert "Stop asked (scrapy stop --now)" in a.log
+    assert "'finish_reason': 'stopped_now'" in a.log, a.log[-3000:]  # docs/reference.md, not 'shutdown'
     st = status(settings, tmp_path)
     assert st["state"] == "stopped" and st["frontier"]["leased"] == 0
     # Resumed by a supervisor of two workers: its own check's warning comes

@@ -63,6 +63,15 @@ def test_a_file_that_does_not_parse(tmp_path, content, suffix, message):
         load_topic(p)
 
 
+def test_a_yaml_syntax_error_names_its_line_and_column(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("keywords:\n  postgres: 3\n  vacuum 2\n  wal: 1\nthreshold: [0.3\n")
+    with pytest.raises(TopicError) as exc:
+        load_topic(p)
+    assert str(exc.value) == (f"topic file {str(p)!r}: not valid YAML (line 3, column 3: while scanning a "
+                              "simple key; line 4, column 3: could not find expected ':')")
+
+
 def test_a_missing_file(tmp_path):
     with pytest.raises(TopicError, match="cannot read it"):
         load_topic(tmp_path / "nope.json")

@@ -149,11 +149,12 @@ def _crawler_process(settings: Settings) -> Any:
 class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
-        if self._forks_workers():
-            # Scrapy makes the crawler process (and installs the reactor)
-            # after this and before run(): a supervisor that forks its
-            # workers must have none, and needs none.
-            self.requires_crawler_process = False
+        # Scrapy makes the crawler process (installs the reactor and logs its
+        # 12-line version banner) after this and before run(): made in run()
+        # instead, once the settings, arguments, Redis and the store are
+        # checked, so that a start that fails says so in one line, last and
+        # alone. A supervisor that forks its workers never makes one.
+        self.requires_crawler_process = False
 
     def _forks_workers(self) -> bool:
         """Whether this command supervises workers forked from it: several
@@ -178,8 +179,6 @@ class Command(ScrapyCrawlCommand):
 
             install_scrapy_root_handler(self.settings)
         if len(args) != 1:
-            if self.crawler_process is None:
-                self.crawler_process = _crawler_process(self.settings)
             super().run(args, opts)  # Scrapy's usage errors
             return
         try:
@@ -211,7 +210,7 @@ class Command(ScrapyCrawlCommand):
             # This process only looks after the workers (crawler/supervisor.py).
             settings = list(getattr(opts, "set", None) or [])
             settings.append(f"LOG_LEVEL={self.settings.get('LOG_LEVEL')}")
-            fork = (lambda: self._forked_worker(spidercls, opts)) if self.crawler_process is None else None
+            fork = (lambda: self._forked_worker(spidercls, opts)) if self._forks_workers() else None
             self.exitcode = Supervisor(spidercls.name, opts.spargs, settings, processes, fork).run()
             _end_process(self.exitcode)
             return
@@ -246,7 +245,9 @@ class Command(ScrapyCrawlCommand):
             os._exit(code)
 
     def _crawl(self, spidercls: Any, opts: argparse.Namespace) -> None:
-        assert self.crawler_process is not None
+        if self.crawler_process is None:
+            assert self.settings is not None
+            self.crawler_process = _crawler_process(self.settings)
         crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
             crawl.add_done_callback(self._task_done)

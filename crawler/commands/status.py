@@ -70,7 +70,10 @@ def render(st: dict[str, Any]) -> RenderableType:
         nodes.add_column(col, justify="left" if col in ("node", "host", "state", "heartbeat") else "right")
     for n in st["nodes"]:
         style = "" if n["alive"] else "dim"
-        row = [n["id"], n["host"], str(n["pid"]), n["state"] if n["alive"] else f"{n['state']} (dead)",
+        # A node that left cleanly reads "stopped"; only one whose record
+        # still claims to work without a heartbeat reads "(dead)".
+        gone = not n["alive"] and n["state"] not in ("stopped", "lost")
+        row = [n["id"], n["host"], str(n["pid"]), f"{n['state']} (dead)" if gone else n["state"],
                f"{n['pages']:,}", f"{n['pages_per_min']:,.1f}", f"{n['links']:,}", f"{n['errors']:,}",
                _age(st["time"] - n["last_heartbeat"])]
         if tp:
@@ -124,9 +127,15 @@ class Command(FrontierCommand):
         if opts.json:
             print(ops.dumps(st))
         else:
+            import sys
+
             from rich.console import Console
 
-            Console().print(render(st))
+            # Piped (to a file, grep, less), rich would fit the tables to 80
+            # columns and cut their cells ("pages/…"): each line is as long
+            # as its table needs instead.
+            console = Console() if sys.stdout.isatty() else Console(width=10_000)
+            console.print(render(st))
 
     def _watch(self, opts: argparse.Namespace, timeout: float) -> None:
         from rich.console import Console

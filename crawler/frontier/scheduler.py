@@ -139,8 +139,15 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._item_settled, signal=signals.item_error)
         sig.connect(self._spider_idle, signal=signals.spider_idle)
         sig.connect(self._left_downloader, signal=signals.request_left_downloader)
+        # After CoreStats's (connected when the extensions were built): a
+        # stop --now stops the reactor, which closes the spider as "shutdown".
+        sig.connect(self._closed, signal=signals.spider_closed)
         self._tick_loop = LoopingCall(self._tick)
         self._tick_loop.start(0.25, now=False)
+
+    def _closed(self, reason: str) -> None:
+        if self.stopping == "now":
+            self.stats.set_value("finish_reason", "stopped_now")
 
     def close(self, reason: str) -> None:
         if self._tick_loop is not None and self._tick_loop.running:
@@ -448,7 +455,6 @@ class FrontierScheduler(BaseScheduler):
         self.book.give_back(held)
         logger.warning("Stop asked (scrapy stop --now): %(n)d requests go back to the queues; exiting now",
                        {"n": len(held) + len(buffered)}, extra={"spider": self.spider})
-        self.stats.set_value("finish_reason", "stopped_now")
         if self._tick_loop is not None and self._tick_loop.running:
             self._tick_loop.stop()
         self.service.close()

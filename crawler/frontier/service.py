@@ -149,12 +149,23 @@ class FrontierService:
         self.resumed = dict(st)
         done, errors = st.get("done", 0), st.get("errors", 0)
         pending = st.get("queued", 0) + st.get("leased", 0) + st.get("delayed", 0)
+        try:
+            now, beats = frontier.heartbeats()
+        except redis.RedisError as exc:
+            self.redis_error(exc)
+            return
+        # Workers alive now: joining them is not resuming a stopped crawl.
+        others = sum(1 for node, beat in beats.items() if node != frontier.node and now - beat < self.lease_timeout)
+        if others:
+            what = f"joining {others} running worker{'s' if others > 1 else ''}"
+        else:
+            what = "resuming it" if pending else "nothing is pending"
         if done or errors or pending:
             logger.info("Crawl %(crawl)s holds %(done)d pages done, %(errors)d errors, %(queued)d queued, "
                         "%(leased)d leased, %(delayed)d waiting to be retried: %(what)s",
                         {"crawl": frontier.crawl, "done": done, "errors": errors, "queued": st.get("queued", 0),
                          "leased": st.get("leased", 0), "delayed": st.get("delayed", 0),
-                         "what": "resuming it" if pending else "nothing is pending"},
+                         "what": what},
                         extra={"spider": self.spider})
 
     def _take_over_local(self, directory: str) -> None:

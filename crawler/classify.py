@@ -68,7 +68,7 @@ from typing import Any
 from importlib import resources
 from urllib.parse import parse_qsl, urlsplit
 
-from crawler.extract import Page, analyze
+from crawler.extract import Block, Page, analyze
 from crawler.fingerprint import count_words
 from crawler.template import (OWN_FEATURES, BlockStat, block_stats, contents_list, own_features, rule_density,
                               stat_features)
@@ -336,7 +336,8 @@ def classify(url: str, page: Page, threshold: float | None = None,
     (None: the page is typed alone, by ``page_model`` and
     ``thin_navigation``)."""
     stats = block_stats(page.blocks, keyed=template is not None)  # keys only to set the template aside
-    return classify_stats(page_features(url, page), stats, template, threshold, thin_navigation(page))
+    return classify_stats(page_features(url, page), stats, template, threshold, thin_navigation(page),
+                          terms=term_index(page.blocks))
 
 
 # Where the model is unsure of a page whose site's template is known (its
@@ -378,7 +379,8 @@ class RuleTrust:
     model would have typed the other way; ``bare``: pages with nothing of
     their own (``bare_navigation``) typed index where the model said info;
     ``contents``: contents lists (``contents_list``) typed index where the
-    rest of ``decide`` said info."""
+    rest of ``decide`` said info; ``terms``: indexes of terms
+    (``term_index``), typed index whatever the model said."""
 
     def __init__(self, max_sites: int = 4096) -> None:
         self.max_sites = max_sites
@@ -387,6 +389,7 @@ class RuleTrust:
         self.overruled = 0
         self.bare = 0
         self.contents = 0
+        self.terms = 0
 
     def record(self, site: str, agreed: bool) -> None:
         counts = self._sites.get(site)
@@ -405,6 +408,62 @@ class RuleTrust:
 
     def __len__(self) -> int:
         return len(self._sites)
+
+
+# A back-of-book index (``term_index``): at least this many letter headings
+# in alphabetical order, and of the entries between the first and the last,
+# this share with a link to another page.
+INDEX_LETTERS = 5
+INDEX_LINKED = 0.6
+_HEADING_TRIM = " \t\n-\u2013\u2014\u00b7\u2022:|()[]"
+
+
+def term_index(blocks: Sequence[Block]) -> bool:
+    """Whether the page is an index of terms (a back-of-book index, a
+    generated index of names): entries under single-letter headings that
+    run in alphabetical order (A ... Z; DocBook's ``indexdiv``, Sphinx's
+    ``genindex``, javadoc's ``index-all``, Texinfo's index nodes,
+    Doxygen's ``- a -``), most entries linking to another page. That is
+    what an index is on every generator, whatever its markup: its entries
+    ("term, section title") read as prose to link density, and it may be
+    the only page that links to some pages. A glossary under letter
+    headings is not one: its entries are definitions, not links."""
+    letters: list[tuple[int, str]] = []
+    for i, block in enumerate(blocks):
+        text = block.text.strip(_HEADING_TRIM)
+        if len(text) == 1 and text.isalpha():
+            letters.append((i, text.casefold()))
+    run = _alphabetical_run(letters)
+    if len(run) < INDEX_LETTERS:
+        return False
+    heads = {i for i, _ in run}
+    entries = [b for i, b in enumerate(blocks[run[0][0]:run[-1][0]], run[0][0]) if i not in heads and b.text.strip()]
+    linked = sum(1 for b in entries if b.link_chars > b.frag_chars)
+    return len(entries) >= 2 * len(run) and linked >= INDEX_LINKED * len(entries)
+
+
+def _alphabetical_run(letters: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The longest subsequence of ``letters`` (position, letter) whose letters
+    strictly increase (patience sorting, O(n log n))."""
+    import bisect
+
+    tails: list[str] = []  # the smallest last letter of an increasing run of each length
+    ends: list[int] = []  # the index in ``letters`` where that run ends
+    parent = [-1] * len(letters)
+    for k, (_, letter) in enumerate(letters):
+        j = bisect.bisect_left(tails, letter)
+        parent[k] = ends[j - 1] if j else -1
+        if j == len(tails):
+            tails.append(letter)
+            ends.append(k)
+        else:
+            tails[j], ends[j] = letter, k
+    run: list[tuple[int, str]] = []
+    k = ends[-1] if ends else -1
+    while k >= 0:
+        run.append(letters[k])
+        k = parent[k]
+    return run[::-1]
 
 
 def bare_navigation(own: Sequence[float]) -> bool:
@@ -481,7 +540,7 @@ def _decide(score: float, threshold: float, density: float, trust: RuleTrust | N
 
 def classify_stats(base: list[float], stats: Sequence[BlockStat], template: frozenset[str] | None,
                    threshold: float | None = None, thin: bool = False, trust: RuleTrust | None = None,
-                   site: str = "") -> str:
+                   site: str = "", terms: bool = False) -> str:
     """``classify`` from a page's ``page_features`` and ``block_stats``
     (what is kept of a site's first pages to type them again once the
     site's template is known); ``thin``: the page's ``thin_navigation``,
@@ -491,8 +550,14 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     ``trust`` given, the rule decides the model's other close calls on a
     site where the rule has held (``decide``; the spider's ``RuleTrust``);
     a page whose own content is mostly a contents list is an index page
-    (``crawler.template.contents_list``), with the template known only.
+    (``crawler.template.contents_list``), with the template known only;
+    ``terms``: the page is an index of terms (``term_index``), an index
+    page whatever the model says (counted in ``trust.terms``).
     ``classify_vector`` is the model alone."""
+    if terms:
+        if trust is not None:
+            trust.terms += 1
+        return INDEX
     if template is None and thin:
         return INDEX
     own = stat_features(stats, template)

@@ -135,7 +135,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 
 import redis
 
-from crawler.classify import INDEX, INFO, RuleTrust, classify_stats, page_features, thin_navigation
+from crawler.classify import INDEX, INFO, RuleTrust, classify_stats, page_features, term_index, thin_navigation
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler import fingerprint
@@ -560,10 +560,13 @@ class SiteSpider(Spider):
         duplicate = self._check_duplicate(item, (item.site, keys) if keys is not None else None, template_answer)
         template, young = self._site_template(item.site, keys, template_answer)
         features: list[float] = []
+        # An index of terms (A ... Z, each entry a link) is an index page,
+        # template or not; typed so, it is not typed again.
+        terms = bool(page.features) and term_index(page.blocks)
         if page.features:
             features = page_features(url, page)
             item.page_type = classify_stats(features, blocks, template, self.classifier_threshold,
-                                            thin_navigation(page), self._rule_trust, item.site)
+                                            thin_navigation(page), self._rule_trust, item.site, terms)
             self._count_rule()
         else:
             item.page_type = INFO
@@ -574,7 +577,7 @@ class SiteSpider(Spider):
             yield item
         if template is not None and item.site in self._first_pages:
             yield from self._retype(item.site)
-        if young and keys is not None and item.revisit is None:
+        if young and keys is not None and item.revisit is None and not terms:
             # Typed alone for want of the site's template: kept to be typed
             # again once it is known; its links with it, to follow then if
             # it turns out to be an index page.
@@ -630,6 +633,10 @@ class SiteSpider(Spider):
             self.crawler.stats.set_value("classifier/rule/overruled", trust.overruled)
         if trust.bare:
             self.crawler.stats.set_value("classifier/bare_index", trust.bare)
+        if trust.contents:
+            self.crawler.stats.set_value("classifier/contents_index", trust.contents)
+        if trust.terms:
+            self.crawler.stats.set_value("classifier/terms_index", trust.terms)
 
     def _site_template(self, site: str, keys: list[str] | None,
                        answer: list[Any]) -> tuple[frozenset[str] | None, bool]:

@@ -28,7 +28,7 @@ import scrapy
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["ScrapyInternalsChanged", "disable_downloader_delay", "spider_closing", "wake_engine"]
+__all__ = ["ScrapyInternalsChanged", "disable_downloader_delay", "reactor", "spider_closing", "wake_engine"]
 
 TESTED_WITH = ("2.19", "2.20")
 
@@ -87,3 +87,13 @@ def spider_closing(crawler: Crawler) -> bool:
     if not hasattr(slot, "closing"):
         raise ScrapyInternalsChanged("ExecutionEngine._slot.closing")
     return slot.closing is not None
+
+
+def reactor() -> Any:
+    """The running Twisted reactor, imported when asked: importing it at a
+    module's load would install Twisted's default reactor before Scrapy
+    installs the asyncio one. (Public Twisted, not Scrapy internals: here so
+    that every module asks for it the same way.)"""
+    from twisted.internet import reactor as installed
+
+    return installed

@@ -68,6 +68,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 from twisted.internet.task import deferLater
 
+from crawler.compat import reactor
 from crawler.frontier.service import FrontierService
 from crawler.traps import META_KEYS, Page, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
@@ -357,11 +358,5 @@ class SendSpacingMiddleware:
             stats = self.crawler.stats
             stats.inc_value("frontier/send_waits")
             stats.inc_value("frontier/send_wait_ms", int(wait * 1000))
-            await maybe_deferred_to_future(deferLater(_reactor(), wait, lambda: None))
+            await maybe_deferred_to_future(deferLater(reactor(), wait, lambda: None))
 
-
-def _reactor() -> Any:
-    # Imported late: Scrapy installs the reactor after this module loads.
-    from twisted.internet import reactor
-
-    return reactor

@@ -55,6 +55,7 @@ __all__ = [
     "SCOPES",
     "InvalidURL",
     "LinkResolver",
+    "redact_credentials",
     "host_of",
     "in_scope",
     "max_segment_repeats",
@@ -395,3 +396,12 @@ def max_segment_repeats(url: str) -> int:
 def queue_key(host: str, queue_by: str = "site") -> str:
     """The politeness unit a host belongs to: its site, or the host itself."""
     return host if queue_by == "host" else site_of(host)
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/?#]*@")
+
+
+def redact_credentials(url: str) -> str:
+    """``url`` (a Redis, MongoDB or web address) with its credentials shown
+    as ``***``: what log lines and error messages show of it."""
+    return _USERINFO.sub(r"\1***@", url)

@@ -40,6 +40,7 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS
 from redis.exceptions import RedisClusterException
 
 from crawler.frontier.embedded import EmbeddedRedisError, embedded_redis
+from crawler.urls import redact_credentials
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -72,12 +73,7 @@ def is_cluster(client: RedisClient) -> TypeIs[redis.cluster.RedisCluster]:
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 _CLUSTER_FORM = "redis+cluster://[user:password@]host:port[,host:port...]"
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/?#]*@")
-
-
-def redact(url: str) -> str:
-    """``url`` with its credentials shown as ``***`` (as in log lines)."""
-    return _USERINFO.sub(r"\1***@", url)
+redact = redact_credentials  # the name this module's callers know
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ stops before the store is back, and replayed at the next start.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
 from crawler.store.buffer import WriteBuffer, read_spill
 from crawler.store.sqlite import SQLiteStore
+from crawler.urls import redact_credentials
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -62,16 +62,11 @@ def _sqlite_path(settings: BaseSettings, crawl_name: str, create: bool) -> Path:
     configured = settings.get("STORE_PATH")
     if configured:
         return Path(configured)
-    if create:
-        return crawl_dir(settings) / f"{crawl_name}.sqlite3"
-    # crawl_dir() makes the directory; a look must not.
-    from scrapy.utils.project import data_path
-
-    return Path(settings.get("CRAWL_DIR") or data_path("crawl")) / f"{crawl_name}.sqlite3"
+    return crawl_dir(settings, create=create) / f"{crawl_name}.sqlite3"  # a look makes no directory
 
 
 def _where(uri: str) -> str:
-    return re.sub(r"//[^@/]*@", "//***@", uri)  # no password in messages
+    return redact_credentials(uri)  # no password in messages
 
 
 def _mongo_has_pages(uri: str, database: str, timeout_ms: int) -> bool:

@@ -17,7 +17,6 @@ away, stepping down, timing out) and which a page will never get past.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -29,7 +28,7 @@ from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
 from crawler.store.base import PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, Store, StoreUnavailable, short_error
-from crawler.urls import url_site
+from crawler.urls import redact_credentials, url_site
 
 __all__ = ["MongoStore"]
 
@@ -70,10 +69,10 @@ class MongoStore(Store):
             self.client.admin.command("ping")  # a bad address fails here, at once
         except PyMongoError as exc:
             self.client.close()
-            where = re.sub(r"//[^@/]*@", "//***@", uri)  # no password in logs
+            where = redact_credentials(uri)  # no password in logs
             raise StoreUnavailable(f"cannot reach MongoDB at {where} within {timeout_ms / 1000:g} s: "
                                    f"{short_error(exc, 300)}") from exc
-        self.where = re.sub(r"//[^@/]*@", "//***@", uri)
+        self.where = redact_credentials(uri)
         self.db = self.client[database]
         self.pages = self.db["pages"]
         self.inlinks_kept = INLINKS_KEPT

@@ -13,6 +13,12 @@ Scrapy 2.19 has no public way to do three things the frontier needs:
   stopping (it then gives up on an absent store after its close timeout);
   the engine marks it in ``engine._slot.closing``.
 
+- ``crawler_process``: the crawl command makes its crawler process only
+  once its checks pass (so a failed start prints its one line without
+  Scrapy's banner first), choosing the class as ``scrapy.cmdline.execute``
+  does, by comparing ``TWISTED_REACTOR`` with Scrapy's private
+  ``scrapy.utils.reactor._asyncio_reactor_path``.
+
 Each function checks that what it touches is there and raises
 ``ScrapyInternalsChanged`` when it is not: a Scrapy release that moves one of
 them fails loudly (``tests/test_compat.py`` runs all three against a real
@@ -27,8 +33,10 @@ import scrapy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import Settings
 
-__all__ = ["ScrapyInternalsChanged", "disable_downloader_delay", "reactor", "spider_closing", "wake_engine"]
+__all__ = ["ScrapyInternalsChanged", "crawler_process", "disable_downloader_delay", "reactor", "spider_closing",
+           "wake_engine"]
 
 TESTED_WITH = ("2.19", "2.20")
 
@@ -97,3 +105,19 @@ def reactor() -> Any:
     from twisted.internet import reactor as installed
 
     return installed
+
+
+def crawler_process(settings: Settings) -> Any:
+    """The crawler process ``scrapy.cmdline.execute`` would make for a
+    command: ``AsyncCrawlerProcess`` on the asyncio reactor (unless
+    ``FORCE_CRAWLER_PROCESS``) or without a reactor, else ``CrawlerProcess``."""
+    from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
+    from scrapy.utils import reactor as scrapy_reactor
+
+    path = getattr(scrapy_reactor, "_asyncio_reactor_path", None)
+    if path is None:
+        raise ScrapyInternalsChanged("scrapy.utils.reactor._asyncio_reactor_path")
+    if (settings["TWISTED_REACTOR"] == path and not settings.getbool("FORCE_CRAWLER_PROCESS")
+            or not settings.getbool("TWISTED_REACTOR_ENABLED")):
+        return AsyncCrawlerProcess(settings)
+    return CrawlerProcess(settings)

@@ -85,3 +85,30 @@ def test_a_missing_hook_fails_loudly():
         compat.wake_engine(fake)  # type: ignore[arg-type]
     with pytest.raises(compat.ScrapyInternalsChanged, match=r"has no ExecutionEngine\._slot"):
         compat.spider_closing(fake)  # type: ignore[arg-type]
+
+
+def test_the_crawler_process_is_chosen_as_scrapys_execute_chooses_it():
+    """crawler_process reads scrapy.utils.reactor._asyncio_reactor_path: the
+    asyncio reactor (the project's) makes an AsyncCrawlerProcess, another
+    choice a CrawlerProcess; a Scrapy without the name fails loudly. Each
+    in a process of its own: making one installs a reactor."""
+    code = textwrap.dedent('''
+        import sys
+        import scrapy.crawler  # imports the name itself: before it goes
+        from scrapy.settings import Settings
+        from scrapy.utils import reactor as scrapy_reactor
+        from crawler import compat
+        settings = Settings({"TWISTED_REACTOR": scrapy_reactor._asyncio_reactor_path,
+                             "TWISTED_REACTOR_ENABLED": True, "FORCE_CRAWLER_PROCESS": sys.argv[1] == "force"})
+        if sys.argv[1] == "gone":
+            del scrapy_reactor._asyncio_reactor_path
+        try:
+            print(type(compat.crawler_process(settings)).__name__)
+        except compat.ScrapyInternalsChanged as exc:
+            print(exc)
+    ''')
+    out = {case: subprocess.run([sys.executable, "-c", code, case], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120).stdout.strip().splitlines()[-1] for case in ("asyncio", "force", "gone")}
+    assert out["asyncio"] == "AsyncCrawlerProcess"
+    assert out["force"] == "CrawlerProcess"
+    assert "has no scrapy.utils.reactor._asyncio_reactor_path" in out["gone"]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from crawler.compat import crawler_process
 from crawler.config import ConfigError, check_settings
 from crawler.frontier.connection import RedisUnavailable
 from crawler.frontier.frontier import FrontierLayoutError
@@ -135,17 +136,6 @@ class CrawlStopped(Exception):
     """The crawl's stop flag is set: a worker says so and exits 0."""
 
 
-def _crawler_process(settings: Settings) -> Any:
-    """The crawler process Scrapy's ``execute()`` makes for a command."""
-    from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
-    from scrapy.utils.reactor import _asyncio_reactor_path
-
-    if (settings["TWISTED_REACTOR"] == _asyncio_reactor_path and not settings.getbool("FORCE_CRAWLER_PROCESS")
-            or not settings.getbool("TWISTED_REACTOR_ENABLED")):
-        return AsyncCrawlerProcess(settings)
-    return CrawlerProcess(settings)
-
-
 class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
@@ -226,7 +216,7 @@ class Command(ScrapyCrawlCommand):
             # One process, and its log on the supervisor's output.
             self.settings.set("CRAWL_PROCESSES", 1, priority="cmdline")
             self.settings.set("LOG_FILE", None, priority="cmdline")
-            self.crawler_process = _crawler_process(self.settings)
+            self.crawler_process = crawler_process(self.settings)
             self._crawl(spidercls, opts)
             code = self.exitcode
         except BaseException:  # noqa: B036 - nothing may return into the supervisor's code
@@ -244,7 +234,7 @@ class Command(ScrapyCrawlCommand):
     def _crawl(self, spidercls: Any, opts: argparse.Namespace) -> None:
         if self.crawler_process is None:
             assert self.settings is not None
-            self.crawler_process = _crawler_process(self.settings)
+            self.crawler_process = crawler_process(self.settings)
         crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
             crawl.add_done_callback(self._task_done)

@@ -18,7 +18,7 @@ import redis
 from crawler.frontier import Frontier, LinkEntry
 from crawler.store import SQLiteStore
 from tests.conftest import ROOT, crawl_cmd, start_server
-from tests.mockserver import GRID_HOSTS, grid_paths
+from tests.support.mockserver import GRID_HOSTS, grid_paths
 
 EXPECTED = Counter((h, p) for h in GRID_HOSTS for p in ["/robots.txt", *grid_paths()])
 
@@ -158,7 +158,7 @@ def test_a_stalled_worker_cannot_make_the_gaps_shorter(grid_server, redis_url, c
     settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": DELAY,
                 "FRONTIER_DELAY_MARGIN": 0, "CONCURRENT_REQUESTS": 8}
     extensions = {"crawler.config.SettingsCheck": 0, "crawler.frontier.service.FrontierService": 10,
-                  "tests.stall.ReactorStall": 500}
+                  "tests.support.stall.ReactorStall": 500}
     mark = grid_server.mark()
     slow = Worker([seeds(grid_server)], {**settings, "EXTENSIONS": json.dumps(extensions)}, tmp_path)
     wait_for_requests(grid_server, mark, 4)

@@ -28,7 +28,7 @@ from crawler.frontier.connection import (
     redact,
 )
 from tests.conftest import ROOT, crawl_cmd
-from tests.redis_cluster import free_port, redis_server_binary, start_cluster
+from tests.support.redis_cluster import free_port, redis_server_binary, start_cluster
 
 FORM = "give redis+cluster://[user:password@]host:port[,host:port...]"
 

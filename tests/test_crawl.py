@@ -14,7 +14,7 @@ import pytest
 
 from crawler.store import SQLiteStore
 from tests.conftest import ROOT, run_crawl, stop_embedded_redis
-from tests.mockserver import CHINESE, JAPANESE, JAPANESE_TITLE
+from tests.support.mockserver import CHINESE, JAPANESE, JAPANESE_TITLE
 
 TRAP = {"TRAP_MAX_SHAPE_RUN": 3}
 

@@ -9,7 +9,7 @@ from crawler.fingerprint import (SKETCH_SAMPLE, content_hash, feature_hash, feat
                                   sample_from_bytes, shingles, signed, simhash, simhash_of_features, sketch,
                                   unsigned)
 from tests.data.pagetypes import body, labels
-from tests.mockserver import prose
+from tests.support.mockserver import prose
 
 ARTICLE = prose("an article", 300)
 CHINESE_TEXT = "网络爬虫是一种按照一定的规则自动抓取万维网信息的程序。它从一个或若干初始网页的地址开始。"

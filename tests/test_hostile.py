@@ -123,7 +123,7 @@ def test_an_entry_cannot_choose_the_method():
 
 
 # -- a hostile site ----------------------------------------------------------------
-from tests.hostile_server import HUB_ARTICLES  # noqa: E402
+from tests.support.hostile_server import HUB_ARTICLES  # noqa: E402
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):

@@ -20,8 +20,8 @@ import tests.test_cluster as multi
 from crawler.fingerprint import content_hash, fingerprints
 from crawler.frontier import Frontier
 from crawler.store import SQLiteStore
-from tests.mockserver import GRID_HOSTS, grid_paths
-from tests.redis_cluster import HASH_SLOTS, start_cluster
+from tests.support.mockserver import GRID_HOSTS, grid_paths
+from tests.support.redis_cluster import HASH_SLOTS, start_cluster
 from tests.test_cluster import DELAY, EXPECTED, Worker, fetched, seeds, sigkill_scenario, wait_for_requests
 
 pytestmark = pytest.mark.slow

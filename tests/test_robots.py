@@ -30,7 +30,7 @@ from crawler.frontier.robots import (ROBOTSTXT_MAX_BODY, ClusterRobotsTxtMiddlew
                                      product_token)
 from crawler.urls import queue_key
 from tests.conftest import run_crawl
-from tests.mockserver import article_page, index_page
+from tests.support.mockserver import article_page, index_page
 
 SHARDS = project.FRONTIER_SHARDS
 

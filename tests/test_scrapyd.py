@@ -35,7 +35,7 @@ import redis
 
 from crawler.frontier import Frontier
 from tests.conftest import ROOT, start_server
-from tests.mockserver import GRID_HOSTS
+from tests.support.mockserver import GRID_HOSTS
 from tests.test_cluster import EXPECTED, fetched, seeds, wait_for_requests
 from tests.conftest import until
 from tests.test_operate import command, status, wait_status

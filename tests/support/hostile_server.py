@@ -1,6 +1,6 @@
 """A hostile HTTP server for tests, run as a subprocess like mockserver.py:
 
-    python tests/hostile_server.py --hosts 127.0.0.1,127.0.0.2,127.0.0.3 --log requests.jsonl
+    python -m tests.support.hostile_server --hosts 127.0.0.1,127.0.0.2,127.0.0.3 --log requests.jsonl
 
 Prints one JSON line ``{"port": P}`` and serves until killed, logging every
 request as mockserver.py does. What it serves, by host:
@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 import time
 from pathlib import Path
 
 from aiohttp import web
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mockserver import answer, article_page, index_page, run, serve  # noqa: E402
+from tests.support.mockserver import answer, article_page, index_page, run, serve
 
 HUB_ARTICLES = [f"/hub/article-{i}.html" for i in range(3)]
 BOMB_BYTES = 64 * 1024 * 1024  # decompressed; a few tens of KiB on the wire

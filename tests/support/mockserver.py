@@ -1,6 +1,6 @@
 """A real HTTP server for tests and benchmarks, run as a subprocess.
 
-    python tests/mockserver.py --hosts 127.0.0.1,127.0.0.2 --log requests.jsonl [--root DIR]
+    python -m tests.support.mockserver --hosts 127.0.0.1,127.0.0.2 --log requests.jsonl [--root DIR]
 
 Binds port 0 on the first host and the same port on the others, prints one
 JSON line ``{"port": P, "hosts": [...]}`` and serves until killed. Every

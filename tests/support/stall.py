@@ -2,7 +2,7 @@
 for ``STALL_SECONDS`` every ``STALL_EVERY`` seconds (default 0.15 in 0.2),
 as a process on a machine loaded to several runnable processes per core
 would be. Enabled in tests with ``-s EXTENSIONS=...`` (see
-tests/test_cluster.py)."""
+tests/test_cluster.py: ``tests.support.stall.ReactorStall``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,23 @@
+"""What the tests share, and what benchmarks may import (tests never import
+``bench``): the servers they crawl and the crawls they run.
+
+- ``tests.support.servers``: ``start_server`` runs a test HTTP server as a
+  subprocess (``mockserver``: the generated test site, or a directory of
+  real pages; ``hostile_server``: the attacks) and returns a ``Server``;
+  ``start_secantus``/``stop_secantus``: a MongoDB-protocol server.
+- ``tests.support.crawl``: ``crawl_cmd`` and ``run_crawl`` run
+  ``scrapy crawl`` as a user would (``CrawlResult``); ``until`` polls;
+  ``stop_embedded_redis`` stops embedded Redis servers a crawl left behind.
+- ``tests.support.redis_cluster``: a Redis Cluster of ``redis-server``
+  processes (``start_cluster``).
+- ``tests.support.stall``: ``ReactorStall``, an extension that starves a
+  worker of CPU (enabled by dotted path in ``EXTENSIONS``).
+
+``tests/conftest.py`` holds the fixtures built on these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: crawls run from here

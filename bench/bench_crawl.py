@@ -1,6 +1,6 @@
 """Single-machine crawl speed: our full pipeline against plain Scrapy.
 
-    python bench/bench_crawl.py [--root /usr/share/doc/python3.11/html] [--runs 2] [--mongo]
+    python -m bench.bench_crawl [--root /usr/share/doc/python3.11/html] [--runs 2] [--mongo]
 
 Serves ``--root`` (real HTML documentation: ``apt-get install python3.11-doc``)
 from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
@@ -45,10 +45,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.support.servers import start_server
 
-from tests.conftest import start_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 COMMON = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
           "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False,
@@ -184,7 +183,7 @@ def main() -> None:
     cpu_ours = cpu_plain = float("inf")
     mongo_uri, mongo_proc = os.environ.get("MONGO_URI"), None
     if args.mongo and not mongo_uri:
-        from tests.conftest import start_secantus
+        from tests.support.servers import start_secantus
 
         (work / "mongo").mkdir()
         mongo_proc, port = start_secantus(work / "mongo")
@@ -228,7 +227,7 @@ def main() -> None:
     finally:
         server.stop()
         if mongo_proc is not None:
-            from tests.conftest import stop_secantus
+            from tests.support.servers import stop_secantus
 
             stop_secantus(mongo_proc)
         shutil.rmtree(work, ignore_errors=True)

@@ -2,7 +2,7 @@
 insert, as the spider makes it) at 10,000 indexed pages and at 1,000,000,
 and the Redis memory an indexed page takes.
 
-    python bench/bench_dupindex.py [--pages 1000000] [--window 10000] [--copies 0.1]
+    python -m bench.bench_dupindex [--pages 1000000] [--window 10000] [--copies 0.1]
 
 Pages are synthetic but shaped like a crawl's: each has a random SimHash, a
 content key, 16 LSH band keys and a bottom-512 sample of random shingle
@@ -25,19 +25,15 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_frontier import RedisServer  # noqa: E402
-from crawler.fingerprint import SKETCH_BANDS, SKETCH_SAMPLE, Sketch  # noqa: E402
-from crawler.frontier import Frontier  # noqa: E402
+from bench.bench_frontier import RedisServer
+from crawler.fingerprint import SKETCH_BANDS, SKETCH_SAMPLE, Sketch
+from crawler.frontier import Frontier
 
 
 def pages(n: int, copies: float, seed: int = 1, k: int = SKETCH_SAMPLE):
@@ -113,7 +109,6 @@ def main() -> None:
     finally:
         rs.stop()
         shutil.rmtree(work, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """SimHash cost per page.
 
-    python bench/bench_fingerprint.py [--root /usr/share/doc/python3.11/html]
+    python -m bench.bench_fingerprint [--root /usr/share/doc/python3.11/html]
 
 1. SimHash of the main text of every page under --root: the simhash
    package as shipped (``Simhash(text)``: character 4-grams, one md5 and one
@@ -15,17 +15,13 @@ The cluster's near-duplicate index is timed by bench/bench_dupindex.py.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from simhash import Simhash
 
-from simhash import Simhash  # noqa: E402
-
-from crawler.extract import analyze  # noqa: E402
-from crawler.fingerprint import feature_hash, features, fingerprints, simhash  # noqa: E402
+from crawler.extract import analyze
+from crawler.fingerprint import feature_hash, features, fingerprints, simhash
 
 
 def main() -> None:

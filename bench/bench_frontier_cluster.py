@@ -1,6 +1,6 @@
 """The frontier on a Redis Cluster: 1 master against 3, frontier load only.
 
-    CRAWLER_TEST_REDIS_SERVER=/usr/bin/redis-server python bench/bench_frontier_cluster.py
+    CRAWLER_TEST_REDIS_SERVER=/usr/bin/redis-server python -m bench.bench_frontier_cluster
         [--quick] [--sites 10000] [--urls 10000000] [--workers 4] [--no-load]
         [--mem-scales 100000,300000,1000000q] [--mem-config hash-max-ziplist-value=128] [--mem-config-only]
         [--failover-sites 100] [--no-failover] [--lag 0.5] [--stall-limit 30] [--verbose]
@@ -71,17 +71,16 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from crawler import settings as defaults
+from crawler.frontier import Frontier, LinkEntry, scripts
+from crawler.frontier.frontier import fingerprint_slot
+from crawler.frontier.serialize import request_to_json
+from crawler.spiders.site import SiteSpider
+from crawler.traps import PathTrapGuard
+from crawler.urls import max_segment_repeats, site_of, url_shape
+from tests.support.redis_cluster import redis_server_binary, start_cluster
 
-from crawler import settings as defaults  # noqa: E402
-from crawler.frontier import Frontier, LinkEntry, scripts  # noqa: E402
-from crawler.frontier.frontier import fingerprint_slot  # noqa: E402
-from crawler.frontier.serialize import request_to_json  # noqa: E402
-from crawler.spiders.site import SiteSpider  # noqa: E402
-from crawler.traps import PathTrapGuard  # noqa: E402
-from crawler.urls import max_segment_repeats, site_of, url_shape  # noqa: E402
-from tests.redis_cluster import redis_server_binary, start_cluster  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CRAWL = "bench"
 SECTIONS = ("news", "blog", "docs", "about", "products", "support", "events", "careers", "press", "research",

@@ -1,6 +1,6 @@
 """HEAD before GET on a server without validators: when does it pay?
 
-    python bench/bench_head.py [--pages 200] [--kb 20] [--delay 0.05] [--shares 0.1,0.5,0.9]
+    python -m bench.bench_head [--pages 200] [--kb 20] [--delay 0.05] [--shares 0.1,0.5,0.9]
 
 A site of ``--pages`` pages of about ``--kb`` KB each, served from disk with
 no ``ETag`` and no ``Last-Modified`` (tests/mockserver.py ``/novalid/``), is
@@ -22,15 +22,14 @@ import argparse
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.bench_crawl import stats_of
+from tests.support.crawl import crawl_cmd, stop_embedded_redis
+from tests.support.servers import start_server
 
-from bench.bench_crawl import stats_of  # noqa: E402
-from tests.conftest import crawl_cmd, start_server, stop_embedded_redis  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 WORDS = ("river mountain harbour lantern meadow orchard quarry tunnel valley window garden bridge "
          "castle forest island market station theatre village canyon desert glacier").split()

@@ -1,10 +1,10 @@
 """Near-duplicate precision and recall on two versions of one documentation tree.
 
-    python bench/bench_neardup.py [--old /usr/share/doc/llvm-14-doc/html]
+    python -m bench.bench_neardup [--old /usr/share/doc/llvm-14-doc/html]
                                   [--new /usr/share/doc/llvm-15-doc/html] [--k 3]
-    python bench/bench_neardup.py --old TREE --banner "SENTENCE"      # a mirror with a banner
-    python bench/bench_neardup.py --old TREE --nav                    # a mirror with its own menu and footer
-    python bench/bench_neardup.py ... --minhash 128                   # and what MinHash would find
+    python -m bench.bench_neardup --old TREE --banner "SENTENCE"      # a mirror with a banner
+    python -m bench.bench_neardup --old TREE --nav                    # a mirror with its own menu and footer
+    python -m bench.bench_neardup ... --minhash 128                   # and what MinHash would find
 
 (``apt-get install llvm-14-doc llvm-15-doc``: Sphinx HTML of LLVM 14 and 15,
 823 and 1,044 pages; many pages barely changed between the releases, many
@@ -54,12 +54,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.bench_crawl import settings_args, stats_of
+from crawler.fingerprint import SKETCH_BANDS, SKETCH_ROWS, SKETCH_SAMPLE, sketch
+from tests.support.servers import start_server
 
-from bench.bench_crawl import settings_args, stats_of  # noqa: E402
-from crawler.fingerprint import SKETCH_BANDS, SKETCH_ROWS, SKETCH_SAMPLE, sketch  # noqa: E402
-from tests.conftest import start_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 _WORD = re.compile(r"\w+")
 

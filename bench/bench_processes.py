@@ -1,6 +1,6 @@
 """One worker process against two (``CRAWL_PROCESSES``), in the same run.
 
-    python bench/bench_processes.py [--root DIR] [--pages 3000] [--sites 1] [--runs 2] [--per-site 8]
+    python -m bench.bench_processes [--root DIR] [--pages 3000] [--sites 1] [--runs 2] [--per-site 8]
 
 Serves ``--root`` (default: OpenJDK 17's javadoc, ``apt-get install
 openjdk-17-doc``: link-heavy pages; not the PostgreSQL or Python manuals, on
@@ -20,17 +20,17 @@ import argparse
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.support.crawl import crawl_cmd
 
-from tests.conftest import crawl_cmd, start_server  # noqa: E402
+from tests.support.servers import start_server
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def cpu(p: psutil.Process) -> float:

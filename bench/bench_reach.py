@@ -47,10 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.support.servers import start_server
 
-from tests.conftest import start_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TARGET = 0.995
 
@@ -118,7 +117,7 @@ def contents_typed_info(tree: Tree, default: dict[str, str | None], prefix: str)
     table-of-contents and index blocks hold at least half of the page's
     text) and that were typed ``info``: each hides whatever it alone
     links to, even where the tree links it from elsewhere too."""
-    from bench.pagetype_sources import label
+    from tools.pagetypes.sources import label
 
     generator = "docbook" if tree.generator == "gtk-doc" else tree.generator
     root = Path(tree.root)

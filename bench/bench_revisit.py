@@ -1,6 +1,6 @@
 """Revisit schedules on a simulated web with a virtual clock.
 
-    python bench/bench_revisit.py [--pages 10000] [--seeds 2,3,4] [--days 120] [--warmup 60]
+    python -m bench.bench_revisit [--pages 10000] [--seeds 2,3,4] [--days 120] [--warmup 60]
                                   [--budget-days 4] [--static 0.15] [--plot bench/revisit.png] [--quick]
 
 Pages whose changes follow known schedules: 70 % Poisson with periods
@@ -43,14 +43,11 @@ import bisect
 import heapq
 import math
 import random
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from crawler.revisit import (  # noqa: E402
+from crawler.revisit import (
     Evidence,
     Plan,
     Policy,

@@ -1,6 +1,6 @@
 """A worker's memory over a long crawl: resident set size by pages crawled.
 
-    python bench/bench_rss.py [--root DIR] [--pages 10000]
+    python -m bench.bench_rss [--root DIR] [--pages 10000]
 
 Serves ``--root`` (default: OpenJDK 17's javadoc, ``apt-get install
 openjdk-17-doc``, about 10,000 pages) on 127.0.0.2 and crawls ``--pages`` of
@@ -16,17 +16,17 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.support.crawl import crawl_cmd
 
-from tests.conftest import crawl_cmd, start_server  # noqa: E402
+from tests.support.servers import start_server
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MARKS = (1000, 2500, 5000, 7500, 10000)
 

@@ -1,6 +1,6 @@
 """The SQLite store's cost a batch as a site grows.
 
-    python bench/bench_store.py [--sizes 1000,100000,400000] [--batch 50]
+    python -m bench.bench_store [--sizes 1000,100000,400000] [--batch 50]
 
 Fills a store (in a temporary directory) with one site's pages, 1,000 at a
 time, and at each size times 20 batches of ``--batch`` new pages written as
@@ -13,15 +13,11 @@ counts moved by the batch, a recount of the site's done and failed pages
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from crawler.store import SQLiteStore  # noqa: E402
+from crawler.store import SQLiteStore
 
 RECOUNT = ("UPDATE sites SET pages = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'C'), "
            "errors = (SELECT COUNT(*) FROM pages WHERE site = ?1 AND state = 'E') WHERE site = ?1")

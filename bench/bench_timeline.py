@@ -1,7 +1,7 @@
 """Where a crawl's start and end go: launch to first request, last request
 to exit, plain Scrapy against ours, in the same run.
 
-    python bench/bench_timeline.py [--root DIR] [--processes 2] [--runs 3]
+    python -m bench.bench_timeline [--root DIR] [--processes 2] [--runs 3]
 
 Serves ``--root`` (default: the PostgreSQL 15 documentation, link-light
 pages on which a 5 s crawl leaves start-up weighing heavily; measured, not
@@ -23,12 +23,10 @@ import time
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from bench import bench_crawl as bc
+from tests.support.servers import start_server
 
-import bench_crawl as bc  # noqa: E402
-from tests.conftest import start_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
@@ -77,7 +75,6 @@ def main() -> None:
             print(f"run {run}: whole process, ours {plain / ours:.2f}x plain", flush=True)
     finally:
         server.stop()
-
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """URL normalisation: conformance on public test data, and cost per link.
 
-    python bench/bench_urls.py [--root /usr/share/doc/python3.11/html] [--repeat 3]
+    python -m bench.bench_urls [--root /usr/share/doc/python3.11/html] [--repeat 3]
 
 1. Conformance: the cases of ``tests/data/urls`` (WPT urltestdata's http(s)
    cases and urlcanon's, expected forms derived as its README says), run
@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 import time
 import types
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import lxml.html
+
+import crawler.urls as new
+from tests.test_urls import DEVIATIONS, conformance_cases
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import lxml.html  # noqa: E402
-
-import crawler.urls as new  # noqa: E402
-from tests.test_urls import DEVIATIONS, conformance_cases  # noqa: E402
 
 OLD_COMMIT = "89e190a"
 

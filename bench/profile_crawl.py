@@ -1,7 +1,7 @@
 """Where a crawl's CPU goes: py-spy samples of ours and of plain Scrapy.
 
-    python bench/profile_crawl.py [--root DIR] [--out /tmp/prof] [--which ours,plain]
-    python bench/profile_crawl.py --report /tmp/prof/ours.txt [--under FUNCTION] [--top 40]
+    python -m bench.profile_crawl [--root DIR] [--out /tmp/prof] [--which ours,plain]
+    python -m bench.profile_crawl --report /tmp/prof/ours.txt [--under FUNCTION] [--top 40]
 
 The first form serves ``--root`` (default: the PostgreSQL 15 documentation,
 link-light pages where the issue's 1.2x is not met) on 127.0.0.1 and runs
@@ -28,8 +28,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 _FRAME = re.compile(r"(.*?) \((.*?)(?::(\d+))?\)$")
 
@@ -84,8 +82,8 @@ def report(path: Path, top: int = 40, under: str | None = None) -> None:
 
 
 def record(root: Path, out: Path, which: list[str]) -> None:
-    import bench_crawl as bc
-    from tests.conftest import start_server
+    from bench import bench_crawl as bc
+    from tests.support.servers import start_server
 
     # Beside this Python first (a virtual environment not activated), then on PATH.
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")

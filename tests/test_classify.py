@@ -1,23 +1,17 @@
 """The classifier must not slide back: accuracy on real pages it was never
 fitted on, and the clear cases of the generated test site."""
 
-import random
-import sys
-
 import pytest
 
-from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, THIN_TEXT, Model, RuleTrust, _assemble, \
+from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, THIN_TEXT, RuleTrust, _assemble, \
     bare_navigation, classify, classify_stats, decide, doc_url_features, model, page_features, page_model, page_type, \
     rule_density, thin_navigation, tspider_rule
 from crawler.template import block_keys
 from crawler.template import stat_features
 from crawler.template import block_stats
 from crawler.extract import analyze
-from tests.conftest import ROOT
 from tests.data.pagetypes import body, labels
-
-sys.path.insert(0, str(ROOT / "bench"))
-from train_classifier import _apply, _tree, fit, held_out, metrics  # noqa: E402
+from tools.pagetypes.measure import held_out, metrics
 
 
 @pytest.fixture(scope="module")
@@ -377,121 +371,3 @@ def test_count_words_reads_cjk_without_spaces():
 ])
 def test_doc_url_names_are_contents_pages_names(url, expected):
     assert doc_url_features(url) == expected
-
-
-def _dipping(sign: int) -> tuple[list[list[float]], list[int]]:
-    """Pages whose label follows the first column (rising with ``sign`` 1,
-    falling with -1) but for a band in the middle where it turns over."""
-    rng = random.Random(3)
-    xs, ys = [], []
-    for _ in range(400):
-        a, b = rng.random(), rng.random()
-        up = a > 0.5 and not 0.6 < a < 0.7
-        xs.append([a if sign > 0 else 1 - a, b])
-        ys.append(1 if up else 0)
-    return xs, ys
-
-
-def _turns(params: dict, sign: int) -> int:
-    """Steps along the first column (the second held) where the score goes
-    against ``sign``."""
-    m = Model(params)
-    scores = [m.score([i / 100, 0.5]) for i in range(101)]
-    return sum(1 for a, b in zip(scores, scores[1:]) if sign * (b - a) < -1e-12)
-
-
-@pytest.mark.parametrize("sign", [1, -1])
-def test_a_monotone_feature_never_turns_the_score_back(sign):
-    xs, ys = _dipping(sign)
-    free = fit(xs, ys, rounds=60, depth=2)
-    held = fit(xs, ys, rounds=60, depth=2, monotone={0: sign})
-    # Unconstrained, the trees learn the band (so the check below can fail) ...
-    assert _turns(free, sign) > 0
-    # ... constrained, the score only ever moves one way along the column,
-    assert _turns(held, sign) == 0
-    assert held["monotone"] == {"links_log": sign}
-    # and it still reads the column: it rises (or falls) across it.
-    m = Model(held)
-    assert sign * (m.score([1.0, 0.5]) - m.score([0.0, 0.5])) > 0.5
-
-
-def test_no_constraint_fits_the_trees_it_always_did():
-    xs, ys = _dipping(1)
-    assert fit(xs, ys, rounds=20, depth=3) == fit(xs, ys, rounds=20, depth=3, monotone={})
-    assert "monotone" not in fit(xs, ys, rounds=5, depth=2)
-
-
-@pytest.mark.parametrize("sign", [1, -1])
-def test_every_tree_under_a_constraint_is_monotone_on_its_own(sign):
-    """Trees of depth 3 on gradients that turn over along the constrained
-    column, one at a time: each must keep to the constraint everywhere (the
-    leaves clamped, the bounds handed down through splits on the other
-    column), whatever the other column holds."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    grid = np.linspace(0, 1, 201)
-    for _ in range(100):
-        x = rng.random((60, 2))
-        g = rng.normal(size=60) + 2 * np.sin(8 * x[:, 0])
-        h = rng.uniform(0.05, 1.0, size=60)
-        tree = _tree(x, g, h, np.arange(60), 3, monotone={0: sign})
-        for other in (0.1, 0.5, 0.9):
-            values = _apply(tree, np.column_stack([grid, np.full(len(grid), other)]))
-            assert np.all(sign * np.diff(values) >= -1e-12)
-
-
-def test_weights_of_one_fit_the_trees_it_always_did():
-    xs, ys = _dipping(1)
-    assert fit(xs, ys, rounds=20, depth=2) == fit(xs, ys, rounds=20, depth=2, weights=[1.0] * len(ys))
-    # A common factor changes nothing either: the classes are balanced after the weights.
-    assert fit(xs, ys, rounds=20, depth=2) == fit(xs, ys, rounds=20, depth=2, weights=[3.0] * len(ys))
-
-
-def test_a_row_weighed_more_pulls_the_fit_its_way():
-    """Two copies of one feature vector with opposite labels: unweighed the
-    score sits at 0.5; the index copy weighed three times the info copy's
-    weight moves it up, balanced against the other rows' classes."""
-    xs = [[0.0], [0.0], [1.0], [1.0]] * 10  # ten of each: a leaf holds at least 5 rows
-    ys = [1, 0, 1, 0] * 10
-    even = Model(fit(xs, ys, rounds=30, depth=1))
-    leaning = Model(fit(xs, ys, rounds=30, depth=1, weights=[3.0, 1.0, 1.0, 3.0] * 10))
-    assert even.score([0.0]) == pytest.approx(0.5)
-    assert leaning.score([0.0]) > 0.6 and leaning.score([1.0]) < 0.4
-
-
-def test_each_source_weighs_the_same_in_the_bench_fit():
-    import bench_pagetypes as b
-
-    rows = [{"source": "big"}] * 3 + [{"source": "small"}]
-    was = b._SOURCE_POWER[0]
-    try:
-        b._SOURCE_POWER[0] = 0.0
-        assert b.source_weights(rows) is None  # the shipped fit: every page 1
-        b._SOURCE_POWER[0] = 1.0
-        assert b.source_weights(rows) == pytest.approx([2 / 3] * 3 + [2.0])  # 2 pages a source on average
-        assert b.source_weights(rows[:1], among=rows) == pytest.approx([2 / 3])  # sizes counted in ``among``
-        b._SOURCE_POWER[0] = 0.5
-        assert b.source_weights(rows) == pytest.approx([(2 / 3) ** 0.5] * 3 + [2 ** 0.5])
-    finally:
-        b._SOURCE_POWER[0] = was
-    assert metrics([1, 0, 1, 0], [1, 0, 0, 0], None) == (0.75, 0.5, 1.0)
-    assert metrics([1, 0, 1, 0], [1, 0, 0, 0], [3, 1, 1, 1]) == (0.875, 0.75, 1.0)
-    assert metrics([1, 0, 1, 0], [1, 1, 0, 0], [1, 3, 1, 1]) == (0.375, 0.5, 0.25)
-
-
-def test_a_weighed_fit_says_so_in_the_model_it_writes():
-    import bench_pagetypes as b
-
-    width = len(b.FEATURES)
-    rows = [{"source": f"s{k}", "x": [float(i % 2)] * width, "y": i % 2} for k in range(6) for i in range(20)]
-    was = b._SOURCE_POWER[0]
-    try:
-        b._SOURCE_POWER[0] = 0.0
-        assert "source_weight" not in b.fitted(rows)
-        b._SOURCE_POWER[0] = 1.0
-        params = b.fitted(rows)
-        assert (params["source_weight"], params["threshold_weighed"]) == (1.0, False)
-        assert Model(params).score([1.0] * width) > params["threshold"] > Model(params).score([0.0] * width)
-    finally:
-        b._SOURCE_POWER[0] = was

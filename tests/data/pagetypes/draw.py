@@ -3,7 +3,7 @@
     python -m tests.data.pagetypes.draw /path/to/the/full/pagetypes
 
 Keeps only pages the shipped classifier never saw (the held-out part of the
-full set's labels.jsonl, split by bench/train_classifier.py's file-name hash):
+full set's labels.jsonl, split by tools.pagetypes.measure.held_out's file-name hash):
 every held-out index page and as many held-out info pages, drawn with a fixed
 seed. Files are copied byte for byte; labels.jsonl keeps the source's lines.
 """
@@ -17,9 +17,7 @@ import sys
 from pathlib import Path
 
 from tests.data.pagetypes import SAMPLE as HERE
-
-sys.path.insert(0, str(HERE.parents[2] / "bench"))
-from train_classifier import held_out  # noqa: E402
+from tools.pagetypes.measure import held_out
 
 SEED = 20261122
 

@@ -1,18 +1,18 @@
 """Type the pages of dumped folds again: decision variants in seconds.
 
-    python bench/bench_pagetypes.py --trees DIR ... --jobs 2 --dump /tmp/folds   # once (14 minutes here)
-    python bench/replay_pagetypes.py /tmp/folds [--only NAME,...] [--no-rule | --no-bare] [--no-contents]
-    python bench/replay_pagetypes.py /tmp/folds --mix W [--log-odds] | --trust-bound Z,P[,MIN]
+    python -m bench.bench_pagetypes --trees DIR ... --jobs 2 --dump /tmp/folds   # once (14 minutes here)
+    python -m tools.pagetypes.replay /tmp/folds [--only NAME,...] [--no-rule | --no-bare] [--no-contents]
+    python -m tools.pagetypes.replay /tmp/folds --mix W [--log-odds] | --trust-bound Z,P[,MIN]
 
 Each held-out source's pages, as its one-source-left-out fold scored them
-(``bench_pagetypes.py --dump``: the fold's model and threshold, fitted
+(``bench.bench_pagetypes --dump``: the fold's model and threshold, fitted
 without the source), are typed again in crawl order as the crawler types
 them (``crawler.classify``): a page typed alone by the page-only model's
 score or ``thin_navigation``; a page with its site's template by
 ``decide``, with a ``RuleTrust`` kept over the source's pages (the
 unlabelled ones too), ``bare_navigation`` and ``contents_list`` (dumped
 as each page's ``contents``). They are scored as
-``bench_pagetypes.py`` scores them, so the replay of the shipped decision
+``bench.bench_pagetypes`` scores them, so the replay of the shipped decision
 gives that bench's ``loso`` column exactly. A variant of the decision is
 a function with ``decide``'s signature given to ``replay`` (the sessions'
 variants in ``bench/RESULTS.md`` were replayed so); the models are not
@@ -24,18 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_pagetypes import _LD_AT, LINK_DENSITY, bare, meets_target  # noqa: E402
-from crawler.classify import FEATURES, INDEX, RuleTrust, decide  # noqa: E402
-from train_classifier import metrics  # noqa: E402
+from crawler.classify import FEATURES, INDEX, RuleTrust, decide
+from tools.pagetypes.measure import LD_AT, LINK_DENSITY, bare, meets_target, metrics
 
 Decide = Callable[..., str]  # decide's signature: (score, threshold, density, trust, site, bare)
 
@@ -47,7 +41,7 @@ def load(folds: Path, only: Iterable[str] = ()) -> list[dict[str, Any]]:
     for path in sorted(folds.glob("*.json")):
         d = json.loads(path.read_text())
         if d.get("features") != list(FEATURES):
-            raise SystemExit(f"{path}: dumped with other features; run bench_pagetypes.py --dump again")
+            raise SystemExit(f"{path}: dumped with other features; dump again (python -m bench.bench_pagetypes --dump)")
         if not wanted or d["source"] in wanted:
             out.append(d)
     if not out:
@@ -75,7 +69,7 @@ def replay(d: dict[str, Any], decision: Decide | None = decide, mix: Mix | None 
     for r in d["rows"]:
         if decision is not None:
             for x, score in r["before"]:
-                decision(score, t, x[_LD_AT], trust, d["source"], bare(x))  # typed by the crawler, not scored
+                decision(score, t, x[LD_AT], trust, d["source"], bare(x))  # typed by the crawler, not scored
         if not r["tpl"]:
             out.append(1 if r["thin"] or r["page_score"] >= d["page_threshold"] else 0)
             continue
@@ -84,7 +78,7 @@ def replay(d: dict[str, Any], decision: Decide | None = decide, mix: Mix | None 
             out.append(1 if s >= t else 0)
         else:
             x = r["x"]
-            kind = decision(s, t, x[_LD_AT], trust, d["source"], bare(x))
+            kind = decision(s, t, x[LD_AT], trust, d["source"], bare(x))
             out.append(1 if kind == INDEX or contents and r.get("contents", False) else 0)
     return out
 
@@ -134,7 +128,7 @@ def score(d: dict[str, Any], typed: list[int]) -> tuple[tuple[float, float, floa
     got = metrics(ys, typed)
     if not sum(ys):
         return got, None
-    dens = metrics(ys, [1 if r["x"][_LD_AT] > LINK_DENSITY else 0 for r in d["rows"]])
+    dens = metrics(ys, [1 if r["x"][LD_AT] > LINK_DENSITY else 0 for r in d["rows"]])
     return got, meets_target(got, dens)
 
 
@@ -146,7 +140,7 @@ def without_bare(score: float, threshold: float, density: float, trust: RuleTrus
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("folds", type=Path, help="bench_pagetypes.py --dump's directory")
+    ap.add_argument("folds", type=Path, help="python -m bench.bench_pagetypes --dump's directory")
     ap.add_argument("--only", default="", help="sources to report (default: all)")
     ap.add_argument("--no-rule", action="store_true", help="the model alone where the template is known")
     ap.add_argument("--no-bare", action="store_true", help="decide without bare_navigation (before 2026-11-27)")

@@ -1,6 +1,6 @@
 """Structure-labelled page types from documentation trees Debian ships.
 
-    python bench/pagetype_sources.py [--cap 600] [--out /tmp/pagetypes]
+    python -m tools.pagetypes.sources [--cap 600] [--out /tmp/pagetypes] [--only NAME,...]
         [--fresh | --fresh2 | --fresh3 | --fresh4 | --fresh5 | --fresh6 | --fresh7 | --fresh8
          | --fresh9 | --fresh10 | --fresh11 | --fresh12]
 
@@ -88,6 +88,11 @@ in breadth-first order from the tree's start page, following links inside
 the tree, as a crawl of the site would meet them: the first ``--cap`` of
 them. Writes one ``<source>.jsonl`` per source to ``--out``: ``url``,
 ``file``, ``label`` (``index``, ``info`` or null), ``toc_share``, ``prose``.
+
+API: ``label(html, generator)`` labels one page; ``crawl_order(source,
+cap)`` lists a tree's pages as a crawl meets them; ``build(source, cap)``
+labels a tree (the rows written); ``write_labels(source, cap, out)``
+writes them to ``out/<source>.jsonl``.
 """
 
 from __future__ import annotations
@@ -102,8 +107,6 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag
 
 import lxml.html
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ SOURCES = (
 
 # Trees kept apart from the eleven above: never used to fit, tune or choose
 # anything for the classifier (``--fresh``), so that the shipped models can
-# be scored on documentation they never saw (bench_pagetypes --trees DIR).
+# be scored on documentation they never saw (python -m bench.bench_pagetypes --trees DIR).
 # So were the sets after it, each until it had been scored once and looked
 # at; since 21f4d45 the first six (``--fresh`` to ``--fresh6``) are training
 # sources too, each measured by leaving it out of the fit; the seventh and
@@ -539,6 +542,15 @@ def build(src: Source, cap: int) -> list[dict[str, object]]:
     return rows
 
 
+def write_labels(src: Source, cap: int, out: Path) -> list[dict[str, object]]:
+    """Label ``src``'s first ``cap`` pages into ``out/<name>.jsonl``; the rows."""
+    rows = build(src, cap)
+    with (out / f"{src.name}.jsonl").open("w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cap", type=int, default=600, help="pages per source, in breadth-first order")
@@ -561,10 +573,7 @@ def main() -> None:
         if not (Path(src.root) / src.start).is_file():
             print(f"{src.name}: {src.root}/{src.start} missing: apt-get install {src.package}", file=sys.stderr)
             continue
-        rows = build(src, args.cap)
-        with (args.out / f"{src.name}.jsonl").open("w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+        rows = write_labels(src, args.cap, args.out)
         n_index = sum(1 for r in rows if r["label"] == "index")
         n_info = sum(1 for r in rows if r["label"] == "info")
         print(f"{src.name:16} {src.generator:8} pages {len(rows):4}  index {n_index:4}  info {n_info:4}  "

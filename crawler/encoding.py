@@ -15,6 +15,7 @@ It never raises: bytes it cannot read become U+FFFD.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -351,3 +352,24 @@ _CJK_RUN = re.compile(r"[^\x00-\x7f]{2,}")
 _HIRAGANA = re.compile("[\u3041-\u309f]")
 _HANGUL = re.compile("[\uac00-\ud7a3]")
 _HAN = re.compile("[\u4e00-\u9fff]")
+
+
+class EncodingHints:
+    """Each site's last legacy encoding: the hint ``decode_html`` takes for
+    the site's pages that declare none (a hint is used only when a page's
+    bytes read well in it). Bounded: least recently used sites first out."""
+
+    def __init__(self, max_sites: int = 10_000) -> None:
+        self.max_sites = max_sites
+        self._hints: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, site: str) -> str | None:
+        return self._hints.get(site)
+
+    def remember(self, site: str, encoding: str) -> None:
+        if encoding in ("utf-8", "utf-16le", "utf-16be"):
+            return
+        self._hints[site] = encoding
+        self._hints.move_to_end(site)
+        if len(self._hints) > self.max_sites:
+            self._hints.popitem(last=False)

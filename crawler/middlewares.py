@@ -153,7 +153,7 @@ class TrapGuardMiddleware:
 
     def _judge(self, request: Request, parent: tuple[str, int, Page | None]) -> bool:
         # A link of another page than the response's (a site's first page,
-        # typed again as an index page later: SiteSpider._retype) is judged
+        # typed again as an index page later: crawler/pagetype.py) is judged
         # against its own page, as it would have been then.
         other = request.meta.pop(TRAP_PARENT, None)
         if isinstance(other, tuple) and len(other) == 2:

@@ -1,5 +1,5 @@
 """End-to-end: the link-density rule in the model's close calls, as the
-spider wires it (``SiteSpider._rule_trust``, stats ``classifier/rule/*``).
+spider wires it (``PageTyper.trust``, crawler/pagetype.py; stats ``classifier/rule/*``).
 
 A site of one template (header, sidebar, footer on every page): chapter
 pages of links and long topic pages, on which the rule agrees with the

@@ -512,6 +512,7 @@ def test_first_pages_stay_kept_when_the_evidence_is_gone_before_they_are_typed_a
 
     from crawler.frontier.service import FrontierService
     from crawler.items import PageItem
+    from crawler.pagetype import Typed
     from crawler.spiders.site import SiteSpider
 
     settings = {k: v for k, v in get_project_settings().copy_to_dict().items() if "REACTOR" not in k}
@@ -520,22 +521,23 @@ def test_first_pages_stay_kept_when_the_evidence_is_gone_before_they_are_typed_a
     f = frontier(client, crawl_name)
     FrontierService.of(crawler)._frontier = f  # the service as the scheduler opens it, without an engine
     pages = {url(i): analyze(article(i), url(i)) for i in range(4)}
+    typer = spider.typer
     for u, page in pages.items():
         stats = block_stats(page.blocks)
         keys = stat_keys(stats)
         f.templates.observe(SITE, keys)
         item = PageItem(url=u, site=SITE, page_type=INDEX, text=page.text)
-        spider._keep_first_page(item, page_features(u, page), stats, keys, True, [], {})
-    assert len(spider._first_pages) == 4
-    assert list(spider._retype(SITE)) == []  # four pages counted: no template yet, nothing typed
-    assert len(spider._first_pages) == 4
+        typer.keep_first_page(item, Typed(INDEX, stats, keys, page_features(u, page), False), True, [], {})
+    assert len(typer.first_pages) == 4
+    assert list(typer.retype(SITE)) == []  # four pages counted: no template yet, nothing typed
+    assert len(typer.first_pages) == 4
     assert crawler.stats.get_value("classifier/retype/checked") is None
     for i in range(4, 8):
         f.templates.observe(SITE, block_keys(analyze(article(i), url(i)).blocks))
-    retyped = list(spider._retype(SITE))
+    retyped = [again.item for again in typer.retype(SITE)]
     # The sidebar is template now: the four articles are information pages.
     assert sorted((it.url, it.page_type, it.typed_again) for it in retyped) == [
         (url(i), INFO, True) for i in range(4)]
-    assert len(spider._first_pages) == 0
+    assert len(typer.first_pages) == 0
     assert crawler.stats.get_value("classifier/retype/checked") == 4
     assert crawler.stats.get_value("classifier/retype/info") == 4

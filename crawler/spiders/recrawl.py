@@ -110,11 +110,12 @@ class RecrawlSpider(SiteSpider):
         self.only_site = site.strip().lower() if site else None
         self.every = all is not None and all.strip().lower() in _TRUE
         self.limit = int(limit) if limit else 0
-        self.continuous = False
-        self.poll_interval = 60.0
-        self.default_interval = 86400.0
-        self.head = False
-        self.head_min_unchanged = 0.5
+        # Read from the crawler's settings in from_crawler (crawler/settings.py).
+        self.continuous: bool
+        self.poll_interval: float
+        self.default_interval: float
+        self.head: bool
+        self.head_min_unchanged: float
         self._poll: LoopingCall | None = None
         self._store: Store | None = None
 
@@ -164,7 +165,7 @@ class RecrawlSpider(SiteSpider):
             if page.get("last_modified"):
                 headers["If-Modified-Since"] = str(page["last_modified"])[:200]
             site = url_site(url)
-            if site not in self.seed_sites:
+            if site not in self.follower.seed_sites:
                 sites.add(site)
                 hosts.add(host_of(url))
             n += 1
@@ -177,9 +178,7 @@ class RecrawlSpider(SiteSpider):
                 continue
             yield Request(url, callback=self.parse, errback=self.errback, headers=headers or None, meta=meta)
         if sites:
-            self.seed_sites = self.seed_sites | sites
-            self.seed_hosts = self.seed_hosts | hosts
-            self._load_scope()
+            self.follower.widen(sites, hosts)
         self.crawler.stats.inc_value("recrawl/due", n)
 
     def _head_pays(self, page: dict[str, Any], now: float) -> bool:
@@ -226,8 +225,8 @@ class RecrawlSpider(SiteSpider):
         return Request(request.url, callback=self.parse, errback=self.errback, meta=meta)
 
     async def start(self) -> AsyncIterator[Any]:
-        self._load_scope()
-        self._settle_follow()
+        self.follower.load_scope()
+        self.follow = self.follower.settle_policy()
         now = time.time()
         store = self._open_store()
         total = store.count_pages(site=self.only_site, state="C")

@@ -1,0 +1,279 @@
+"""Following: which links of a page become requests, and the crawl's scope.
+
+A page's links are all recorded (its item's ``links``); which of them are
+followed is decided here, per worker, for the spiders:
+
+- **Scope** (``-a scope=site|host|any``): a link is followed when its site
+  (registrable domain) or, with ``host``, its host is one the crawl's seeds
+  opened (``urls.in_scope``). The seeds' sites and hosts are shared through
+  the frontier: each worker adds its own and reads the others' (every 5 s,
+  and at once when the frontier hands it a page of a site it did not know).
+- **The follow policy** (``-a follow=index|all``): the crawl's, recorded in
+  its meta by the worker that starts it; later workers and the re-crawl
+  follow it (``settle_policy``).
+- **The URL cache** (``FRONTIER_URL_CACHE``): the normalised URLs this
+  worker has sent to the frontier, bounded (T-spider's URL cache). A
+  documentation page carries ~180 links, almost all seen before; building a
+  Request for each only for the frontier's dedup to drop it was most of
+  plain Scrapy's CPU time. The frontier's shared dedup in Redis stays
+  behind it as the record for the whole cluster.
+- **Depth** (``DEPTH_LIMIT``): kept here rather than by Scrapy's
+  ``DepthMiddleware``, which counts a redirect the spider follows as one
+  more level (a redirect keeps its source's depth).
+- **Focused crawls** (``-a topic``, ``TOPIC_TUNNEL``, ``TOPIC_SIBLINGS``):
+  links of on-topic pages and seeds are followed whatever the page's type,
+  those of off-topic pages within the tunnel; each carries its priority
+  (``follow_topic``).
+
+Stats: ``depth/request_ignored_count``, ``request_depth_max``,
+``frontier/links_new`` (links never sent before: Requests built),
+``frontier/links_parsed``, ``topic/tunnel_stopped``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import redis
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+from crawler.frontier.service import FrontierService
+from crawler.topic import Siblings, Topic, follow_links
+from crawler.urls import InvalidURL, LinkResolver, host_of, in_scope, normalize, url_site
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from crawler.extract import Page
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "resolve_links"]
+
+FOLLOW_MODES = ("index", "all")
+
+_IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
+
+# How often a worker reads the seeds other workers brought (seconds).
+SCOPE_REFRESH = 5.0
+
+
+class UrlCache:
+    """The normalised URLs this worker has sent to the frontier (T-spider's
+    URL cache), bounded: two generations of at most ``size`` URLs each; when
+    the newer one fills, the older is dropped. A URL forgotten this way is
+    sent again and the frontier's shared dedup drops it: work, not a loss."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._new: set[str] = set()
+        self._old: set[str] = set()
+
+    def __contains__(self, url: object) -> bool:
+        return url in self._new or url in self._old
+
+    def add(self, url: str) -> None:
+        if len(self._new) >= self.size:
+            self._old, self._new = self._new, set()
+        self._new.add(url)
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+
+def meta_int(meta: dict[str, Any], key: str) -> int:
+    """A non-negative integer the crawler put in ``meta`` (0 when absent or
+    not one: the frontier checks entries, a request built by hand may not)."""
+    value = meta.get(key, 0)
+    return value if type(value) is int and value >= 0 else 0
+
+
+def resolve_links(resolver: LinkResolver, url: str, page: Page,
+                  with_contexts: bool = False) -> tuple[dict[str, str], dict[str, str]]:
+    """The page's distinct links (normalised, absolute, against its ``<base
+    href>``; not the page itself) with their anchors, and with their
+    surroundings when a topic scores them."""
+    base = url
+    if page.base_href:
+        try:
+            base = normalize(page.base_href, url)
+        except InvalidURL:
+            pass  # a broken <base href> is ignored, as browsers do
+    resolve = resolver.resolve
+    out: dict[str, str] = {}
+    contexts: dict[str, str] = {}
+    for i, (href, anchor) in enumerate(page.links):
+        link = resolve(base, href)
+        if link is not None and link not in out and link != url:
+            out[link] = anchor
+            if with_contexts:
+                contexts[link] = page.link_contexts[i]
+    return out, contexts
+
+
+class Follower:
+    """One worker's following: scope, policy, URL cache, depth, topic."""
+
+    def __init__(self, crawler: Crawler, make_request: Callable[[str, str | None], Request], *, scope: str,
+                 follow: str | None, seed_urls: Iterable[str], topic: Topic | None,
+                 records_policy: bool = True) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.make_request = make_request
+        self.scope = scope
+        self.policy = follow  # settled against the crawl's in settle_policy
+        self.records_policy = records_policy
+        self.topic = topic
+        seeds = list(seed_urls)
+        self.seed_hosts = frozenset(host_of(u) for u in seeds)
+        self.seed_sites = frozenset(url_site(u) for u in seeds)
+        self.seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
+        self.depth_limit = settings.getint("DEPTH_LIMIT")
+        self.topic_tunnel = settings.getint("TOPIC_TUNNEL")
+        self.siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
+        self._scope_checked = 0.0
+        self._scope_reloaded_for: set[str] = set()
+
+    @property
+    def stats(self) -> StatsCollector:
+        # Not read in __init__: Scrapy sets crawler.stats when the crawl starts.
+        return self.crawler.stats
+
+    @property
+    def follow_all(self) -> bool:
+        return self.policy == "all"
+
+    # -- the follow policy -------------------------------------------------------------
+    def settle_policy(self) -> str:
+        """Follow the links the crawl follows: its policy is recorded in its
+        meta by the worker that starts it (``-a follow``, default ``index``)
+        and read by every other, and by the re-crawl (``records_policy``
+        False), which follows the links of changed pages as the crawl did
+        unless it was asked another policy for its pass. ``scrapy crawl``
+        refuses a site worker that asks another (commands/crawl.py); started
+        otherwise (scrapyd), such a worker says so and follows the crawl's."""
+        frontier = FrontierService.of(self.crawler).frontier
+        recorded = frontier.crawl_policy("follow", self.policy or "index" if self.records_policy else None)
+        if recorded not in FOLLOW_MODES:
+            recorded = None  # not recorded (a crawl started before it was), or not ours to read
+        if self.policy is None:
+            self.policy = recorded or "index"
+        elif recorded is not None and recorded != self.policy and self.records_policy:
+            logger.error("Crawl %(crawl)s follows -a follow=%(recorded)s (recorded when it started), not "
+                         "-a follow=%(mine)s: following the crawl's",
+                         {"crawl": frontier.crawl, "recorded": recorded, "mine": self.policy})
+            self.policy = recorded
+        return self.policy
+
+    # -- scope -----------------------------------------------------------------------------
+    def in_scope(self, url: str) -> bool:
+        if self._in_scope_local(url):
+            return True
+        # Seeds given to other workers widen the scope of the whole crawl.
+        if time.monotonic() - self._scope_checked > SCOPE_REFRESH:
+            self.load_scope()
+            return self._in_scope_local(url)
+        return False
+
+    def _in_scope_local(self, url: str) -> bool:
+        return in_scope(self.scope, url, self.seed_sites, self.seed_hosts)
+
+    def widen(self, sites: Iterable[str], hosts: Iterable[str]) -> None:
+        """Sites and hosts the crawl covers though no seed of this worker
+        opened them (the re-crawl's stored pages): shared with the crawl."""
+        self.seed_sites |= frozenset(sites)
+        self.seed_hosts |= frozenset(hosts)
+        self.load_scope()
+
+    def learn_scope_from(self, url: str) -> None:
+        """A page the frontier handed us belongs to the crawl's scope: when its
+        site is new to this worker (seeds another worker brought), reload the
+        scope now, before its links are judged; waiting for the periodic
+        refresh would drop them, and with them URLs nobody else may find."""
+        if self._in_scope_local(url):
+            return
+        key = host_of(url) if self.scope == "host" else url_site(url)
+        if key not in self._scope_reloaded_for:
+            self._scope_reloaded_for.add(key)
+            self.load_scope()
+
+    def load_scope(self) -> None:
+        """Share this worker's seed sites and hosts with the crawl, and learn
+        those of the others (a worker without seeds joins with theirs)."""
+        self._scope_checked = time.monotonic()
+        service = FrontierService.of(self.crawler)
+        if not service.is_open:
+            return
+        try:
+            sites, hosts = service.frontier.scope(sorted(self.seed_sites), sorted(self.seed_hosts))
+        except redis.RedisError as exc:
+            logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc})
+            return
+        self.seed_sites = self.seed_sites | sites
+        self.seed_hosts = self.seed_hosts | hosts
+
+    # -- following ---------------------------------------------------------------------------
+    def page_links(self, is_index: bool, url: str, depth: int, links: Iterable[str]) -> Iterator[Request]:
+        """The links of a page of a crawl without a topic: followed from an
+        index page, or from any page under ``follow=all``."""
+        if is_index or self.follow_all:
+            yield from self.follow(links, url, depth + 1)
+
+    def follow(self, links: Iterable[str], referer: str, depth: int, priority: int = 0,
+               meta: dict[str, Any] | None = None,
+               link_meta: Callable[[str], dict[str, Any]] | None = None) -> Iterator[Request]:
+        """Requests for the links not sent before, at ``depth`` (the number of
+        links from a seed: a redirect keeps its source's depth)."""
+        stats = self.stats
+        if self.depth_limit and depth > self.depth_limit:
+            stats.inc_value("depth/request_ignored_count")
+            return
+        stats.max_value("request_depth_max", depth)
+        seen = self.seen
+        new = parsed = 0
+        for link in links:
+            parsed += 1
+            if link in seen:
+                continue
+            # Judged before it is remembered: a link out of scope now may be in
+            # scope once another worker's seeds widen it.
+            if not self.in_scope(link) or link.lower().split("?", 1)[0].endswith(_IGNORED_SUFFIXES):
+                continue
+            seen.add(link)
+            new += 1
+            request = self.make_request(link, referer)
+            request.meta["depth"] = depth
+            if priority:
+                request.priority = priority
+            if meta:
+                request.meta.update(meta)
+            if link_meta is not None:
+                request.meta.update(link_meta(link))
+            yield request
+        stats.inc_value("frontier/links_new", new)
+        stats.inc_value("frontier/links_parsed", parsed)
+
+    def follow_topic(self, topic: Topic, url: str, depth: int, score: float, on_topic: bool,
+                     hops_so_far: int, links: Iterable[str], anchors: dict[str, str],
+                     contexts: dict[str, str]) -> Iterator[Request]:
+        """A focused crawl's links: followed after an on-topic page and
+        through the tunnel, each with its priority."""
+        # A seed's links are followed whatever its score: the crawl starts there.
+        go, hops = follow_links(on_topic or depth == 0, hops_so_far, self.topic_tunnel)
+        if not go:
+            self.stats.inc_value("topic/tunnel_stopped")
+            return
+        siblings = self.siblings
+
+        def meta(link: str) -> dict[str, Any]:
+            priority = topic.link_priority(link, anchors.get(link, ""), contexts.get(link, ""), score,
+                                           siblings.rate(link, score))
+            return {"topic_hops": hops, "topic_parent": round(score * 1000),
+                    "topic_priority": round(priority * 1000)}
+
+        yield from self.follow(links, url, depth + 1, link_meta=meta)

@@ -56,7 +56,7 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from crawler import ops
-from crawler.frontier.connection import RedisUnavailable
+from crawler.redis.client import RedisUnavailable
 
 if TYPE_CHECKING:
     from crawler.frontier.frontier import Frontier

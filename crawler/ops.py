@@ -53,9 +53,10 @@ from typing import Any
 from scrapy import Request
 from scrapy.utils.request import RequestFingerprinter
 
-from crawler.frontier.frontier import Frontier, LinkEntry
+from crawler.frontier.frontier import Frontier
+from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_to_json
-from crawler.urls import InvalidURL, host_of, normalize, queue_key, site_of
+from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of
 
 __all__ = ["STATES", "NoSuchCrawl", "crawl_names", "open_frontier", "remove", "request_stop", "seed", "status"]
 
@@ -321,7 +322,7 @@ def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> 
     recorded as a worker would record it."""
     from crawler.config import check_setting_names
     from crawler.crawldir import crawl_dir, crawl_name
-    from crawler.frontier.connection import get_redis, redact
+    from crawler.redis.client import get_redis
 
     check_setting_names(settings)
     name = crawl_name(settings, spider)
@@ -341,7 +342,7 @@ def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> 
     if recorded is None and not create:
         others = crawl_names(client)
         client.close()
-        there = f"at {redact(settings.get('REDIS_URL'))}" if settings.get("REDIS_URL") else f"in {directory}"
+        there = f"at {redact_credentials(settings.get('REDIS_URL'))}" if settings.get("REDIS_URL") else f"in {directory}"
         raise NoSuchCrawl(f"no crawl {name!r} {there}; " + (
             f"the crawls there: {', '.join(others)} (give -s CRAWL_NAME=NAME)" if others else "it holds no crawl")
             + "; `scrapy seed --new URL` starts a crawl without crawling")

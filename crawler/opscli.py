@@ -18,7 +18,7 @@ from scrapy.commands import ScrapyCommand
 
 from crawler import ops
 from crawler.config import ConfigError
-from crawler.frontier.connection import RedisUnavailable
+from crawler.redis.client import RedisUnavailable
 
 if TYPE_CHECKING:
     import argparse

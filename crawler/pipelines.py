@@ -16,9 +16,12 @@ Writes run on one background thread so that the crawl does not wait on the
 disk. ``process_item`` returns only once the item's batch is written: the
 frontier acknowledges a URL after its items have passed the pipelines, so a
 worker killed at any moment leaves no URL marked done but not stored. An
-item whose page is not written fails with ``NotStored``: the frontier gives
-its URL back to the queue (the store was away when the crawl stopped) or
-settles it as an error with the reason (the store refused the page).
+item whose page is not written fails with ``NotStored``: as ``Spilled`` (the
+store was away when the crawl stopped; a ``crawler.frontier.signals.GiveBack``)
+the frontier gives its URL back to the queue, otherwise it settles it as an
+error with the reason (the store refused the page). The pipeline answers the
+frontier's ``ITEMS_WAITING`` signal with the pages it holds, and writes a
+partial batch at once on ``WORKER_IDLE``.
 
 While the store is away, partial batches gather into full ones, and the
 pipeline tells the buffer once the crawl is stopping; a forced shutdown
@@ -57,10 +60,11 @@ from twisted.python.threadpool import ThreadPool
 
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
-from crawler.frontier.service import WORKER_IDLE, FrontierService
+from crawler.frontier.service import FrontierService
+from crawler.frontier.signals import ITEMS_WAITING, WORKER_IDLE, GiveBack
 from crawler.recrawl import Revisits, evidence_of
 from crawler.revisit import Plan, Policy, RateModel
-from crawler.store import open_store
+from crawler.store import StoreUnavailable, open_store
 from crawler.store.buffer import WriteBuffer
 
 if TYPE_CHECKING:
@@ -71,7 +75,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NotStored", "StorePipeline"]
+__all__ = ["NotStored", "Spilled", "StorePipeline"]
 
 
 class NotStored(DropItem):
@@ -82,6 +86,12 @@ class NotStored(DropItem):
     def __init__(self, reason: BaseException) -> None:
         super().__init__(f"not stored: {reason}", log_level="DEBUG")
         self.reason = reason
+
+
+class Spilled(NotStored, GiveBack):
+    """The store was away when the crawl stopped: the page is in the spill
+    file (written to the store at the next start), and the frontier gives
+    its URL back to the queue (``GiveBack``)."""
 
 
 class StorePipeline:
@@ -103,7 +113,7 @@ class StorePipeline:
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="store-writer")
         self._timer: LoopingCall | None = None
         self._soon: Any = None  # the reactor's call of _flush_now, when one is due
-        self._idle: Callable[[], bool] = lambda: False  # the frontier's, from open_spider
+        self._frontier: FrontierService | None = None  # asked whether the worker is idle, from open_spider
         self._last_flush = time.monotonic()
         self.waiting = 0  # pages handed to process_item and not settled
         self._engine_ran = False
@@ -164,11 +174,10 @@ class StorePipeline:
         buffer = self.open_buffer(open_store(settings, name), spill_path)
         logger.info("Storing pages in %(store)s", {"store": buffer.store.describe()},
                     extra={"spider": self.crawler.spider})
+        self._frontier = FrontierService.of(self.crawler)
         # The frontier's safety net (leases whose items never settle) must
         # not fire while pages wait for an absent store.
-        service = FrontierService.of(self.crawler)
-        service.store_waiting = lambda: self.waiting
-        self._idle = service.worker_idle  # asked at every page: looked up once
+        self.crawler.signals.connect(self._items_waiting, signal=ITEMS_WAITING)
         self._pool.start()
         from twisted.internet import reactor  # not at import: Scrapy installs the reactor
 
@@ -189,12 +198,16 @@ class StorePipeline:
         try:
             if len(self._batch) >= self.batch_size:
                 self._flush()
-            elif self._idle():
+            elif self._frontier is not None and self._frontier.worker_idle():
                 self._flush_soon()  # a page that came after its worker's WORKER_IDLE
             await maybe_deferred_to_future(written)
         finally:
             self.waiting -= 1
         return item
+
+    def _items_waiting(self) -> int:
+        """Pages handed to ``process_item`` and not settled (ITEMS_WAITING)."""
+        return self.waiting
 
     def _flush_if_due(self) -> None:
         assert self.buffer is not None
@@ -257,7 +270,7 @@ class StorePipeline:
             if outcome is None:
                 w.callback(None)
             else:
-                w.errback(NotStored(outcome))
+                w.errback(Spilled(outcome) if isinstance(outcome, StoreUnavailable) else NotStored(outcome))
 
     def _on_shutdown(self) -> None:
         """The reactor stops (a forced shutdown, or after close_spider): the

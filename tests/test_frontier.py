@@ -126,10 +126,10 @@ def test_a_worker_that_finds_nothing_asks_again_soon(client, crawl_name, monkeyp
     machine (the waits are the worker's own; Redis holds no delay here)."""
     from types import SimpleNamespace
 
-    from crawler.frontier import frontier as frontier_module
+    from crawler.frontier import queues
 
     now = [1000.0]
-    monkeypatch.setattr(frontier_module, "time", SimpleNamespace(
+    monkeypatch.setattr(queues, "time", SimpleNamespace(
         monotonic=lambda: now[0], time=time.time, time_ns=time.time_ns, sleep=time.sleep))
     f1 = make(client, crawl_name, node="w1", concurrency_per_site=1)
     f2 = make(client, crawl_name, node="w2", concurrency_per_site=1)
@@ -780,7 +780,7 @@ def test_leases_carry_their_site_gap(client, crawl_name):
 
 
 def test_a_worker_with_another_shard_count_is_refused(client, crawl_name):
-    from crawler.frontier.frontier import FrontierLayoutError
+    from crawler.frontier.meta import FrontierLayoutError
 
     make(client, crawl_name, shards=16).check_layout()
     make(client, crawl_name, shards=16).check_layout()  # the same layout joins
@@ -790,7 +790,7 @@ def test_a_worker_with_another_shard_count_is_refused(client, crawl_name):
 
 
 def test_a_crawl_of_the_one_slot_layout_is_refused(client, crawl_name):
-    from crawler.frontier.frontier import FrontierLayoutError
+    from crawler.frontier.meta import FrontierLayoutError
 
     client.hset("{" + crawl_name + "}:stats", "queued", 3)  # as the earlier version kept it
     with pytest.raises(FrontierLayoutError, match="started by an earlier version"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crawler.frontier.frontier import CommitResult, Lease, LinkEntry
+from crawler.frontier.queues import CommitResult, Lease, LinkEntry
 from crawler.frontier.leasebook import LeaseBook
 
 

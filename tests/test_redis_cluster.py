@@ -153,8 +153,8 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
     default master for 200 EVALSHAs in 10 pipelines)."""
     import hashlib
 
-    from crawler.frontier import LinkEntry, scripts
-    from crawler.frontier.frontier import fingerprint_slot
+    from crawler.frontier.queues import LinkEntry, fingerprint_slot
+    from crawler.redis import scripts
 
     f = Frontier(redis_cluster.client(), cluster_crawl, node="n1", default_delay=0)
     f.check_layout()
@@ -195,7 +195,7 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
             for _ in range(6):
                 f.templates.observe(s, ["nav", "footer"])
         assert f.templates.observe(sites[0], ["nav"]).counts == (7,)
-        scripts_run = sum(n for name, n in f.calls.items() if isinstance(getattr(scripts, name, None), str))
+        scripts_run = sum(n for name, n in f.calls.items() if name in scripts.SCRIPTS)
         stats = [m.info("commandstats") for m in masters]
     finally:
         for m in masters:

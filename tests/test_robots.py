@@ -24,7 +24,7 @@ from scrapy.utils.test import get_crawler
 
 import crawler.settings as project
 from crawler.frontier import Frontier
-from crawler.frontier.keys import Keys
+from crawler.redis.keys import Keys
 from crawler.frontier.robots import (ROBOTSTXT_MAX_BODY, ClusterRobotsTxtMiddleware, MalformedEntry,
                                      ProductTokenRobotParser, cap_body, decode_entry, encode_entry,
                                      product_token)
@@ -247,31 +247,31 @@ def test_malformed_cache_entries_count_as_absent_and_are_logged_once(frontier, c
     mw = middleware(ROBOTSTXT_CACHE_TTL=TTL)
     frontier.client.set(body_key(crawl_name, "h.test:8080"), raw)
     with caplog.at_level(logging.WARNING, logger="crawler.frontier.robots"):
-        assert mw.cached_body(frontier, "h.test:8080") is None
-        assert mw.cached_body(frontier, "h.test:8080") is None
+        assert mw.cached_body(frontier.robots, "h.test:8080") is None
+        assert mw.cached_body(frontier.robots, "h.test:8080") is None
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
         "Ignoring the robots.txt cache entry of h.test:8080"]
     assert mw.crawler.stats.get_value("robotstxt/cache_malformed") == 1
     body = b"User-agent: *\nDisallow: /private/\n"
-    mw.cache_body(frontier, "h.test:8080", body)  # what the fetch that follows does
-    assert mw.cached_body(frontier, "h.test:8080") == body
+    mw.cache_body(frontier.robots, "h.test:8080", body)  # what the fetch that follows does
+    assert mw.cached_body(frontier.robots, "h.test:8080") == body
 
 
 def test_a_key_of_another_type_counts_as_absent_and_is_replaced(frontier, crawl_name, caplog):
     mw = middleware(ROBOTSTXT_CACHE_TTL=TTL)
     frontier.client.hset(body_key(crawl_name, "h.test"), "t", "x")
     with caplog.at_level(logging.WARNING, logger="crawler.frontier.robots"):
-        assert mw.cached_body(frontier, "h.test") is None
+        assert mw.cached_body(frontier.robots, "h.test") is None
     assert "(not a string)" in caplog.text
-    mw.cache_body(frontier, "h.test", b"User-agent: *\n")
-    assert mw.cached_body(frontier, "h.test") == b"User-agent: *\n"
+    mw.cache_body(frontier.robots, "h.test", b"User-agent: *\n")
+    assert mw.cached_body(frontier.robots, "h.test") == b"User-agent: *\n"
 
 
 def test_a_stale_entry_counts_as_absent_quietly(frontier, crawl_name, caplog):
     mw = middleware(ROBOTSTXT_CACHE_TTL=60)
     frontier.client.set(body_key(crawl_name, "h.test"), encode_entry(b"Disallow: /\n", time.time() - 61))
     with caplog.at_level(logging.WARNING, logger="crawler.frontier.robots"):
-        assert mw.cached_body(frontier, "h.test") is None
+        assert mw.cached_body(frontier.robots, "h.test") is None
     assert caplog.records == [] and mw.crawler.stats.get_value("robotstxt/cache_malformed") is None
 
 
@@ -279,18 +279,18 @@ def test_the_entry_is_about_the_size_of_the_body_and_expires(frontier, crawl_nam
     mw = middleware(ROBOTSTXT_CACHE_TTL=TTL)
     # UTF-8 comments and bytes over 0x7f: JSON of latin-1 text made these 2 to 6 times larger.
     body = ("User-agent: *\nDisallow: /private/\n" + "# 网络爬虫请勿访问私人页面\n" * 200).encode() + bytes(range(128, 256))
-    mw.cache_body(frontier, "h.test:8080", body)
+    mw.cache_body(frontier.robots, "h.test:8080", body)
     key = body_key(crawl_name, "h.test:8080")
     assert 0 < frontier.client.strlen(key) - len(body) <= 20
     assert TTL - 5 < frontier.client.ttl(key) <= TTL
-    assert mw.cached_body(frontier, "h.test:8080") == body
+    assert mw.cached_body(frontier.robots, "h.test:8080") == body
 
 
 def test_the_key_leaves_out_credentials(frontier, crawl_name):
     mw = middleware(ROBOTSTXT_CACHE_TTL=TTL)
-    mw.cache_body(frontier, "user:secret@h.test:8080", b"")
+    mw.cache_body(frontier.robots, "user:secret@h.test:8080", b"")
     assert frontier.client.exists(body_key(crawl_name, "h.test:8080"))
-    assert mw.cached_body(frontier, "user:secret@h.test:8080") == b""
+    assert mw.cached_body(frontier.robots, "user:secret@h.test:8080") == b""
 
 
 # -- one crawl against hosts with their own robots.txt -------------------------------------

@@ -31,8 +31,8 @@ from scrapy.exceptions import UsageError
 
 from crawler.compat import crawler_process
 from crawler.config import ConfigError, check_settings
-from crawler.frontier.connection import RedisUnavailable
-from crawler.frontier.frontier import FrontierLayoutError
+from crawler.redis.client import RedisUnavailable
+from crawler.frontier.meta import FrontierLayoutError
 from crawler.store import StoreUnavailable
 from crawler.supervisor import Supervisor, process_count
 
@@ -52,7 +52,7 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
     one is then one line, not a failed start that Scrapy unwinds with
     tracebacks. (The embedded Redis started here is the one the crawl uses.)"""
     from crawler.crawldir import crawl_dir, crawl_name
-    from crawler.frontier.connection import get_redis
+    from crawler.redis.client import get_redis
     from crawler.store import open_store
 
     from crawler.frontier.frontier import Frontier

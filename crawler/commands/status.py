@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from crawler import ops
-from crawler.frontier.connection import RedisUnavailable
+from crawler.redis.client import RedisUnavailable
 from crawler.opscli import FrontierCommand
 from crawler.progress import duration
 

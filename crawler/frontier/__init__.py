@@ -1,4 +1,6 @@
-"""The shared Redis frontier: site queues, leases, dedup (see frontier.py)."""
+"""The shared Redis frontier: site queues, leases, dedup, politeness,
+control and views, one module a concern (``frontier.py`` lists them), over
+the Redis gateway of ``crawler/redis/``."""
 
 from crawler.frontier.frontier import Frontier, Lease, LinkEntry, fingerprint_slot
 

@@ -2,7 +2,7 @@
 before, anywhere in the crawl?
 
 Two indexes, spread over the duplicate-index shards by hash bits
-(``crawler/frontier/keys.py``):
+(``crawler/redis/keys.py``):
 
 - **Near duplicates** (pages with a SimHash, which names the page here, and
   a sketch, ``crawler.fingerprint.Sketch``): a page is a near duplicate of
@@ -85,7 +85,8 @@ from crawler.urls import url_site
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from crawler.frontier.frontier import Frontier
+    from crawler.redis.gateway import Gateway
+    from crawler.redis.keys import Keys
 
 __all__ = ["Duplicate", "DuplicateIndex"]
 
@@ -119,10 +120,13 @@ class _Candidate:
 
 
 class DuplicateIndex:
-    def __init__(self, frontier: Frontier) -> None:
-        self.frontier = frontier
-        self.keys = frontier.keys
-        self.buckets = frontier.buckets
+    """The cluster's duplicate index (see the module), through ``gateway``;
+    ``buckets``: ``DUPEFILTER_BUCKETS``."""
+
+    def __init__(self, gateway: Gateway, keys: Keys, buckets: int) -> None:
+        self.gateway = gateway
+        self.keys = keys
+        self.buckets = buckets
         self._last_order = ""
 
     def _order(self) -> str:
@@ -161,7 +165,7 @@ class DuplicateIndex:
     def _sample_key(self, fp: int) -> str:
         return self.keys.dup_shards[(fp >> 16) % self.keys.shards].sample((fp >> 32) % self.buckets)
 
-    def check(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
+    def check(self, url: str, site: str, content_key: str | None,
               sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
               mirror_min_pages: int = 20, mirror_share: float = 0.5,
               also: Sequence[tuple[str, Sequence[str], Sequence[Any]]] = (),
@@ -169,16 +173,14 @@ class DuplicateIndex:
         """Is ``url``'s text a copy? ``content_key`` finds exact copies
         (same text); ``sketch`` near ones, pages whose shingles' resemblance
         to it is at least ``resemblance`` (None: no near check, a short
-        page). ``fingerprint`` (the page's SimHash) is not used any more:
-        the SimHash leaves dates and versions out, so pages that differ only
-        by them share one, and cannot be named by it; a page is named by 64
-        bits of its content key. The page is indexed in the same step
+        page). A page is named by 64 bits of its content key, not by its
+        SimHash: the SimHash leaves dates and versions out, so pages that
+        differ only by them share one. The page is indexed in the same step
         unless it copies a page of its own site. At most ``max_candidates``
         pages (those sharing most band keys) are compared. ``also``: other
         calls of the page sent in the check's first round trip (the site
         template's count), their answers (or errors) put in
         ``also_results``."""
-        f = self.frontier
         site_keys = self.keys.site(site)
         tag = site_tag(site)
         calls: list[tuple[str, list[str], list[Any]]] = [
@@ -198,7 +200,7 @@ class DuplicateIndex:
             # One script call per shard on a Redis Cluster (a script's keys
             # share a slot); on one Redis, one call for all 16 band tables:
             # 15 commands fewer to pack and parse a page.
-            cluster = f._cluster
+            cluster = self.gateway.cluster
             for i, key in enumerate(sketch.bands):
                 shard, band_bucket, band_field = self._band(i, key)
                 keys, args = by_shard.setdefault(shard if cluster else 0, ([], [page, _BAND_CAP]))
@@ -211,7 +213,7 @@ class DuplicateIndex:
             url_key = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
             calls.append(("FIRST", [site_keys.first(int.from_bytes(url_key, "big") % self.buckets)],
                           [url_key, order]))
-        answered = f.run_many([*calls, *also], raise_on_error=False)
+        answered = self.gateway.run_many([*calls, *also], raise_on_error=False)
         results = answered[:len(calls)]
         if also_results is not None:
             also_results[:] = answered[len(calls):]
@@ -254,9 +256,14 @@ class DuplicateIndex:
         copy, kind = (exact_other, "exact") if exact_other is not None else (near_other, "near")
         if copy is None:
             return Duplicate("new", mirror_of=mirror)
-        mirror = _s(f.run_many([("MIRROR", [*site_keys.fixed, site_keys.mirror(site)],
+        mirror = _s(self.gateway.run_many([("MIRROR", [*site_keys.fixed, site_keys.mirror(site)],
                                  [site, copy.site, mirror_min_pages, mirror_share, kind])])[0]) or None
         return Duplicate(kind, copy.url, copy.distance, False, mirror, copy.resemblance)
+
+    def mirror_of(self, site: str) -> str | None:
+        """The site ``site`` mirrors, as its pages' copies have said (None: none)."""
+        v = self.gateway.run("HGET", [self.keys.site(site).mirrors], [site])
+        return _s(v) if v is not None else None
 
     def _resolve(self, page: str, tag: str | None) -> str | None:
         """The URL of a page as the exact index names it: a URL, or
@@ -269,7 +276,7 @@ class DuplicateIndex:
         if not _HEX16.match(page[1:]):
             return None
         key = self._record_key(int(page[1:], 16))
-        values = self.frontier.run_many([("HMGET", [key], fields)])[0]
+        values = self.gateway.run_many([("HMGET", [key], fields)])[0]
         if tag and values[1] is not None:
             cand = _parse(_s(values[1]), "", 0)
         elif values[0] is not None:
@@ -295,7 +302,7 @@ class DuplicateIndex:
             _, keys, args = calls[first_band + band_calls]
             if int(results[first_band + band_calls][1]):  # RECORD wrote the sample
                 undo.append(("HDEL", keys[1:], args[3:4]))
-        self.frontier.run_many(undo)
+        self.gateway.run_many(undo)
 
     def _candidates(self, plan: list[int], sketch: Sketch, threshold: float, url: str,
                     tag: str, order: str) -> tuple[_Candidate | None, _Candidate | None]:
@@ -308,7 +315,7 @@ class DuplicateIndex:
         for fp in plan:
             calls.append(("HMGET", [self._record_key(fp)], [f"{fp:016x}", f"{fp:016x}\t{tag}"]))
             calls.append(("HGET", [self._sample_key(fp)], [fp.to_bytes(8, "big")]))
-        results = self.frontier.run_many(calls)
+        results = self.gateway.run_many(calls)
         own: _Candidate | None = None
         other: _Candidate | None = None
         for n, fp in enumerate(plan):

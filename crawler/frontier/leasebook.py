@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from crawler.frontier.frontier import CommitResult, Lease, LinkEntry
+    from crawler.frontier.queues import CommitResult, Lease, LinkEntry
 
 __all__ = ["Commit", "LeaseBook", "Tracker"]
 

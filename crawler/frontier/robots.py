@@ -12,7 +12,7 @@ groups of it that name this crawler.
   ``ProductTokenRobotParser``, the same parser with that matching; another
   parser is given the token and matches as it does;
 - the robots.txt body is cached in Redis, one key per host
-  (``{crawl}:robots:body:<host>``) that expires after ``ROBOTSTXT_CACHE_TTL``
+  (``robots:body:<host>`` in its site's shard, ``RobotsCache``) that expires after ``ROBOTSTXT_CACHE_TTL``
   seconds; a worker that needs it reads the cache first, and only one worker
   at a time fetches it (``{crawl}:robots:lock:<host>``, with a timeout). The
   entry is the body's own bytes behind a one-line header, and the body kept
@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import redis
@@ -60,6 +60,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
+from crawler.compat import reactor
 from crawler.config import product_token
 from crawler.frontier.service import FrontierService
 from crawler.urls import queue_key
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from scrapy.robotstxt import RobotParser
 
     from crawler.frontier.frontier import Frontier
+    from crawler.frontier.politeness import RobotsCache
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +168,10 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         service = FrontierService.of(self.crawler)
         return service.frontier if service.is_open else None
 
+    def _cache(self) -> RobotsCache | None:
+        frontier = self._frontier()
+        return frontier.robots if frontier is not None else None
+
     def parse(self, body: bytes) -> RobotParser:
         """The parser of a robots.txt body (cut at ``ROBOTSTXT_MAX_BODY``)."""
         return build_from_crawler(self._parserimpl, self.crawler, cap_body(body))
@@ -180,15 +186,15 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     async def robot_parser(self, request: Request) -> RobotParser | None:
         netloc = urlparse_cached(request).netloc
-        frontier = self._frontier()
-        if netloc not in self._parsers and frontier is not None:
-            body = self.cached_body(frontier, netloc)
-            if body is None and not self._lock(frontier, netloc):
+        cache = self._cache()
+        if netloc not in self._parsers and cache is not None:
+            body = self.cached_body(cache, netloc)
+            if body is None and not self._lock(cache, netloc):
                 # Another worker is fetching it: wait for its answer.
                 deadline = time.monotonic() + self.lock_timeout
                 while body is None and time.monotonic() < deadline:
-                    await maybe_deferred_to_future(deferLater(_reactor(), 0.25, lambda: None))
-                    body = self.cached_body(frontier, netloc)
+                    await maybe_deferred_to_future(deferLater(reactor(), 0.25, lambda: None))
+                    body = self.cached_body(cache, netloc)
             if body is not None and netloc not in self._parsers:
                 self.crawler.stats.inc_value("robotstxt/cache_hit")
                 rp = self.parse(body)
@@ -205,19 +211,19 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                         {"netloc": netloc, "size": len(response.body), "kept": len(body)})
             response = response.replace(body=body)
         await super()._parse_robots(response, netloc, request)
-        frontier = self._frontier()
+        cache = self._cache()
         rp = self._parsers.get(netloc)
-        if frontier is None or rp is None or isinstance(rp, Deferred):
+        if cache is None or rp is None or isinstance(rp, Deferred):
             return
         # A 5xx reads as an empty robots.txt (RobotsTxtGuardMiddleware) for
         # this worker only: the next one tries again.
         if response.status < 500:
-            self.cache_body(frontier, netloc, body)
+            self.cache_body(cache, netloc, body)
         else:
             # Nothing to share: let the workers waiting for our answer fetch it
             # themselves now rather than when the lock expires.
             try:
-                frontier.robots_unlock(self._site(netloc), netloc)
+                cache.unlock(self._site(netloc), netloc)
             except redis.RedisError:
                 pass
         self._apply_crawl_delay(rp, request)
@@ -231,20 +237,20 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             host = ""
         return queue_key(host, self.queue_by)
 
-    def cache_body(self, frontier: Frontier, netloc: str, body: bytes) -> None:
+    def cache_body(self, cache: RobotsCache, netloc: str, body: bytes) -> None:
         """Share ``body`` (already cut) with the cluster for ``ROBOTSTXT_CACHE_TTL``."""
         try:
-            frontier.robots_put(self._site(netloc), netloc, encode_entry(body, time.time()), math.ceil(self.ttl))
+            cache.put(self._site(netloc), netloc, encode_entry(body, time.time()), math.ceil(self.ttl))
         except redis.RedisError as exc:
             logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
 
-    def cached_body(self, frontier: Frontier, netloc: str) -> bytes | None:
+    def cached_body(self, cache: RobotsCache, netloc: str) -> bytes | None:
         """The cluster's robots.txt body for ``netloc``; None if there is none
         fresh and well-formed (or Redis is away): then it is fetched."""
         try:
             # One byte past the largest entry we write: enough to tell a huge
             # value without moving it.
-            exists, raw = frontier.robots_get(self._site(netloc), netloc, _ENTRY_MAX)
+            exists, raw = cache.get(self._site(netloc), netloc, _ENTRY_MAX)
         except redis.ResponseError as exc:
             if "WRONGTYPE" in str(exc):
                 self._malformed(netloc, "not a string")
@@ -270,9 +276,9 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         logger.warning("Ignoring the robots.txt cache entry of %(netloc)s (%(reason)s): fetching robots.txt again",
                        {"netloc": netloc, "reason": reason})
 
-    def _lock(self, frontier: Frontier, netloc: str) -> bool:
+    def _lock(self, cache: RobotsCache, netloc: str) -> bool:
         try:
-            return frontier.robots_lock(self._site(netloc), netloc, int(self.lock_timeout))
+            return cache.lock(self._site(netloc), netloc, int(self.lock_timeout))
         except redis.RedisError:
             return True  # no Redis: fetch it ourselves
 
@@ -288,10 +294,10 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             try:
                 # Two gaps: the page request waiting for robots.txt goes out one
                 # gap from now, the site's next request one gap after that.
-                frontier.touch(site, 2 * gap)
+                frontier.politeness.touch(site, 2 * gap)
             except redis.RedisError:
                 pass
-        await maybe_deferred_to_future(deferLater(_reactor(), gap, lambda: None))
+        await maybe_deferred_to_future(deferLater(reactor(), gap, lambda: None))
 
     def _apply_crawl_delay(self, rp: RobotParser, request: Request) -> None:
         delay = self.crawl_delay(rp)
@@ -303,16 +309,9 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             return
         site = queue_key(urlparse_cached(request).hostname or "", self.queue_by)
         try:
-            frontier.set_site_delay(site, delay)
+            frontier.politeness.set_site_delay(site, delay)
         except redis.RedisError:
             return
         self.crawler.stats.inc_value("robotstxt/crawl_delay")
         logger.info("robots.txt of %(site)s asks for Crawl-delay %(delay).1fs", {"site": site, "delay": delay})
 
-
-def _reactor() -> Any:
-    # Imported late: importing it at module load would install Twisted's
-    # default reactor before Scrapy installs the asyncio one.
-    from twisted.internet import reactor
-
-    return reactor

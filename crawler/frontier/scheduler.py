@@ -59,11 +59,10 @@ Kept from scrapy-redis: its connection helper and setting names
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import redis
@@ -74,10 +73,11 @@ from twisted.internet.task import LoopingCall
 
 from crawler import compat
 from crawler.crawldir import crawl_dir
-from crawler.frontier.frontier import LinkEntry
+from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
-from crawler.frontier.service import WORKER_IDLE, FrontierService
-from crawler.store import StoreUnavailable
+from crawler.frontier.service import FrontierService
+from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE, GiveBack
+from crawler.frontier.tracking import AGAIN_META, Tracked, not_modified, unwrap, visit_kind
 from crawler.urls import host_of, queue_key
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GAP_META", "LEASE_META", "FrontierScheduler"]
+__all__ = ["AGAIN_META", "GAP_META", "LEASE_META", "FrontierScheduler"]
 
 LEASE_META = "frontier_lease"
 GAP_META = "frontier_gap"
@@ -128,12 +128,10 @@ class FrontierScheduler(BaseScheduler):
     # -- lifecycle -----------------------------------------------------------
     def open(self, spider: Spider) -> None:
         self.spider = spider
-        self.service.node_record = self._node_record
-        self.service.buffered_leases = lambda: {str(r.meta.get(LEASE_META)) for r in self._buffer}
-        self.service.worker_idle = self._idle
-        self.service.on_heartbeat(self._after_heartbeat)
-        self.service.open(spider)
         sig = self.crawler.signals
+        # Before the service opens: its first heartbeat is sent there.
+        sig.connect(self._after_heartbeat, signal=HEARTBEAT)
+        self.service.open(spider, worker=self)
         sig.connect(self._item_settled, signal=signals.item_scraped)
         sig.connect(self._item_settled, signal=signals.item_dropped)
         sig.connect(self._item_settled, signal=signals.item_error)
@@ -196,7 +194,7 @@ class FrontierScheduler(BaseScheduler):
             if self.book.holds(lease_id):
                 return self._retry(request, lease_id)
             request.meta.pop(LEASE_META, None)
-            _unwrap(request)
+            unwrap(request)
         try:
             entry = request_to_json(request, self.spider)
         except SerializationError as exc:
@@ -282,9 +280,9 @@ class FrontierScheduler(BaseScheduler):
             # Redirects go back through the frontier as new URLs (the spider
             # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
             request.meta["dont_redirect"] = True
-            self.book.add(lease, _visit_kind(request))
-            request.callback = _Tracked(self, lease.id, request.callback or self.spider.parse, False)
-            request.errback = _Tracked(self, lease.id, request.errback, True)
+            self.book.add(lease, visit_kind(request))
+            request.callback = Tracked(self, lease.id, request.callback or self.spider.parse, False)
+            request.errback = Tracked(self, lease.id, request.errback, True)
             self._buffer.append(request)
         self.stats.inc_value("frontier/leased", len(leases))
         if len(leases) < n:
@@ -301,7 +299,7 @@ class FrontierScheduler(BaseScheduler):
         assert self.spider is not None
         retries = int(request.meta.get("retry_times", 1))
         delay = min(self.retry_base * 2 ** max(retries - 1, 0), self.retry_max)
-        _unwrap(request)
+        unwrap(request)
         request.meta.pop(LEASE_META, None)
         self.book.retry(lease_id, delay, request_to_json(request, self.spider))
         self.stats.inc_value("frontier/requeued/retry")
@@ -311,19 +309,24 @@ class FrontierScheduler(BaseScheduler):
     # -- what pages produce ------------------------------------------------------------
     def output_done(self, lease_id: str, error: str | None = None) -> None:
         self._count_acks(lambda: self.book.output_done(lease_id, error))
-        if self._idle():
+        if self.idle():
             # The pages in hand wait only for the store: a crawl's last pages
             # (or a polite crawl's, between two slots) need not wait for its
             # next timed flush, then for the next tick to be acknowledged.
             self.crawler.signals.send_catch_log(signal=WORKER_IDLE)
 
-    def _idle(self) -> bool:
+    # -- what the frontier service asks of this worker (service.Worker) -------------------
+    def idle(self) -> bool:
         """Nothing downloading, waiting for its callback or leased to start."""
         return not self._buffer and self.book.unprocessed() == 0
 
+    def buffered_leases(self) -> set[str]:
+        """Leases taken but not yet handed to the engine."""
+        return {str(r.meta.get(LEASE_META)) for r in self._buffer}
+
     def item_yielded(self, lease_id: str, item: Any) -> None:
         error = None
-        if getattr(item, "state", None) == "E" and not _not_modified(item):
+        if getattr(item, "state", None) == "E" and not not_modified(item):
             error = str(getattr(item, "error", "") or "error")
         # A page typed again (SiteSpider._retype) is an earlier request's
         # page: it says nothing of this one's topic.
@@ -342,16 +345,16 @@ class FrontierScheduler(BaseScheduler):
             if exc is not None or "failure" in kwargs:
                 self.stats.inc_value("classifier/retype/not_stored")
             self._count_acks(lambda: self.book.item_settled(lease_id))
-        elif isinstance(getattr(exc, "reason", None), StoreUnavailable):
-            # Saved to the spill file, not to the store: the URL goes back to
-            # the queue rather than being settled.
+        elif isinstance(exc, GiveBack):
+            # Not kept for now (a page saved to the store's spill file): the
+            # URL goes back to the queue rather than being settled.
             self._count_acks(lambda: self.book.item_settled(lease_id, unstored=True))
         elif exc is not None or "failure" in kwargs:
             reason = f"item not stored: {getattr(exc, 'reason', exc) or kwargs.get('failure')}"
             self._count_acks(lambda: self.book.item_settled(lease_id, error=reason))
         else:
             self._count_acks(lambda: self.book.item_settled(lease_id))
-        if self._idle() and self._acks_call is None:
+        if self.idle() and self._acks_call is None:
             # The acknowledgements now (once for a batch's pages, after they
             # have all settled): other workers may be waiting for the crawl's end.
             from twisted.internet import reactor  # not at import: Scrapy installs the reactor
@@ -403,14 +406,15 @@ class FrontierScheduler(BaseScheduler):
         # Safety net: output done but an item never settled (a middleware
         # swallowed it): acknowledge after the lease timeout, unless items
         # wait for the store (an outage): they will settle.
-        if self.service.store_waiting():
+        if any(waiting for _, waiting in self.crawler.signals.send_catch_log(signal=ITEMS_WAITING)):
             return
         for lease_id in self.book.overdue(self.lease_timeout):
             logger.warning("Acknowledging lease %(id)s: its items never settled", {"id": lease_id},
                            extra={"spider": self.spider})
             self._count_acks(lambda: self.book.settle(lease_id))  # noqa: B023
 
-    def _node_record(self) -> dict[str, Any]:
+    def node_record(self) -> dict[str, Any]:
+        """This node's record for operators (``scrapy status``), sent with each heartbeat."""
         get = self.stats.get_value
         now, done = time.monotonic(), self.book.done
         self._rate.append((now, done))
@@ -481,87 +485,3 @@ class FrontierScheduler(BaseScheduler):
             raise CloseSpider("stopped")
         if self.wait_for_seeds:
             raise DontCloseSpider
-
-
-def _unwrap(request: Request) -> None:
-    """The spider's own callback and errback, without the lease's wrappers."""
-    request.callback = getattr(request.callback, "original", request.callback)
-    request.errback = getattr(request.errback, "original", request.errback)
-
-
-# request.meta key: a URL the crawl settled as an error before, queued again
-# (a seed given again on the command line; crawler/spiders/site.py).
-AGAIN_META = "again"
-
-
-def _visit_kind(request: Request) -> str:
-    """What a leased request's acknowledgement counts (leasebook.py): "V" a
-    re-crawl's revisit of a stored page, "A" an error's URL fetched again,
-    "" a page fetched for the first time."""
-    due = request.meta.get("revisit")
-    if isinstance(due, int) and not isinstance(due, bool):
-        return "V"
-    return "A" if request.meta.get(AGAIN_META) == 1 else ""
-
-
-def _not_modified(item: Any) -> bool:
-    """A re-crawl's visit answered 304 (or a HEAD found the same length): the
-    stored version stands; an acknowledgement, not an error."""
-    return getattr(item, "revisit", None) is not None and getattr(item, "status", None) == 304
-
-
-class _Tracked:
-    """Wraps a leased request's callback or errback to count its output, so
-    that the lease is acknowledged only after the page's items are stored
-    and its links are queued."""
-
-    def __init__(self, scheduler: FrontierScheduler, lease_id: str,
-                 original: Callable[..., Any] | None, errback: bool) -> None:
-        self.scheduler = scheduler
-        self.lease_id = lease_id
-        self.original = original
-        self.errback = errback
-        self.frontier_name = getattr(original, "__name__", None)
-
-    def __call__(self, result: Any, **kwargs: Any) -> Any:
-        if self.original is None:  # no errback: record the failure, let Scrapy log it
-            self.scheduler.output_done(self.lease_id, _failure_reason(result))
-            result.raiseException()
-        return self._run(result, **kwargs)
-
-    async def _run(self, result: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        # An errback marked ``recovers`` (the re-crawl's head_failed: the GET
-        # it sends decides) settles its lease as done, not as an error.
-        error = _failure_reason(result) if self.errback and not getattr(self.original, "recovers", False) else None
-        try:
-            assert self.original is not None
-            output = self.original(result, **kwargs)
-            if inspect.isawaitable(output):
-                output = await output
-            if output is None:
-                return
-            if isinstance(output, Request) or not hasattr(output, "__iter__") and not hasattr(output, "__aiter__"):
-                output = [output]
-            if hasattr(output, "__aiter__"):
-                async for x in output:
-                    self._seen(x)
-                    yield x
-            else:
-                for x in output:
-                    self._seen(x)
-                    yield x
-        except Exception as exc:
-            error = f"spider error: {type(exc).__name__}: {exc}"[:500]
-            raise
-        finally:
-            self.scheduler.output_done(self.lease_id, error)
-
-    def _seen(self, x: Any) -> None:
-        if not isinstance(x, Request):
-            self.scheduler.item_yielded(self.lease_id, x)
-
-
-def _failure_reason(failure: Any) -> str:
-    exc = getattr(failure, "value", None)
-    return f"{type(exc).__name__}: {exc}"[:500] if exc is not None else "error"
-

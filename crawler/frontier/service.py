@@ -9,10 +9,14 @@ component finds it through Scrapy's public API::
     service = FrontierService.of(crawler)   # crawler.get_extension(...)
     service.frontier.backoff(site, ...)
 
-The scheduler (``scheduler.py``) opens it and adapts Scrapy's scheduler
-interface to it; the spider reads the crawl's scope and the duplicate index
-through it; the middlewares report backoffs, send times and robots.txt
-through it.
+The scheduler (``scheduler.py``) opens it, passing itself as the
+``Worker`` the heartbeat asks for this node's record and for the leases it
+has not handed to Scrapy yet, and adapts Scrapy's scheduler interface to it;
+the spider reads the crawl's scope and the duplicate index through it; the
+middlewares report backoffs, send times and robots.txt through it; the
+store's pipeline asks it whether the worker is idle (``worker_idle``).
+After each heartbeat it sends the ``HEARTBEAT`` signal
+(``crawler/frontier/signals.py``).
 
 Settings: ``REDIS_URL``, ``REDIS_PARAMS``, ``CRAWL_NAME``, ``CRAWL_DIR``,
 ``DOWNLOAD_DELAY``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
@@ -32,17 +36,17 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 from twisted.internet.task import LoopingCall
 
 from crawler import compat
 from crawler.crawldir import crawl_dir, crawl_name
-from crawler.frontier.connection import get_redis
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.leasebook import LeaseBook
+from crawler.frontier.signals import HEARTBEAT, WORKER_IDLE
+from crawler.redis.client import get_redis
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -51,12 +55,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WORKER_IDLE", "FrontierService"]
+__all__ = ["WORKER_IDLE", "FrontierService", "Worker"]
 
-# A signal the scheduler sends when this worker has just become idle (see
-# FrontierService.worker_idle): what waits only for the store may be written
-# now rather than at the store's next timed flush (crawler/pipelines.py).
-WORKER_IDLE = object()
+
+class Worker(Protocol):
+    """What the service asks of the worker that opens it (the scheduler)."""
+
+    def node_record(self) -> dict[str, Any]:
+        """This node's record for operators (pages, rates, state ...)."""
+
+    def buffered_leases(self) -> set[str]:
+        """Leases taken but not yet handed to Scrapy."""
+
+    def idle(self) -> bool:
+        """Nothing downloading, waiting for its callback or leased to start."""
 
 
 class FrontierService:
@@ -71,17 +83,8 @@ class FrontierService:
         self.spider: Spider | None = None
         self._loop: LoopingCall | None = None
         self._down_since: float | None = None
-        self._heartbeat_listeners: list[Callable[[int, int, set[str]], None]] = []
+        self._worker: Worker | None = None  # given to open() by the scheduler
         self.resumed: dict[str, int] = {}  # the crawl's counters when this worker joined
-        # Set by the scheduler: this node's record for operators, and the
-        # leases it took but has not yet handed to Scrapy.
-        self.node_record: Callable[[], dict[str, Any]] = dict
-        self.buffered_leases: Callable[[], set[str]] = set
-        # Set by the store's pipeline: pages handed to it and not yet settled.
-        self.store_waiting: Callable[[], int] = lambda: 0
-        # Set by the scheduler: nothing downloading, waiting for its callback
-        # or leased to start in this worker (it sends WORKER_IDLE as it gets so).
-        self.worker_idle: Callable[[], bool] = lambda: False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -107,11 +110,23 @@ class FrontierService:
     def is_open(self) -> bool:
         return self._frontier is not None
 
+    def worker_idle(self) -> bool:
+        """Whether this worker has nothing downloading, waiting for its
+        callback or leased to start (the scheduler sends ``WORKER_IDLE`` as
+        it gets so); False before the scheduler opens the service."""
+        return self._worker is not None and self._worker.idle()
+
+    def _node_record(self) -> dict[str, Any]:
+        return self._worker.node_record() if self._worker is not None else {}
+
     # -- lifecycle -----------------------------------------------------------
-    def open(self, spider: Spider) -> Frontier:
+    def open(self, spider: Spider, worker: Worker | None = None) -> Frontier:
+        """Connect, check the crawl's layout and start the heartbeat;
+        ``worker`` (the scheduler) says what this node holds."""
         if self._frontier is not None:
             return self._frontier
         self.spider = spider
+        self._worker = worker
         s = self.crawler.settings
         client = get_redis(s, crawl_dir(s))
         frontier = Frontier(
@@ -212,7 +227,7 @@ class FrontierService:
         self.book.settle_finished()
         try:
             flushed = self.flush()
-            frontier.leave(self.node_record())
+            frontier.leave(self._node_record())
             if flushed:
                 # The last flush and the node's record reached Redis: a crawl
                 # that ends within a heartbeat of an outage says so too.
@@ -263,19 +278,16 @@ class FrontierService:
         return result.error is None
 
     # -- heartbeat ---------------------------------------------------------------
-    def on_heartbeat(self, listener: Callable[[int, int, set[str]], None]) -> None:
-        """Call ``listener(reaped, nodes, held)`` after each heartbeat."""
-        self._heartbeat_listeners.append(listener)
-
     def heartbeat(self) -> None:
+        """Beat, give back orphaned leases, then send ``HEARTBEAT``."""
         frontier = self.frontier
         try:
-            reaped, nodes, held = frontier.heartbeat(self.node_record())
+            reaped, nodes, held = frontier.heartbeat(self._node_record())
         except redis.RedisError as exc:
             self.redis_error(exc)
             return
         self.redis_ok()
-        orphans = self.book.orphans(held, self.buffered_leases())
+        orphans = self.book.orphans(held, self._worker.buffered_leases() if self._worker is not None else set())
         if orphans:
             try:
                 released = frontier.release(sorted(orphans))
@@ -289,8 +301,7 @@ class FrontierService:
             self.stats.inc_value("frontier/reaped", reaped)
             logger.warning("%(n)d leases of %(nodes)d stopped worker(s) went back to their queues",
                            {"n": reaped, "nodes": nodes}, extra={"spider": self.spider})
-        for listener in self._heartbeat_listeners:
-            listener(reaped, nodes, held)
+        self.crawler.signals.send_catch_log(signal=HEARTBEAT, reaped=reaped, nodes=nodes, held=held)
 
     # -- Redis down / back -----------------------------------------------------------
     @property

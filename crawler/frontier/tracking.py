@@ -1,0 +1,109 @@
+"""What becomes of a leased request, for the scheduler
+(``crawler/frontier/scheduler.py``): its callback and errback wrapped so
+that the lease is acknowledged only after the page's items are stored and
+its links queued (and unwrapped for a retry), and what its acknowledgement
+counts (a first fetch, a revisit, an error's URL fetched again).
+
+``request.meta`` keys: ``again`` (``AGAIN_META``), ``revisit``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from scrapy import Request
+
+__all__ = ["AGAIN_META", "Tracked", "not_modified", "unwrap", "visit_kind"]
+
+# request.meta key: a URL the crawl settled as an error before, queued again
+# (a seed given again on the command line; crawler/spiders/site.py).
+AGAIN_META = "again"
+
+
+def visit_kind(request: Request) -> str:
+    """What a leased request's acknowledgement counts (leasebook.py): "V" a
+    re-crawl's revisit of a stored page, "A" an error's URL fetched again,
+    "" a page fetched for the first time."""
+    due = request.meta.get("revisit")
+    if isinstance(due, int) and not isinstance(due, bool):
+        return "V"
+    return "A" if request.meta.get(AGAIN_META) == 1 else ""
+
+
+def not_modified(item: Any) -> bool:
+    """A re-crawl's visit answered 304 (or a HEAD found the same length): the
+    stored version stands; an acknowledgement, not an error."""
+    return getattr(item, "revisit", None) is not None and getattr(item, "status", None) == 304
+
+
+class Outputs(Protocol):
+    """What a tracked callback reports to (the scheduler)."""
+
+    def output_done(self, lease_id: str, error: str | None = None) -> None: ...
+
+    def item_yielded(self, lease_id: str, item: Any) -> None: ...
+
+
+def unwrap(request: Request) -> None:
+    """The spider's own callback and errback, without the lease's wrappers."""
+    request.callback = getattr(request.callback, "original", request.callback)
+    request.errback = getattr(request.errback, "original", request.errback)
+
+
+class Tracked:
+    """Wraps a leased request's callback or errback to count its output, so
+    that the lease is acknowledged only after the page's items are stored
+    and its links are queued."""
+
+    def __init__(self, scheduler: Outputs, lease_id: str,
+                 original: Callable[..., Any] | None, errback: bool) -> None:
+        self.scheduler = scheduler
+        self.lease_id = lease_id
+        self.original = original
+        self.errback = errback
+        self.frontier_name = getattr(original, "__name__", None)
+
+    def __call__(self, result: Any, **kwargs: Any) -> Any:
+        if self.original is None:  # no errback: record the failure, let Scrapy log it
+            self.scheduler.output_done(self.lease_id, _failure_reason(result))
+            result.raiseException()
+        return self._run(result, **kwargs)
+
+    async def _run(self, result: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        # An errback marked ``recovers`` (the re-crawl's head_failed: the GET
+        # it sends decides) settles its lease as done, not as an error.
+        error = _failure_reason(result) if self.errback and not getattr(self.original, "recovers", False) else None
+        try:
+            assert self.original is not None
+            output = self.original(result, **kwargs)
+            if inspect.isawaitable(output):
+                output = await output
+            if output is None:
+                return
+            if isinstance(output, Request) or not hasattr(output, "__iter__") and not hasattr(output, "__aiter__"):
+                output = [output]
+            if hasattr(output, "__aiter__"):
+                async for x in output:
+                    self._seen(x)
+                    yield x
+            else:
+                for x in output:
+                    self._seen(x)
+                    yield x
+        except Exception as exc:
+            error = f"spider error: {type(exc).__name__}: {exc}"[:500]
+            raise
+        finally:
+            self.scheduler.output_done(self.lease_id, error)
+
+    def _seen(self, x: Any) -> None:
+        if not isinstance(x, Request):
+            self.scheduler.item_yielded(self.lease_id, x)
+
+
+def _failure_reason(failure: Any) -> str:
+    exc = getattr(failure, "value", None)
+    return f"{type(exc).__name__}: {exc}"[:500] if exc is not None else "error"
+

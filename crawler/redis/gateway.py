@@ -1,0 +1,140 @@
+"""The Redis gateway: every call of the frontier's parts goes through one
+``Gateway``, which batches calls into pipelines, routes them on a Redis
+Cluster, runs Lua scripts by name and counts the round trips.
+
+It knows nothing of crawling: a call is ``(name, keys, args)``, where
+``name`` is a script of the registry it was given (``crawler/redis/scripts.py``
+for the frontier) or a plain Redis command. One ``run_many`` is one round
+trip (per Redis node, in parallel); a script a server does not know yet (a
+restarted node) is loaded and its call run again.
+
+The counts (``round_trips``, ``calls`` by name) are what the frontier service
+reports as ``frontier/redis_round_trips`` and ``frontier/redis_calls/<name>``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from hashlib import sha1
+from typing import Any
+
+import redis
+from redis.exceptions import RedisClusterException
+
+__all__ = ["Call", "Gateway"]
+
+# A call: a script's name (or a Redis command), its keys, its other arguments.
+Call = tuple[str, Sequence[Any], Sequence[Any]]
+
+
+class Gateway:
+    """One Redis client (single or cluster), its script registry and its
+    round-trip counts."""
+
+    def __init__(self, client: Any, scripts: Mapping[str, str]) -> None:
+        self.client = client
+        self.cluster = not hasattr(client, "connection_pool")  # a RedisCluster has none
+        self.round_trips = 0
+        self.calls: dict[str, int] = {}
+        self._sources = dict(scripts)
+        self._shas = {name: sha1(source.encode()).hexdigest() for name, source in self._sources.items()}
+
+    def counted(self) -> Any:
+        """The client, for one command sent outside ``run_many`` (counted as
+        one round trip)."""
+        self.round_trips += 1
+        return self.client
+
+    def run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """One call, in a round trip of its own."""
+        return self.run_many([(name, keys, args)])[0]
+
+    def run_many(self, calls: Sequence[Call], *, raise_on_error: bool = True) -> list[Any]:
+        """Run scripts (by name) or plain commands, each on the slot of its
+        keys, in one pipeline: one round trip (per Redis node, in parallel).
+        A script a server does not know yet (a restarted node) is loaded and
+        its call run again: it did not run the first time."""
+        self.round_trips += 1
+        for name, _, _ in calls:
+            self.calls[name] = self.calls.get(name, 0) + 1
+        results = self._pipeline(calls)
+        missing = [i for i, r in enumerate(results) if isinstance(r, redis.exceptions.NoScriptError)]
+        if missing:
+            for name in {calls[i][0] for i in missing}:
+                self.client.script_load(self._sources[name])
+            again = self._pipeline([calls[i] for i in missing])
+            for i, r in zip(missing, again):
+                results[i] = r
+        if raise_on_error:
+            for r in results:
+                if isinstance(r, Exception):
+                    raise r
+        return results
+
+    def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
+        results = self._pipeline_once(calls)
+        if len(calls) > 1 and self.cluster and all(isinstance(r, redis.exceptions.ConnectionError) for r in results):
+            # redis-py fails a whole cluster pipeline when one node is
+            # unreachable: send each node its own calls, so that the shards
+            # on the masters still up go on (one round trip per node, only
+            # while a node is away).
+            by_node: dict[str, list[int]] = defaultdict(list)
+            for i, (_, keys, _) in enumerate(calls):
+                try:
+                    node = self.client.get_node_from_key(keys[0]).name if keys else ""
+                except Exception:  # noqa: BLE001 (no slot map at all: leave it failed)
+                    node = ""
+                by_node[node].append(i)
+            if len(by_node) > 1:
+                for indexes in by_node.values():
+                    for i, r in zip(indexes, self._pipeline_once([calls[i] for i in indexes])):
+                        results[i] = r
+        return results
+
+    def _route(self, keys: Sequence[Any]) -> dict[str, Any]:
+        """On a cluster, the node of a script call's keys, named for the
+        pipeline: redis-py 8's cluster pipeline otherwise asks its default
+        node ``COMMAND GETKEYS`` for every EVALSHA it queues, one synchronous
+        round trip per script call (measured: 200 COMMAND calls for 200
+        EVALSHAs in 10 pipelines). A command sent to a node that no longer
+        holds its slot is answered MOVED and sent again by redis-py, as
+        without the name."""
+        if not self.cluster or not keys:
+            return {}
+        try:
+            return {"target_nodes": self.client.get_node_from_key(keys[0])}
+        except Exception:  # noqa: BLE001 (no slot map yet: let redis-py find the node)
+            return {}
+
+    def _pipeline_once(self, calls: Sequence[Call]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for name, keys, args in calls:
+            sha = self._shas.get(name)
+            if sha is not None:
+                # Not pipe.evalsha: redis-py's cluster pipeline refuses that
+                # method by name, and takes the command itself.
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, **self._route(keys))
+            else:
+                pipe.execute_command(name, *keys, *args)
+        try:
+            results = list(pipe.execute(raise_on_error=False))
+        except redis.RedisError as exc:  # the whole pipeline failed (connection)
+            return [exc] * len(calls)
+        except RedisClusterException as exc:
+            # Not a RedisError (redis-py 8): every node unreachable while the
+            # client refreshes its slot map. To callers, Redis is away.
+            return [redis.exceptions.ConnectionError(str(exc))] * len(calls)
+        return [redis.exceptions.ConnectionError(str(r)) if isinstance(r, RedisClusterException) else r
+                for r in results]
+
+
+def text(value: Any, errors: str = "replace") -> str:
+    """A Redis reply (bytes, or anything else) as text."""
+    return value.decode("utf-8", errors) if isinstance(value, bytes) else str(value)
+
+
+def pairs(row: Any) -> Any:
+    """The (field, value) pairs of an HGETALL reply (a dict, or a flat list
+    from a script or RESP2 pipeline)."""
+    return row.items() if isinstance(row, dict) else zip(row[::2], row[1::2])

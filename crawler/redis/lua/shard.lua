@@ -1,0 +1,220 @@
+-- Shared Lua helpers of the site-shard scripts.
+local STATS, READY, DELAYED, NEXT, ACTIVE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local DELAY, BACKOFF, SITECOUNT, ERRORS, MIRRORS = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local P = string.sub(STATS, 1, -6)  -- the shard's prefix "{tag}:" ("stats" is 5 characters)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local FAR = 9007199254740  -- "not ready": a site at its concurrency limit
+
+local function qkey(site) return P .. 'q:' .. site end
+
+-- A focused crawl's shards are ordered ('ordered' in the shard's stats, set
+-- when the crawl is created with a topic): a site's queue is then a sorted
+-- set, scored (1000 - priority) * PBASE + sequence, so the most promising
+-- request goes first and requests of one priority in the order queued; and
+-- BEST (a sorted set like the site queues, built from the shard's prefix)
+-- holds each site's best queued (1000 - priority), so a lease serves the
+-- ready sites with the most promising work first. Otherwise a site's queue
+-- is a list: first in, first out (breadth-first).
+local ORDERED = redis.call('HGET', STATS, 'ordered') == '1'
+local BEST = P .. 'best'
+local PBASE = 4294967296
+
+local function qlen(site)
+  if ORDERED then return redis.call('ZCARD', qkey(site)) end
+  return redis.call('LLEN', qkey(site))
+end
+
+-- The priority an entry carries (meta topic_priority, 0..1000), for entries
+-- pushed back without one given: a lease given back, a retry now due.
+local function entry_priority(entry)
+  local ok, d = pcall(cjson.decode, entry)
+  if ok and type(d) == 'table' and type(d.m) == 'table' then
+    local p = tonumber(d.m.topic_priority)
+    if p and p == p and p ~= math.huge and p ~= -math.huge then return math.max(0, math.min(1000, math.floor(p))) end
+  end
+  return 0
+end
+
+-- Queue an entry at the head (head) or in its place; prio nil: read it from
+-- the entry. Returns 1, or 0 when the very same entry is already queued.
+local function qpush(site, entry, head, prio)
+  if not ORDERED then
+    if head then redis.call('LPUSH', qkey(site), entry) else redis.call('RPUSH', qkey(site), entry) end
+    return 1
+  end
+  local rank = 1000 - (prio or entry_priority(entry))
+  local seq = 0
+  if not head then seq = redis.call('HINCRBY', STATS, 'qseq', 1) % PBASE end
+  local added = redis.call('ZADD', qkey(site), rank * PBASE + seq, entry)
+  redis.call('ZADD', BEST, 'LT', rank, site)
+  return added
+end
+
+local function qpop(site)
+  if not ORDERED then return redis.call('LPOP', qkey(site)) end
+  local r = redis.call('ZPOPMIN', qkey(site))
+  local first = redis.call('ZRANGE', qkey(site), 0, 0, 'WITHSCORES')
+  if first[2] then
+    redis.call('ZADD', BEST, math.floor(tonumber(first[2]) / PBASE), site)
+  else
+    redis.call('ZREM', BEST, site)
+  end
+  return r[1] or false
+end
+
+-- The pending counts (queued, leased, delayed) change here and only here.
+local function move(from, to, n)
+  if n == 0 then return end
+  if from then redis.call('HINCRBY', STATS, from, -n) end
+  if to then redis.call('HINCRBY', STATS, to, n) end
+end
+
+-- A lease value is "<site>\n<entry>", prefixed with "~" once its download
+-- is over (the site's concurrency slot is then already free).
+local function split_entry(v)
+  if string.sub(v, 1, 1) == '~' then v = string.sub(v, 2) end
+  local i = string.find(v, '\n', 1, true)
+  return string.sub(v, 1, i - 1), string.sub(v, i + 1)
+end
+
+local function holds_slot(v)
+  return string.sub(v, 1, 1) ~= '~'
+end
+
+-- The gap (ms) between two requests to a site: its delay and backoff, plus
+-- the margin that covers jitter; 0 for a site without a delay.
+local function site_gap(site, default_delay, margin)
+  local g = tonumber(redis.call('HGET', DELAY, site) or default_delay)
+          + tonumber(redis.call('HGET', BACKOFF, site) or '0')
+  if g > 0 then g = g + margin end
+  return g
+end
+
+-- Make a site with queued entries servable again at max(now, its next time).
+local function wake(site, conc)
+  if qlen(site) == 0 then
+    redis.call('ZREM', READY, site)
+    return
+  end
+  local act = tonumber(redis.call('HGET', ACTIVE, site) or '0')
+  if act >= conc then
+    redis.call('ZADD', READY, FAR, site)
+  else
+    local nxt = tonumber(redis.call('HGET', NEXT, site) or '0')
+    redis.call('ZADD', READY, math.max(now, nxt), site)
+  end
+end
+
+local function release_active(site)
+  local act = redis.call('HINCRBY', ACTIVE, site, -1)
+  if act <= 0 then redis.call('HDEL', ACTIVE, site) end
+end
+
+-- The download of a leased request is over: free its site's concurrency
+-- slot. The site's next request waits a full gap from now: the delay counts
+-- from the end of the previous fetch, as in Nutch and Heritrix, so it holds
+-- however late a busy worker sent the request and reported its end.
+local function downloaded(lkey, id, conc, default_delay, margin)
+  local v = redis.call('HGET', lkey, id)
+  if not v or not holds_slot(v) then return end
+  redis.call('HSET', lkey, id, '~' .. v)
+  local site = split_entry(v)
+  release_active(site)
+  local gap = site_gap(site, default_delay, margin)
+  if gap > 0 then
+    local nxt = math.max(now + gap, tonumber(redis.call('HGET', NEXT, site) or '0'))
+    redis.call('HSET', NEXT, site, nxt)
+  end
+  wake(site, conc)
+end
+
+-- End a lease. outcome: 'C' (done; 'T': done, on a focused crawl's topic), 'E' (final
+-- error, with reason), 'R'
+-- (retry: to the delayed set, due after delay ms, as the new entry), 'H'
+-- (back to the head of its queue: given back or reaped). A second letter
+-- says what the visit was: 'V' a re-crawl's revisit of a stored page (counted
+-- as revisits and revisit_errors, not as pages and errors: a page is a page
+-- however often it is fetched), 'A' a URL settled as an error before and
+-- done now (a seed given again: one error less). False if the lease
+-- is not held (acknowledged late, after it was reaped).
+local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
+  local v = redis.call('HGET', lkey, id)
+  if not v then return false end
+  redis.call('HDEL', lkey, id)
+  local site, entry = split_entry(v)
+  if holds_slot(v) then release_active(site) end
+  local kind = string.sub(outcome, 2, 2)
+  outcome = string.sub(outcome, 1, 1)
+  if outcome == 'H' then
+    if qpush(site, entry, true) == 1 then move('leased', 'queued', 1) else move('leased', nil, 1) end
+  elseif outcome == 'R' then
+    redis.call('ZADD', DELAYED, now + delay, site .. '\n' .. entry2)
+    move('leased', 'delayed', 1)
+    redis.call('HINCRBY', STATS, 'retried', 1)
+  elseif outcome == 'E' then
+    move('leased', nil, 1)
+    redis.call('HINCRBY', STATS, kind == 'V' and 'revisit_errors' or 'errors', 1)
+    redis.call('HINCRBY', P .. 'node:' .. node, 'errors', 1)
+    redis.call('LPUSH', ERRORS, cjson.encode({site = site, reason = reason, at = now,
+                                              entry = string.sub(entry, 1, 2048)}))
+    redis.call('LTRIM', ERRORS, 0, 999)
+  else
+    move('leased', nil, 1)
+    if kind == 'V' then
+      redis.call('HINCRBY', STATS, 'revisits', 1)
+    else
+      redis.call('HINCRBY', STATS, 'done', 1)
+      if kind == 'A' and tonumber(redis.call('HGET', STATS, 'errors') or '0') > 0 then
+        redis.call('HINCRBY', STATS, 'errors', -1)
+      end
+    end
+    redis.call('HINCRBY', P .. 'node:' .. node, 'pages', 1)
+    if outcome == 'T' then  -- done, and a focused crawl's page on its topic
+      redis.call('HINCRBY', STATS, 'on_topic', 1)
+      redis.call('HINCRBY', P .. 'node:' .. node, 'on_topic', 1)
+    end
+    -- A success halves any backoff the site had: it recovers step by step.
+    local bo = tonumber(redis.call('HGET', BACKOFF, site) or '0')
+    if bo > 0 then
+      bo = math.floor(bo / 2)
+      if bo < 50 then redis.call('HDEL', BACKOFF, site) else redis.call('HSET', BACKOFF, site, bo) end
+    end
+  end
+  wake(site, conc)
+  return true
+end
+
+-- Dedup and enqueue links: ARGV groups of (member, site, entry, place) from
+-- index i, KEYS pairs (seen bucket, queue) from index ki. An empty member
+-- means "do not dedup" (dont_filter); place "h" puts the request first in
+-- its site queue (raised priority: redirects), a number (0..1000) is its
+-- priority in an ordered shard. Returns added, dup, capped.
+local function enqueue(i, ki, n, cap, conc)
+  local added, dup, capped = 0, 0, 0
+  for k = 0, n - 1 do
+    local j = i + k * 4
+    local m, site, entry, place = ARGV[j], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
+    local seen = KEYS[ki + k * 2]
+    if m ~= '' and redis.call('SADD', seen, m) == 0 then
+      dup = dup + 1
+    elseif m ~= '' and cap > 0 and redis.call('HINCRBY', SITECOUNT, site, 1) > cap then
+      capped = capped + 1
+    else
+      local prio = tonumber(place)
+      if prio and prio == prio then prio = math.max(0, math.min(1000, math.floor(prio))) else prio = 0 end
+      if place == 'h' then prio = nil end  -- first of its priority, which the entry carries
+      if qpush(site, entry, place == 'h', prio) == 1 then
+        if not redis.call('ZSCORE', READY, site) then wake(site, conc) end
+        added = added + 1
+      else
+        dup = dup + 1  -- the very same entry is queued already (dont_filter twice)
+      end
+    end
+  end
+  move(nil, 'queued', added)
+  if dup > 0 then redis.call('HINCRBY', STATS, 'duplicates', dup) end
+  if capped > 0 then redis.call('HINCRBY', STATS, 'capped', capped) end
+  if added > 0 then redis.call('HINCRBY', STATS, 'enqueued', added) end
+  return added, dup, capped
+end

@@ -9,7 +9,7 @@ No HTTP: ``--workers`` processes drive ``crawler.frontier.Frontier`` as
 workers do (lease batch ``FRONTIER_LEASE_BATCH``, ``default_delay=0`` so
 politeness does not throttle the load, concurrency 1 a site, a heartbeat
 every ``FRONTIER_HEARTBEAT_INTERVAL``, each process its own node), against a
-fresh cluster from ``tests/redis_cluster.py`` (append-only file on, as there;
+fresh cluster from ``tests.support.redis_cluster`` (append-only file on, as there;
 its server is ``CRAWLER_TEST_REDIS_SERVER``, else the first on PATH).
 
 The crawl: ``--sites`` sites, each seeded with its home page and 32 section

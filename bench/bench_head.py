@@ -3,7 +3,7 @@
     python -m bench.bench_head [--pages 200] [--kb 20] [--delay 0.05] [--shares 0.1,0.5,0.9]
 
 A site of ``--pages`` pages of about ``--kb`` KB each, served from disk with
-no ``ETag`` and no ``Last-Modified`` (tests/mockserver.py ``/novalid/``), is
+no ``ETag`` and no ``Last-Modified`` (tests/support/mockserver.py ``/novalid/``), is
 crawled once; then, for each share of pages changed (their length changes),
 the re-crawl (``scrapy crawl recrawl -a all=1``) is run twice on the same
 kind of change, in the same run: the anchor, a GET per page (the default),

@@ -8,7 +8,7 @@ it types ``index``; a contents page or a back-of-book index typed ``info``
 hides every page linked from it alone. For each tree of ``TREES`` (Debian
 documentation packages of several generators; never the PostgreSQL or
 Python documentation, where the crawler is judged), this serves the tree's
-directory from a local HTTP server on 127.0.0.1 (``tests/mockserver.py
+directory from a local HTTP server on 127.0.0.1 (``tests/support/mockserver.py
 --root``) and crawls it twice with ``scrapy crawl site`` as a user would
 (no delay, ``-s NETWORK_ALLOWLIST=127.0.0.0/8``, the embedded Redis and
 store in a fresh ``CRAWL_DIR``):
@@ -113,7 +113,7 @@ def inlinks_of(store: Path, urls: set[str]) -> dict[str, list[str]]:
 
 def contents_typed_info(tree: Tree, default: dict[str, str | None], prefix: str) -> list[str]:
     """The pages of the default crawl that the generator's own markup says
-    are contents pages or indexes (``pagetype_sources.label``: its
+    are contents pages or indexes (``tools.pagetypes.sources.label``: its
     table-of-contents and index blocks hold at least half of the page's
     text) and that were typed ``info``: each hides whatever it alone
     links to, even where the tree links it from elsewhere too."""

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawler.revisit import (
-    Evidence,
+    ChangeEvidence,
     Plan,
     Policy,
     RateModel,
@@ -151,7 +151,7 @@ def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> Non
     multiplier) made every simulated day, each visit scheduled by it."""
     rng = random.Random(97)
     histories: list[list[Visit]] = [[] for _ in pages]
-    evidence = [Evidence() for _ in pages]
+    evidence = [ChangeEvidence() for _ in pages]
     live = [True] * len(pages)
     heap = [(rng.uniform(0, DAY), i) for i in range(len(pages))]
     heapq.heapify(heap)

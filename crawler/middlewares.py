@@ -70,7 +70,7 @@ from twisted.internet.task import deferLater
 
 from crawler.compat import reactor
 from crawler.frontier.service import FrontierService
-from crawler.traps import META_KEYS, Page, PathTrapGuard, TrapLimits
+from crawler.traps import META_KEYS, LinkParent, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
 
 _TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
@@ -124,7 +124,7 @@ class TrapGuardMiddleware:
                      extra={"spider": self.crawler.spider})
         return False
 
-    def _keep(self, request: Request, parent_shape: str, parent_run: int, page: Page | None) -> bool:
+    def _keep(self, request: Request, parent_shape: str, parent_run: int, page: LinkParent | None) -> bool:
         if request.meta.get("dont_trap_guard"):
             return True
         if self.max_repeated and max_segment_repeats(request.url) >= self.max_repeated:
@@ -147,11 +147,11 @@ class TrapGuardMiddleware:
             request.meta["shape_run"] = run
         return True
 
-    def _parent(self, url: str, meta: Mapping[str, Any]) -> tuple[str, int, Page | None]:
+    def _parent(self, url: str, meta: Mapping[str, Any]) -> tuple[str, int, LinkParent | None]:
         page = self.paths.page(url, meta) if self.paths.limits.enabled else None
         return url_shape(url), int(meta.get("shape_run", 0)), page
 
-    def _judge(self, request: Request, parent: tuple[str, int, Page | None]) -> bool:
+    def _judge(self, request: Request, parent: tuple[str, int, LinkParent | None]) -> bool:
         # A link of another page than the response's (a site's first page,
         # typed again as an index page later: crawler/pagetype.py) is judged
         # against its own page, as it would have been then.

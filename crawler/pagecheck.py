@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from crawler.items import PageItem
-    from crawler.template import Evidence
+    from crawler.template import TemplateEvidence
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,8 @@ class Checked:
     young: bool = False
 
 
-def template_evidence(crawler: Crawler, site: str, ask: Callable[[], Evidence | None],
-                      stat: str) -> Evidence | None:
+def template_evidence(crawler: Crawler, site: str, ask: Callable[[], TemplateEvidence | None],
+                      stat: str) -> TemplateEvidence | None:
     """What ``ask`` says of the site's template evidence; None (counted in
     ``<stat>/redis_error`` or ``<stat>/malformed``) without it."""
     try:
@@ -153,7 +153,7 @@ class PageCheck:
             return None, False
         templates = FrontierService.of(self.crawler).frontier.templates
 
-        def counted() -> Evidence | None:
+        def counted() -> TemplateEvidence | None:
             if not answer:
                 return templates.observe(site, keys)
             if isinstance(answer[0], Exception):

@@ -26,7 +26,7 @@ anything else          ``error`` (timeouts, 5xx, 302/303/307): no evidence of
 
 Every outcome is appended to the page's bounded ``history``
 (``crawler.revisit.Visit``), and every interval between two visits that saw
-the content to its ``evidence`` (``crawler.revisit.Evidence``: all visits
+the content to its ``evidence`` (``crawler.revisit.ChangeEvidence``: all visits
 in bounded space, older ones fading); the change rate is estimated from the
 evidence, with the crawl's other pages as the prior, and the next interval
 follows (``crawler.revisit.Plan``, refreshed by the caller). A merge is
@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler.revisit import Evidence, Plan, Policy, RateModel, Visit, append, compare, observe
+from crawler.revisit import ChangeEvidence, Plan, Policy, RateModel, Visit, append, compare, observe
 from crawler.store.base import OUTCOME_KEY
 
 __all__ = ["OUTCOME_KEY", "Revisits", "evidence_of", "first_visit", "visits"]
@@ -57,17 +57,17 @@ def visits(raw: Any) -> list[Visit]:
     return [v for v in (Visit.from_json(x) for x in raw) if v is not None]
 
 
-def evidence_of(page: dict[str, Any]) -> Evidence:
+def evidence_of(page: dict[str, Any]) -> ChangeEvidence:
     """A stored page's ``evidence``; from its ``history`` where it has none
     (stored before evidence was kept) or it is not one (edited by hand)."""
-    return Evidence.from_json(page.get("evidence")) or Evidence.of(visits(page.get("history")))
+    return ChangeEvidence.from_json(page.get("evidence")) or ChangeEvidence.of(visits(page.get("history")))
 
 
 def first_visit(page: dict[str, Any], policy: Policy) -> None:
     """Start the schedule of a page fetched for the first time (in place)."""
     at = float(page.get("fetched_at") or 0.0)
     page["history"] = [Visit(at, "new", None).to_json()]
-    page["evidence"] = Evidence().to_json()
+    page["evidence"] = ChangeEvidence().to_json()
     page["gone_count"] = 0
     page["change_rate"] = None
     if page.get("state") == "C":

@@ -8,7 +8,7 @@ changes as a Poisson process of unknown rate ``r``, an interval ``t`` that
 saw a change has likelihood ``1 - exp(-r t)``, one that saw none
 ``exp(-r t)`` (Cho and Garcia-Molina, "Estimating frequency of change", ACM
 TOIT 3(3), 2003). So all the visits have shown fits in a small record,
-``Evidence``: the seconds watched without a change and the intervals that
+``ChangeEvidence``: the seconds watched without a change and the intervals that
 saw one, by length; older intervals fade past a cap, so the record keeps
 far more than the bounded history without growing (measured: 32 visits of
 history alone cost 3 points of fetch savings in bench/bench_revisit.py,
@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OUTCOMES", "RATES", "Evidence", "Plan", "Policy", "Posterior", "RateModel", "Visit", "append",
+__all__ = ["OUTCOMES", "RATES", "ChangeEvidence", "Plan", "Policy", "Posterior", "RateModel", "Visit", "append",
            "compare", "interval_for", "loglik", "multiplier_for_budget", "multiplier_for_rates", "nutch_interval",
            "observe"]
 
@@ -249,7 +249,7 @@ _MAX_BINS = 256  # distinct lengths kept per page (a stored record is untrusted)
 
 
 @dataclass(frozen=True)
-class Evidence:
+class ChangeEvidence:
     """All a page's visits have shown of its change rate, in bounded space:
     the seconds watched without a change seen (``unchanged``, the sum of the
     intervals that saw none: all the likelihood needs of them), the
@@ -265,7 +265,7 @@ class Evidence:
     changed: tuple[tuple[int, float], ...] = ()
     count: float = 0.0
 
-    def add(self, seconds: float, changed: bool, cap: float) -> Evidence:
+    def add(self, seconds: float, changed: bool, cap: float) -> ChangeEvidence:
         """With one more interval between two visits that saw the content."""
         if not (seconds > 0 and math.isfinite(seconds)):
             return self
@@ -282,14 +282,14 @@ class Evidence:
             bins = {b: w * k for b, w in bins.items()}
             unchanged, count = unchanged * k, cap
         kept = tuple(sorted((b, w) for b, w in bins.items() if w > 1e-6))
-        return Evidence(unchanged, kept[-_MAX_BINS:], count)
+        return ChangeEvidence(unchanged, kept[-_MAX_BINS:], count)
 
     @staticmethod
-    def of(history: Sequence[Visit], cap: float = math.inf) -> Evidence:
+    def of(history: Sequence[Visit], cap: float = math.inf) -> ChangeEvidence:
         """The evidence of a visit history (for pages stored before evidence
         was kept)."""
         changed, unchanged = _intervals(history)
-        e = Evidence()
+        e = ChangeEvidence()
         for t in changed:
             e = e.add(t, True, cap)
         for t in unchanged:
@@ -301,7 +301,7 @@ class Evidence:
                 "n": round(self.count, 6)}
 
     @staticmethod
-    def from_json(value: object) -> Evidence | None:
+    def from_json(value: object) -> ChangeEvidence | None:
         """A stored record, or None when it is not one (stores can be edited
         by anyone: a bad record is refused whole, never trusted)."""
         if not isinstance(value, dict) or set(value) != {"u", "c", "n"}:
@@ -315,10 +315,10 @@ class Evidence:
                     or not isinstance(item[0], int) or not -1024 <= item[0] <= 1024 or not _number(item[1])):
                 return None
             bins.append((item[0], float(item[1])))
-        return Evidence(float(u), tuple(sorted(bins)), float(n))
+        return ChangeEvidence(float(u), tuple(sorted(bins)), float(n))
 
 
-def observe(evidence: Evidence, history: Sequence[Visit], visit: Visit, cap: float) -> Evidence:
+def observe(evidence: ChangeEvidence, history: Sequence[Visit], visit: Visit, cap: float) -> ChangeEvidence:
     """The evidence after ``visit``, made after ``history`` (which does not
     hold it yet): one more interval when the visit saw the content and an
     earlier one in the history did."""
@@ -332,7 +332,7 @@ def observe(evidence: Evidence, history: Sequence[Visit], visit: Visit, cap: flo
     return evidence.add(visit.at - last, visit.outcome == "changed", cap)
 
 
-def loglik(evidence: Evidence) -> np.ndarray | None:
+def loglik(evidence: ChangeEvidence) -> np.ndarray | None:
     """The log-likelihood of each of ``RATES`` given the evidence (module
     docstring), or None when no interval between two visits that saw the
     content has been observed."""
@@ -413,7 +413,7 @@ class RateModel:
         self.prior = (1 - _FLOOR) * p + _FLOOR / len(RATES)
         self.log_prior = np.log(self.prior)
 
-    def posterior(self, evidence: Evidence) -> Posterior | None:
+    def posterior(self, evidence: ChangeEvidence) -> Posterior | None:
         """The page's posterior, None when its evidence holds no interval yet."""
         ll = loglik(evidence)
         return None if ll is None else self._posterior(ll)
@@ -479,7 +479,7 @@ class Plan:
     model: RateModel
     mu: float | None = None
 
-    def schedule(self, evidence: Evidence, policy: Policy) -> tuple[float | None, float]:
+    def schedule(self, evidence: ChangeEvidence, policy: Policy) -> tuple[float | None, float]:
         """(change_rate, interval) of a page with this evidence: the median
         rate (None: not known yet) and the seconds until its next visit."""
         posterior = self.model.posterior(evidence)
@@ -488,7 +488,7 @@ class Plan:
         return posterior.rate, posterior.interval(policy, self.mu)
 
     @staticmethod
-    def make(evidence: Iterable[Evidence], policy: Policy, budget_per_second: float | None = None,
+    def make(evidence: Iterable[ChangeEvidence], policy: Policy, budget_per_second: float | None = None,
              total: int | None = None, previous: RateModel | None = None) -> Plan:
         """The plan for a crawl of ``total`` pages of which ``evidence`` is
         a sample (all of them when ``total`` is None): the prior fitted to

@@ -50,7 +50,7 @@ from typing import Generic, TypeVar
 
 from crawler.extract import LONG_BLOCK, Block, Page
 
-__all__ = ["CONTENTS_ROWS", "CONTENTS_SHARE", "OWN_FEATURES", "ROW_CHARS", "BlockStat", "Evidence", "FirstPages",
+__all__ = ["CONTENTS_ROWS", "CONTENTS_SHARE", "OWN_FEATURES", "ROW_CHARS", "BlockStat", "TemplateEvidence", "FirstPages",
            "LocalTemplates", "TemplatePolicy", "block_keys", "block_stats", "contents_list", "contents_rows", "links_out",
            "own_features", "own_stats", "stat_features", "stat_keys", "template_of"]
 
@@ -76,7 +76,7 @@ class TemplatePolicy:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class TemplateEvidence:
     """How many of the site's counted pages (``pages``) held each of this
     page's block keys (``counts``, in the order of the keys asked)."""
 
@@ -159,7 +159,7 @@ class LocalTemplates:
         self.policy = policy or TemplatePolicy()
         self.sites: dict[str, _Site] = {}
 
-    def observe(self, site: str, keys: Sequence[str]) -> Evidence:
+    def observe(self, site: str, keys: Sequence[str]) -> TemplateEvidence:
         """Count this page's keys (while the site is still learned) and
         return the evidence for them, this page included."""
         p = self.policy
@@ -181,7 +181,7 @@ class LocalTemplates:
                     counts[k] = 1
             if s.pages == p.pages:
                 s.counts = {k: c for k, c in counts.items() if p.is_template(c, s.pages)}
-        return Evidence(s.pages, tuple(s.counts.get(k, 0) for k in keys))
+        return TemplateEvidence(s.pages, tuple(s.counts.get(k, 0) for k in keys))
 
 
 T = TypeVar("T")

@@ -70,8 +70,8 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "META_KEYS",
-    "Evidence",
-    "Page",
+    "PathEvidence",
+    "LinkParent",
     "PathTrapGuard",
     "TrapLimits",
     "Verdict",
@@ -151,7 +151,7 @@ def _mask_digits(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Evidence:
+class PathEvidence:
     """What the chain of links leading to a URL looked like (see module doc)."""
 
     descent_run: int = 0
@@ -159,7 +159,7 @@ class Evidence:
     token_run: int = 0
 
     @classmethod
-    def from_meta(cls, meta: Mapping[str, object]) -> Evidence:
+    def from_meta(cls, meta: Mapping[str, object]) -> PathEvidence:
         """Read from ``request.meta``; anything but a non-negative int is 0
         (meta comes back from Redis as JSON, possibly written by older code)."""
         values = [meta.get(key) for key in META_KEYS]
@@ -199,16 +199,16 @@ class TrapLimits:
 class Verdict:
     """``reason`` is None for a link to follow, with ``evidence`` to carry on."""
 
-    evidence: Evidence
+    evidence: PathEvidence
     reason: str | None = None
 
 
-class Page:
+class LinkParent:
     """A page whose links are judged: its path parsed once for all its links."""
 
     __slots__ = ("evidence", "masked", "segments", "tokens")
 
-    def __init__(self, url: str, evidence: Evidence) -> None:
+    def __init__(self, url: str, evidence: PathEvidence) -> None:
         path = urlsplit(url).path or "/"
         self.segments = path.split("/")[1:]
         self.tokens = path_tokens(path)
@@ -285,10 +285,10 @@ class PathTrapGuard:
         self._places = _Places(self.limits.hosts_tracked)
 
     @staticmethod
-    def page(url: str, meta: Mapping[str, object]) -> Page:
-        return Page(url, Evidence.from_meta(meta))
+    def page(url: str, meta: Mapping[str, object]) -> LinkParent:
+        return LinkParent(url, PathEvidence.from_meta(meta))
 
-    def judge(self, page: Page, url: str, host: str) -> Verdict:
+    def judge(self, page: LinkParent, url: str, host: str) -> Verdict:
         limits = self.limits
         path = urlsplit(url).path or "/"
         segments = path.split("/")[1:]
@@ -318,15 +318,15 @@ class PathTrapGuard:
         return Verdict(evidence, reason)
 
     @staticmethod
-    def _evidence(page: Page, segments: list[str], tokens: list[tuple[int, int, str]],
-                  fresh: list[tuple[int, int, str]]) -> Evidence:
+    def _evidence(page: LinkParent, segments: list[str], tokens: list[tuple[int, int, str]],
+                  fresh: list[tuple[int, int, str]]) -> PathEvidence:
         parent = page.evidence
         token_run = parent.token_run + 1 if fresh else 0
         depth, parent_depth = len(segments), len(page.segments)
         if depth < parent_depth:
-            return Evidence(0, 0, token_run)
+            return PathEvidence(0, 0, token_run)
         if depth == parent_depth:
-            return Evidence(parent.descent_run, parent.numbered_run, token_run)
+            return PathEvidence(parent.descent_run, parent.numbered_run, token_run)
         common = 0
         for a, b in zip(segments, page.segments):
             if a != b:
@@ -335,4 +335,4 @@ class PathTrapGuard:
         token_levels = {i for i, _, _ in tokens}
         numbered = any(i in token_levels or any(c.isdigit() for c in _ESCAPE.sub("", segments[i]))
                        for i in range(common, depth))
-        return Evidence(parent.descent_run + 1, parent.numbered_run + 1 if numbered else 0, token_run)
+        return PathEvidence(parent.descent_run + 1, parent.numbered_run + 1 if numbered else 0, token_run)

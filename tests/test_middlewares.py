@@ -177,7 +177,7 @@ def test_trap_guard_cuts_numbered_levels_and_carries_the_evidence(caplog):
     assert crawler.stats.get_value("trap/dropped/numbered_run") == 1
     assert [r.getMessage() for r in caplog.records] == [
         "Dropped <GET http://h/x1/y2/z3/x4/y5/z6/x7/y8/z9/>: path trap "
-        "(Evidence(descent_run=9, numbered_run=9, token_run=0))"]
+        "(PathEvidence(descent_run=9, numbered_run=9, token_run=0))"]
     assert caplog.records[0].levelname == "DEBUG"
 
 

@@ -20,7 +20,7 @@ import pytest
 from crawler.extract import analyze, parse_html
 from crawler.fingerprint import simhash
 from crawler.recrawl import Revisits, evidence_of, visits
-from crawler.revisit import Evidence, Plan, Policy, RateModel, Visit
+from crawler.revisit import ChangeEvidence, Plan, Policy, RateModel, Visit
 from crawler.store import SQLiteStore
 from tests.conftest import ROOT, Server, crawl_cmd, run_crawl, start_server, stop_embedded_redis
 
@@ -386,8 +386,8 @@ def test_a_budget_leaves_fast_changing_pages_at_the_longest_interval(tmp_path):
                                                          "revisit": int(at)}]))
             got = store.get_page(page["url"])
             assert [h[1] for h in got["history"]] == ["new", "changed", "changed", "changed"]
-            assert got["evidence"] == Evidence.of(history).to_json()
-            posterior = RateModel().posterior(Evidence.of(history))
+            assert got["evidence"] == ChangeEvidence.of(history).to_json()
+            posterior = RateModel().posterior(ChangeEvidence.of(history))
             assert posterior is not None
             # All changed: the median rate of the posterior, above the bias-reduced lower bound.
             assert got["change_rate"] == pytest.approx(posterior.rate)
@@ -417,7 +417,7 @@ def test_evidence_outlives_the_history_and_is_rebuilt_where_missing(tmp_path):
         got = store.get_page(page["url"])
         assert len(got["history"]) == 4
         assert got["evidence"] == {"u": 500.0, "c": [[106, 5.0]], "n": 10.0}  # 100 s is class 106
-        assert got["change_rate"] == pytest.approx(plan.model.posterior(Evidence.from_json(got["evidence"])).rate)
+        assert got["change_rate"] == pytest.approx(plan.model.posterior(ChangeEvidence.from_json(got["evidence"])).rate)
         # A page stored before evidence was kept (or with a record edited by
         # hand) has it rebuilt from its history.
         for broken in (None, {"u": "x"}, {"u": 10 ** 400, "c": [], "n": 1}, "[" * 100_000):
@@ -425,7 +425,7 @@ def test_evidence_outlives_the_history_and_is_rebuilt_where_missing(tmp_path):
             with store.conn:
                 store.conn.execute("UPDATE pages SET evidence = ?", (raw,))
             old = store.revisit_state([page["url"]])[page["url"]]
-            assert evidence_of(old) == Evidence.of(visits(got["history"]))
+            assert evidence_of(old) == ChangeEvidence.of(visits(got["history"]))
             assert evidence_of(old).count == 3
 
 
@@ -459,7 +459,7 @@ def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
         assert crawler.stats.get_value("revisit/plan_sample") == 200
         assert crawler.stats.get_value("revisit/plan_multiplier") == plan.mu
         # Spread over all 1,000 pages, the plan spends the budget (400 a day) to within the sample's error.
-        posteriors = [plan.model.posterior(Evidence.of(visits(history(i)))) for i in range(1000)]
+        posteriors = [plan.model.posterior(ChangeEvidence.of(visits(history(i)))) for i in range(1000)]
         spent = sum(1 / p.interval(merge.policy, plan.mu) for p in posteriors if p) * day
         assert 400 * 0.85 < spent < 400 * 1.15
         exact = multiplier_for_budget(posteriors, 400 / day, merge.policy)

@@ -14,7 +14,7 @@ import numpy as np
 
 from crawler.revisit import (
     RATES,
-    Evidence,
+    ChangeEvidence,
     Plan,
     Policy,
     Posterior,
@@ -48,7 +48,7 @@ def poisson_history(rate: float, visits: list[float], seed: int) -> list[Visit]:
     return history
 
 
-ev = Evidence.of
+ev = ChangeEvidence.of
 
 
 def median_rate(history: list[Visit], model: RateModel | None = None) -> float:
@@ -190,7 +190,7 @@ def test_the_budget_is_spent_and_a_sample_stands_for_the_crawl():
                                                           budget, POLICY), rel=1e-6)
     assert Plan.make([ev(h) for h in histories], POLICY).mu is None
     # No rate known yet (every page fetched once): no multiplier is made up.
-    assert Plan.make([Evidence()] * 50, POLICY, 1e-9, total=50).mu is None
+    assert Plan.make([ChangeEvidence()] * 50, POLICY, 1e-9, total=50).mu is None
     assert Plan.make([], POLICY, budget, total=0).mu is None
 
 
@@ -210,7 +210,7 @@ def test_a_prior_must_be_a_spread():
 
 
 def test_evidence_keeps_every_interval_in_bounded_space():
-    e = Evidence()
+    e = ChangeEvidence()
     history: list[Visit] = []
     for k in range(1000):  # a visit an hour, every third one seeing a change
         visit = Visit(3600.0 * k, "new" if k == 0 else ("changed" if k % 3 == 0 else "unchanged"))
@@ -220,21 +220,21 @@ def test_evidence_keeps_every_interval_in_bounded_space():
     assert e.count == 999 and e.unchanged == 666 * 3600.0
     assert e.changed == ((round(16 * math.log2(3600.0)), 333.0),)
     # Past the cap, the older intervals fade: the total stays at the cap.
-    capped = Evidence()
+    capped = ChangeEvidence()
     for k in range(1, 1000):
         capped = capped.add(3600.0, k % 3 == 0, cap=100)
     assert capped.count == 100 and capped.unchanged == pytest.approx(66.7 * 3600, rel=0.02)
-    assert Evidence.from_json(capped.to_json()) == Evidence(*[
+    assert ChangeEvidence.from_json(capped.to_json()) == ChangeEvidence(*[
         round(capped.unchanged, 3), tuple((b, round(w, 6)) for b, w in capped.changed), capped.count])
 
 
 def test_evidence_comes_only_from_visits_that_saw_the_content():
     history = [Visit(0, "new"), Visit(50, "error")]
-    e = observe(Evidence(), history, Visit(100, "changed"), cap=256)
-    assert e == Evidence(0.0, ((round(16 * math.log2(100)), 1.0),), 1.0)  # 0 -> 100, over the error
+    e = observe(ChangeEvidence(), history, Visit(100, "changed"), cap=256)
+    assert e == ChangeEvidence(0.0, ((round(16 * math.log2(100)), 1.0),), 1.0)  # 0 -> 100, over the error
     for outcome in ("error", "gone", "moved", "new"):
         assert observe(e, history, Visit(200, outcome), cap=256) is e
-    assert observe(Evidence(), [Visit(0, "error")], Visit(10, "unchanged"), cap=256) == Evidence()
+    assert observe(ChangeEvidence(), [Visit(0, "error")], Visit(10, "unchanged"), cap=256) == ChangeEvidence()
     assert observe(e, [*history, Visit(100, "changed")], Visit(400, "trivial"), cap=256).unchanged == 300.0
     # A fetch older than the newest visit (replayed late) adds nothing: its time is counted already.
     assert observe(e, [*history, Visit(100, "changed")], Visit(75, "unchanged"), cap=256) is e
@@ -247,7 +247,7 @@ def test_evidence_comes_only_from_visits_that_saw_the_content():
                                  {"u": 1, "c": "[]", "n": 1}, {"u": 1, "c": [], "n": 1, "x": 2},
                                  {"u": 10 ** 400, "c": [], "n": 1}, {"u": 1, "c": [[1, 10 ** 400]], "n": 1}])
 def test_malformed_evidence_is_refused(raw):
-    assert Evidence.from_json(raw) is None
+    assert ChangeEvidence.from_json(raw) is None
 
 
 def test_compare_outcomes():

@@ -15,7 +15,7 @@ from crawler.frontier.keys import template_key
 from crawler.frontier.templates import parse_evidence
 from crawler.template import (
     MAX_PAGE_KEYS,
-    Evidence,
+    TemplateEvidence,
     FirstPages,
     LocalTemplates,
     TemplatePolicy,
@@ -62,8 +62,8 @@ def test_a_block_is_template_once_on_enough_of_the_sites_pages():
     assert not p.is_template(4, 4)  # fewer than min_pages pages: nothing is template
     assert p.is_template(3, 5) and not p.is_template(2, 5)  # at least min_count pages
     assert p.is_template(15, 50) and not p.is_template(14, 50)  # and 30 % of them
-    assert Evidence(4, (4,)).template(["k"], p) is None  # too early: the page-only view
-    assert Evidence(5, (5, 1)).template(["k", "j"], p) == frozenset({"k"})
+    assert TemplateEvidence(4, (4,)).template(["k"], p) is None  # too early: the page-only view
+    assert TemplateEvidence(5, (5, 1)).template(["k", "j"], p) == frozenset({"k"})
 
 
 def test_local_evidence_freezes_to_the_template_after_the_sites_first_pages():
@@ -73,7 +73,7 @@ def test_local_evidence_freezes_to_the_template_after_the_sites_first_pages():
         t.observe("s", ["nav", "footer" if i % 3 == 0 else "x", f"own{i}"])
     # "x" on 6 of 10 pages is template; "footer" on 4 of 10 is under half.
     assert t.sites["s"].counts == {"nav": 10, "x": 6}
-    assert t.observe("s", ["nav", "new"]) == Evidence(10, (10, 0))  # frozen: nothing counted
+    assert t.observe("s", ["nav", "new"]) == TemplateEvidence(10, (10, 0))  # frozen: nothing counted
     assert t.sites["s"].pages == 10
 
 
@@ -237,7 +237,7 @@ def test_evidence_is_bounded_and_frozen_after_the_sites_first_pages(client, craw
         f.templates.observe(SITE, ["nav", "footer"] + [f"own{i}.{j}" for j in range(20)])
         assert client.hlen(key) <= 51  # "#" and at most max_keys counts
     assert client.hgetall(key) == {b"#": b"8", b"nav": b"8", b"footer": b"8"}
-    assert f.templates.observe(SITE, ["nav", "own0.0"]) == Evidence(8, (8, 0))
+    assert f.templates.observe(SITE, ["nav", "own0.0"]) == TemplateEvidence(8, (8, 0))
     assert client.hgetall(key) == {b"#": b"8", b"nav": b"8", b"footer": b"8"}  # frozen
 
 
@@ -279,7 +279,7 @@ def test_two_workers_share_the_evidence(client, crawl_name):
     # Worker b's second page is the site's fifth: b knows the template from a's pages too.
     assert typed(b, 4) == (INFO, True)
     assert typed(a, 5) == (INFO, True)
-    assert b.templates.observe(SITE, []) == Evidence(7, ())
+    assert b.templates.observe(SITE, []) == TemplateEvidence(7, ())
 
 
 def test_the_key_lives_in_the_sites_shard():
@@ -296,7 +296,7 @@ def test_reading_the_evidence_counts_nothing(client, crawl_name):
     for i in range(5):
         f.templates.observe(SITE, ["nav", f"own{i}"])
     before = client.hgetall(f.templates.key(SITE))
-    assert f.templates.read(SITE, ["nav", "own0", "never"]) == Evidence(5, (5, 1, 0))
+    assert f.templates.read(SITE, ["nav", "own0", "never"]) == TemplateEvidence(5, (5, 1, 0))
     assert client.hgetall(f.templates.key(SITE)) == before
     client.delete(f.templates.key(SITE))
     client.set(f.templates.key(SITE), "not a hash")
@@ -312,9 +312,9 @@ def test_reading_the_evidence_counts_nothing(client, crawl_name):
     ({"#": "-3"}, None),
     ({"#": "2.5"}, None),
     ({"#": "99"}, None),  # more pages than are ever counted
-    ({"#": "5", "nav": "lots"}, Evidence(6, (0, 1))),  # a bad count is not template, and stays bad
-    ({"#": "5", "nav": "7"}, Evidence(6, (0, 1))),  # more than the pages: not to be believed
-    ({"#": "5", "nav": "4"}, Evidence(6, (5, 1))),
+    ({"#": "5", "nav": "lots"}, TemplateEvidence(6, (0, 1))),  # a bad count is not template, and stays bad
+    ({"#": "5", "nav": "7"}, TemplateEvidence(6, (0, 1))),  # more than the pages: not to be believed
+    ({"#": "5", "nav": "4"}, TemplateEvidence(6, (5, 1))),
 ])
 def test_malformed_entries_are_no_evidence_never_a_crash(client, crawl_name, entry, evidence):
     f = frontier(client, crawl_name)
@@ -338,9 +338,9 @@ def test_parse_evidence_reads_anything_as_evidence_or_none(raw):
 
 
 def test_parse_evidence_reads_counts_defensively():
-    assert parse_evidence([b"6", b"4", None], 2, 50) == Evidence(6, (4, 0))
-    assert parse_evidence([6, b"x", b"9"], 2, 50) == Evidence(6, (0, 0))
-    assert parse_evidence([b"6", b"-1", b"06"], 2, 50) == Evidence(6, (0, 6))
+    assert parse_evidence([b"6", b"4", None], 2, 50) == TemplateEvidence(6, (4, 0))
+    assert parse_evidence([6, b"x", b"9"], 2, 50) == TemplateEvidence(6, (0, 0))
+    assert parse_evidence([b"6", b"-1", b"06"], 2, 50) == TemplateEvidence(6, (0, 6))
 
 
 # -- end to end: a crawl of the generated site -------------------------------------------------
@@ -492,7 +492,7 @@ def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
                                also=[f.templates.call(SITE, ["nav", "new"])], also_results=answer)
     assert verdict.kind == "new"
     assert f.round_trips - before == 1  # the check and the count: one round trip
-    assert f.templates.evidence(answer[0], ["nav", "new"]) == Evidence(6, (6, 1))
+    assert f.templates.evidence(answer[0], ["nav", "new"]) == TemplateEvidence(6, (6, 1))
     # A site entry of another type is no evidence, and the check stands.
     client.delete(f.templates.key(SITE))
     client.set(f.templates.key(SITE), "not a hash")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crawler.traps import (
-    META_KEYS, Evidence, PathTrapGuard, TrapLimits, Verdict, looks_random, path_tokens,
+    META_KEYS, PathEvidence, PathTrapGuard, TrapLimits, Verdict, looks_random, path_tokens,
 )
 from crawler.frontier.serialize import META_KEYS as SERIALIZED_META
 from crawler.urls import max_segment_repeats, normalize, url_shape
@@ -90,21 +90,21 @@ def test_share_of_random_ids_recognised(alphabet, length, share):
 
 
 @pytest.mark.parametrize(("meta", "evidence"), [
-    ({}, Evidence()),
-    ({"descent_run": 3, "numbered_run": 2, "token_run": 1}, Evidence(3, 2, 1)),
-    ({"descent_run": "3", "numbered_run": -1, "token_run": True}, Evidence()),  # bad values
-    ({"descent_run": 2.5, "shape_run": 4}, Evidence()),
+    ({}, PathEvidence()),
+    ({"descent_run": 3, "numbered_run": 2, "token_run": 1}, PathEvidence(3, 2, 1)),
+    ({"descent_run": "3", "numbered_run": -1, "token_run": True}, PathEvidence()),  # bad values
+    ({"descent_run": 2.5, "shape_run": 4}, PathEvidence()),
 ])
 def test_evidence_from_meta(meta, evidence):
-    assert Evidence.from_meta(meta) == evidence
+    assert PathEvidence.from_meta(meta) == evidence
 
 
 def test_evidence_to_meta_is_compact_json():
-    assert Evidence().to_meta() == {}
-    meta = Evidence(4, 0, 2).to_meta()
+    assert PathEvidence().to_meta() == {}
+    meta = PathEvidence(4, 0, 2).to_meta()
     assert meta == {"descent_run": 4, "token_run": 2}
-    assert Evidence.from_meta(json.loads(json.dumps(meta))) == Evidence(4, 0, 2)
-    assert set(Evidence(1, 1, 1).to_meta()) == set(META_KEYS)
+    assert PathEvidence.from_meta(json.loads(json.dumps(meta))) == PathEvidence(4, 0, 2)
+    assert set(PathEvidence(1, 1, 1).to_meta()) == set(META_KEYS)
 
 
 @pytest.mark.parametrize(("limits", "message"), [
@@ -133,24 +133,24 @@ def _step(parent: str, child: str, meta: dict[str, int] | None = None, guard: Pa
 
 @pytest.mark.parametrize(("parent", "meta", "child", "evidence"), [
     # deeper: both runs grow; numbered only when a new level has a digit or a token
-    ("/", {}, "/docs/", Evidence(1, 0, 0)),
-    ("/docs/", {"descent_run": 1}, "/docs/15/", Evidence(2, 1, 0)),
-    ("/docs/15/", {"descent_run": 2, "numbered_run": 1}, "/docs/15/tutorial/", Evidence(3, 0, 0)),
-    ("/a/", {"descent_run": 5, "numbered_run": 5}, "/a/%E4%B8%AD/", Evidence(6, 0, 0)),  # escapes are no digits
+    ("/", {}, "/docs/", PathEvidence(1, 0, 0)),
+    ("/docs/", {"descent_run": 1}, "/docs/15/", PathEvidence(2, 1, 0)),
+    ("/docs/15/", {"descent_run": 2, "numbered_run": 1}, "/docs/15/tutorial/", PathEvidence(3, 0, 0)),
+    ("/a/", {"descent_run": 5, "numbered_run": 5}, "/a/%E4%B8%AD/", PathEvidence(6, 0, 0)),  # escapes are no digits
     # sideways keeps, upwards resets
-    ("/2024/05/", {"descent_run": 2, "numbered_run": 2}, "/2024/06/", Evidence(2, 2, 0)),
-    ("/2024/05/13/", {"descent_run": 3, "numbered_run": 3}, "/2024/", Evidence(0, 0, 0)),
+    ("/2024/05/", {"descent_run": 2, "numbered_run": 2}, "/2024/06/", PathEvidence(2, 2, 0)),
+    ("/2024/05/13/", {"descent_run": 3, "numbered_run": 3}, "/2024/", PathEvidence(0, 0, 0)),
     # tokens: fresh ones grow the run, the page's own do not
-    ("/", {}, "/s/3f9a2c7e1b0d4e5f/", Evidence(1, 1, 1)),
+    ("/", {}, "/s/3f9a2c7e1b0d4e5f/", PathEvidence(1, 1, 1)),
     ("/s/3f9a2c7e1b0d4e5f/", {"descent_run": 1, "numbered_run": 1, "token_run": 1},
-     "/s/e1c5b773141f0602/", Evidence(1, 1, 2)),
+     "/s/e1c5b773141f0602/", PathEvidence(1, 1, 2)),
     ("/tree/da39a3ee5e6b4b0d3255bfef95601890afd80709/", {"token_run": 3},
-     "/tree/da39a3ee5e6b4b0d3255bfef95601890afd80709/src/", Evidence(1, 0, 0)),
+     "/tree/da39a3ee5e6b4b0d3255bfef95601890afd80709/src/", PathEvidence(1, 0, 0)),
     # a token one case of letters only is still the next token where the page had one
-    ("/s/k3j9xq0z2m/", {"token_run": 4}, "/s/kqxvzmtbwr/", Evidence(0, 0, 5)),
-    ("/s/k3j9xq0z2m/", {"token_run": 4}, "/s/library/", Evidence(0, 0, 0)),  # another length: a name
+    ("/s/k3j9xq0z2m/", {"token_run": 4}, "/s/kqxvzmtbwr/", PathEvidence(0, 0, 5)),
+    ("/s/k3j9xq0z2m/", {"token_run": 4}, "/s/library/", PathEvidence(0, 0, 0)),  # another length: a name
     # numbered names that count on (ch01s02s03 -> ch01s02s04) are not fresh tokens
-    ("/book/ch01s02s03.html", {}, "/book/ch01s02s04.html", Evidence(0, 0, 0)),
+    ("/book/ch01s02s03.html", {}, "/book/ch01s02s04.html", PathEvidence(0, 0, 0)),
 ])
 def test_one_step_of_evidence(parent, meta, child, evidence):
     verdict = _step(parent, child, meta)
@@ -172,7 +172,7 @@ def crawl(guard: PathTrapGuard, seed: str, links: Callable[[str], Iterable[str]]
     queue = deque([(seed, {}, 0)])
     fetched: list[str] = []
     dropped: dict[str, str] = {}
-    evidence: dict[str, Evidence] = {seed: Evidence()}
+    evidence: dict[str, PathEvidence] = {seed: PathEvidence()}
     while queue and len(fetched) < limit:
         url, meta, shape_run = queue.popleft()
         fetched.append(url[len("http://site.test"):])
@@ -369,11 +369,11 @@ def directory_listing(paths: list[str]) -> Callable[[str], list[str]]:
 
 
 @pytest.mark.parametrize(("name", "directories", "deepest"), [
-    ("rust-doc.txt", 41, Evidence(11, 1, 1)),
-    ("openjdk-17-doc.txt", 11, Evidence(7, 0, 0)),
-    ("libstdc++-12-doc.txt", 4, Evidence(2, 0, 1)),
-    ("libboost1.81-doc.txt", 33, Evidence(8, 0, 0)),
-    ("python-django-doc.txt", 84, Evidence(7, 1, 0)),
+    ("rust-doc.txt", 41, PathEvidence(11, 1, 1)),
+    ("openjdk-17-doc.txt", 11, PathEvidence(7, 0, 0)),
+    ("libstdc++-12-doc.txt", 4, PathEvidence(2, 0, 1)),
+    ("libboost1.81-doc.txt", 33, PathEvidence(8, 0, 0)),
+    ("python-django-doc.txt", 84, PathEvidence(7, 1, 0)),
 ])
 def test_real_doc_trees_are_never_cut(name, directories, deepest):
     paths = url_list(name)
@@ -382,7 +382,7 @@ def test_real_doc_trees_are_never_cut(name, directories, deepest):
     assert set(paths) <= set(got)
     assert len(got) == len(paths) + directories  # every file and every directory page
     # the longest runs the tree gave: well below the limits (20, 8, 10)
-    assert Evidence(*(max(getattr(e, f) for e in evidence.values())
+    assert PathEvidence(*(max(getattr(e, f) for e in evidence.values())
                       for f in ("descent_run", "numbered_run", "token_run"))) == deepest
 
 

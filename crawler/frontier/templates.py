@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from crawler.redis.keys import template_key
-from crawler.template import Evidence, TemplatePolicy
+from crawler.template import TemplateEvidence, TemplatePolicy
 
 if TYPE_CHECKING:
     from crawler.redis.gateway import Gateway
@@ -56,18 +56,18 @@ class SiteTemplates:
         p = self.policy
         return ("TEMPLATE", [self.key(site)], [p.pages, p.max_keys, p.min_count, p.share_permille, *keys])
 
-    def evidence(self, raw: Any, keys: Sequence[str]) -> Evidence | None:
+    def evidence(self, raw: Any, keys: Sequence[str]) -> TemplateEvidence | None:
         """What ``call`` answered, as evidence (None: malformed)."""
         return parse_evidence(raw, len(keys), self.policy.pages)
 
-    def observe(self, site: str, keys: Sequence[str]) -> Evidence | None:
+    def observe(self, site: str, keys: Sequence[str]) -> TemplateEvidence | None:
         """Count a page of ``site`` with block keys ``keys`` (while the site
         is learned) and return the evidence for those keys, this page
         included; None when the site's entry is malformed. Raises
         ``redis.RedisError`` when Redis cannot be reached."""
         return self.evidence(self.gateway.run_many([self.call(site, keys)])[0], keys)
 
-    def read(self, site: str, keys: Sequence[str]) -> Evidence | None:
+    def read(self, site: str, keys: Sequence[str]) -> TemplateEvidence | None:
         """The evidence for ``keys`` as it stands, counting nothing (a
         site's first pages, typed again once its template is known); None
         when the site has no evidence or its entry is malformed. Raises
@@ -97,8 +97,8 @@ def _whole(value: Any, most: int) -> int | None:
     return n if 0 <= n <= most else None
 
 
-def parse_evidence(raw: Any, n_keys: int, max_pages: int) -> Evidence | None:
-    """The script's answer as ``Evidence``: ``[pages, count, ...]`` with one
+def parse_evidence(raw: Any, n_keys: int, max_pages: int) -> TemplateEvidence | None:
+    """The script's answer as ``TemplateEvidence``: ``[pages, count, ...]`` with one
     count (or nil) per key asked. Anything else is None (no evidence); a
     count that cannot be one (not a whole number, more than the pages) reads
     as 0: that block is not template."""
@@ -108,4 +108,4 @@ def parse_evidence(raw: Any, n_keys: int, max_pages: int) -> Evidence | None:
     if pages is None:
         return None
     counts = tuple(0 if v is None else (_whole(v, pages) or 0) for v in raw[1:])
-    return Evidence(pages, counts)
+    return TemplateEvidence(pages, counts)

@@ -40,7 +40,7 @@ lease.
   it (its check before the workers start), and uses it until it ends; a
   forked worker shares the supervisor's hold on it, a spawned one takes its
   own. It stops once the last of them has ended, the supervisor or a worker,
-  however it ended (crawler/frontier/embedded.py): a supervisor killed
+  however it ended (crawler/redis/embedded.py): a supervisor killed
   outright leaves it to its workers, and they to nobody.
 - ``SUPERVISOR_ENV`` in each worker's environment names its supervisor
   (``supervised()``).

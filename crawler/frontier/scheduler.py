@@ -27,7 +27,7 @@ Settings:
   re-took every site slot its downloads freed in the same breath, and a
   second worker of a one-site crawl got nothing. At the bound it only
   reports its downloads over, and the slots go to whoever asks.
-- ``DUPEFILTER_BUCKETS``: dedup sets (see frontier.py for sizing).
+- ``DUPEFILTER_BUCKETS``: dedup sets (see queues.py for sizing).
 
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
 ``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/T`` (done, on a focused crawl's

@@ -76,7 +76,9 @@ from collections.abc import Sequence
 from multiprocessing import get_context
 from pathlib import Path
 
-from crawler.classify import FEATURES, INDEX, Model, RuleTrust, decide, model, page_model
+from crawler.classify import Model, model, page_model
+from crawler.pagefeatures import FEATURES
+from crawler.pagerules import INDEX, RuleTrust, decide
 from tools.pagetypes.measure import LD_AT, LINK_DENSITY, bare, meets_target, metrics
 from tools.pagetypes.template_model import FitOptions, add_fit_arguments, fitted, options_of, read_rows
 

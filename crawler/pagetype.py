@@ -38,9 +38,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from crawler.classify import INDEX, INFO, RuleTrust, classify_stats, page_features, term_index, thin_navigation
+from crawler.classify import classify_stats
 from crawler.frontier.service import FrontierService
 from crawler.pagecheck import template_evidence
+from crawler.pagefeatures import page_features
+from crawler.pagerules import INDEX, INFO, RuleTrust, term_index, thin_navigation
 from crawler.template import BlockStat, FirstPages, block_stats, stat_keys, template_of
 from crawler.traps import META_KEYS as TRAP_META_KEYS
 

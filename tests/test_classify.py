@@ -3,9 +3,12 @@ fitted on, and the clear cases of the generated test site."""
 
 import pytest
 
-from crawler.classify import INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, THIN_TEXT, RuleTrust, _assemble, \
-    bare_navigation, classify, classify_stats, decide, doc_url_features, model, page_features, page_model, page_type, \
-    rule_density, thin_navigation, tspider_rule
+from crawler.classify import classify, classify_stats, model, page_model, page_type
+from crawler.pagefeatures import assemble, doc_url_features, page_features
+from crawler.pagerules import (
+    INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, RuleTrust, THIN_TEXT, bare_navigation, decide,
+    thin_navigation, tspider_rule)
+from crawler.template import rule_density
 from crawler.template import block_keys
 from crawler.template import stat_features
 from crawler.template import block_stats
@@ -208,7 +211,7 @@ def test_a_page_with_its_template_known_is_typed_by_the_rule_near_the_threshold(
         stats = block_stats(page.blocks)
         base = page_features(url, page)
         template: frozenset[str] = frozenset()
-        score = model().score(_assemble(base, stat_features(stats, template)))
+        score = model().score(assemble(base, stat_features(stats, template)))
         assert (rule_density(stats) > RULE_DENSITY) is density_over
         rule = INDEX if density_over else INFO
         model_says = INDEX if score >= model().threshold else INFO
@@ -225,7 +228,7 @@ def test_a_page_with_its_template_known_is_typed_by_the_rule_near_the_threshold(
             assert classify_stats(base, stats, template, threshold=t, trust=trust, site=site) == expected
             assert trust.trusted(site) is (expected == rule)  # a page the model is sure of is counted
         # A page typed alone (no template) is the page-only model's, never the rule's.
-        alone = page_model().score(_assemble(base, stat_features(stats, None)))
+        alone = page_model().score(assemble(base, stat_features(stats, None)))
         for t in (alone - 0.01, alone + 0.01):  # one of them the rule's answer, the other not
             assert classify_stats(base, stats, None, threshold=t, trust=trusting(site), site=site) == (
                 INDEX if alone >= t else INFO)
@@ -310,7 +313,7 @@ def test_a_contents_page_whose_links_the_template_repeats_is_an_index_page():
     stats = block_stats(page.blocks, keyed=True)
     base = page_features(url, page)
     assert bare_navigation(stat_features(stats, template))
-    score = model().score(_assemble(base, stat_features(stats, template)))
+    score = model().score(assemble(base, stat_features(stats, template)))
     assert 0.01 < score < 0.99
     for t in (score - 0.01, score + 0.01, score + RULE_BAND - 0.01):  # the model says index, info, info
         assert classify_stats(base, stats, template, threshold=t) == INDEX
@@ -320,14 +323,14 @@ def test_a_contents_page_whose_links_the_template_repeats_is_an_index_page():
     # The model sure it is info (further than the band): the model's.
     assert classify_stats(base, stats, template, threshold=score + RULE_BAND + 0.01) == INFO
     # Typed alone (no template), not thin: the page-only model's, never bare.
-    alone = page_model().score(_assemble(base, stat_features(stats, None)))
+    alone = page_model().score(assemble(base, stat_features(stats, None)))
     assert classify_stats(base, stats, None, threshold=alone + 0.01) == INFO
     words = "<p>" + "This part explains how to install the software on each system in turn. " * 4 + "</p>"
     page = analyze(bare_html.replace("</ul>", f"</ul>{words}"), url)
     stats = block_stats(page.blocks, keyed=True)
     assert not bare_navigation(stat_features(stats, template))
     base = page_features(url, page)
-    score = model().score(_assemble(base, stat_features(stats, template)))
+    score = model().score(assemble(base, stat_features(stats, template)))
     assert classify_stats(base, stats, template, threshold=score + 0.01) == INFO  # the model's
 
 
@@ -340,7 +343,7 @@ def test_tspider_rule_as_published():
 
 
 def test_count_words_reads_cjk_without_spaces():
-    from crawler.classify import count_words
+    from crawler.fingerprint import count_words
 
     assert count_words("How the crawler works") == 4
     assert count_words("网络爬虫") == 2

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler.classify import INDEX, INFO, RuleTrust, classify_stats, page_features, thin_navigation
+from crawler.classify import classify_stats
+from crawler.pagefeatures import page_features
+from crawler.pagerules import INDEX, INFO, RuleTrust, thin_navigation
 from crawler.extract import analyze
 from crawler.template import LocalTemplates, block_keys, block_stats, contents_list, contents_rows
 

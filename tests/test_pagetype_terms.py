@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler.classify import (INDEX, INFO, RuleTrust, classify, classify_stats, page_features, page_type, term_index,
-                              thin_navigation)
+from crawler.classify import classify, classify_stats, page_type
+from crawler.pagefeatures import page_features
+from crawler.pagerules import INDEX, INFO, RuleTrust, term_index, thin_navigation
 from crawler.extract import analyze, parse_html
 from crawler.template import block_stats
 

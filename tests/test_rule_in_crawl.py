@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.classify import INDEX, INFO
+from crawler.pagerules import INDEX, INFO
 from crawler.store import SQLiteStore
 from tests.conftest import run_crawl, start_server
 

@@ -8,7 +8,9 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from crawler.classify import INDEX, INFO, _assemble, classify, classify_stats, doc_url_features, page_features
+from crawler.classify import classify, classify_stats
+from crawler.pagefeatures import assemble, doc_url_features, page_features
+from crawler.pagerules import INDEX, INFO
 from crawler.extract import analyze
 from crawler.frontier import Frontier
 from crawler.frontier.keys import template_key
@@ -164,7 +166,7 @@ def test_a_pages_block_figures_give_the_features_the_page_gave_before_they_were_
         assert keys == block_keys(page.blocks)
         template = {"none": None, "empty": frozenset(), "first": frozenset(keys[:1]), "all": frozenset(keys)}[
             row["template"]]
-        x = _assemble(page_features(row["url"], page), stat_features(stats, template))
+        x = assemble(page_features(row["url"], page), stat_features(stats, template))
         # The URL's documentation names came after (2026-11-27), at the end.
         assert x == [*row["x"], *doc_url_features(row["url"])]
         assert classify_stats(page_features(row["url"], page), stats, template) == classify(

@@ -10,7 +10,9 @@ import random
 
 import pytest
 
-from crawler.classify import FEATURES, RULE_MIN_PAGES, Model
+from crawler.classify import Model
+from crawler.pagefeatures import FEATURES
+from crawler.pagerules import RULE_MIN_PAGES
 from tools.pagetypes.fit import fit, grow_tree, tree_values
 from tools.pagetypes.measure import metrics
 from tools.pagetypes.replay import BoundTrust, load, mixed, replay, score, without_bare

@@ -58,7 +58,6 @@ from scrapy import Request, Spider
 from scrapy.http import Response, TextResponse
 
 from crawler import fingerprint
-from crawler.classify import INDEX
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.encoding import EncodingHints, decode_html
@@ -71,6 +70,7 @@ from crawler.frontier.service import FrontierService
 from crawler.items import PageItem
 from crawler.middlewares import TRAP_PARENT
 from crawler.pagecheck import PageCheck
+from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
 from crawler.seeds import read_seeds, seeds_again

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.classify import FEATURES
+from crawler.pagefeatures import FEATURES
 
 
 def grow_tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None, monotone=None, bounds=(-np.inf, np.inf)):

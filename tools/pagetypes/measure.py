@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from crawler.classify import FEATURES, RULE_DENSITY, bare_navigation
+from crawler.pagefeatures import FEATURES
+from crawler.pagerules import RULE_DENSITY, bare_navigation
 from crawler.template import OWN_FEATURES
 
 HELD_OUT_SHARE = 30  # percent

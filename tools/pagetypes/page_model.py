@@ -39,7 +39,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crawler.classify import FEATURES, INDEX, Model, classify, feature_vector, thin_navigation, tspider_rule
+from crawler.classify import Model, classify
+from crawler.pagefeatures import FEATURES, feature_vector
+from crawler.pagerules import INDEX, thin_navigation, tspider_rule
 from crawler.extract import analyze
 from crawler.template import OWN_FEATURES
 from tools.pagetypes.fit import fit

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from crawler.classify import FEATURES, INDEX, RuleTrust, decide
+from crawler.pagefeatures import FEATURES
+from crawler.pagerules import INDEX, RuleTrust, decide
 from tools.pagetypes.measure import LD_AT, LINK_DENSITY, bare, meets_target, metrics
 
 Decide = Callable[..., str]  # decide's signature: (score, threshold, density, trust, site, bare)

@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.classify import FEATURES, INDEX, Model, feature_vector, term_index, thin_navigation
+from crawler.classify import Model
+from crawler.pagefeatures import FEATURES, feature_vector
+from crawler.pagerules import INDEX, term_index, thin_navigation
 from crawler.extract import Page, analyze
 from crawler.template import LocalTemplates, block_keys, block_stats, contents_list, template_of
 from tools.pagetypes.fit import fit

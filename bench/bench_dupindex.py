@@ -89,7 +89,7 @@ def main() -> None:
         for i, (url, key, fp, sk) in enumerate(pages(args.pages, args.copies, k=args.sample)):
             window = at_small if at_small[0] <= i < at_small[1] else at_large if i >= at_large[0] else None
             t0 = time.perf_counter()
-            d = f.near_duplicate(url, url.split("/")[2], key, fp, sk)
+            d = f.duplicates.check(url, url.split("/")[2], key, sk)
             if window is not None:
                 spans[window].append(time.perf_counter() - t0)
             verdicts[d.kind] = verdicts.get(d.kind, 0) + 1

@@ -72,7 +72,8 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from crawler import settings as defaults
-from crawler.frontier import Frontier, LinkEntry, scripts
+from crawler.frontier import Frontier, LinkEntry
+from crawler.redis import scripts
 from crawler.frontier.frontier import fingerprint_slot
 from crawler.frontier.serialize import request_to_json
 from crawler.spiders.site import SiteSpider
@@ -352,7 +353,7 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
         for lease in held:
             url, simhash, _depth, content_key, page_links = model.page(lease.entry)
             try:
-                f.near_duplicate(url, site_of(url.split("/", 3)[2]), content_key, simhash,
+                f.duplicates.check(url, site_of(url.split("/", 3)[2]), content_key,
                                  defaults.SIMHASH_MAX_DISTANCE, mirror_min_pages=defaults.SIMHASH_MIRROR_MIN_PAGES,
                                  mirror_share=defaults.SIMHASH_MIRROR_SHARE)
             except redis.RedisError as exc:

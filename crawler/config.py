@@ -100,7 +100,7 @@ def _redis_url(value: Any) -> str | None:
     """A single Redis (redis://, rediss://, unix://) or a Redis Cluster's
     startup nodes (redis+cluster://host:port[,host:port...])."""
     if isinstance(value, str) and value.partition("://")[0].lower() in ("redis+cluster", "rediss+cluster"):
-        from crawler.frontier.connection import parse_cluster_url
+        from crawler.redis.cluster import parse_cluster_url
 
         try:
             parse_cluster_url(value)

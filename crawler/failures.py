@@ -23,7 +23,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
-__all__ = ["reason", "robots_forbidden"]
+__all__ = ["failure_reason", "robots_forbidden"]
 
 ROBOTS_FORBIDDEN = "Forbidden by robots.txt"  # Scrapy's RobotsTxtMiddleware's IgnoreRequest
 
@@ -36,7 +36,7 @@ def robots_forbidden(failure: Failure) -> bool:
     return isinstance(exc, IgnoreRequest) and not isinstance(exc, HttpError) and str(exc) == ROBOTS_FORBIDDEN
 
 
-def reason(failure: Failure) -> str:
+def failure_reason(failure: Failure) -> str:
     exc = failure.value
     if isinstance(exc, HttpError):
         return f"HTTP {exc.response.status}"

@@ -158,7 +158,7 @@ class Follower:
         refuses a site worker that asks another (commands/crawl.py); started
         otherwise (scrapyd), such a worker says so and follows the crawl's."""
         frontier = FrontierService.of(self.crawler).frontier
-        recorded = frontier.crawl_policy("follow", self.policy or "index" if self.records_policy else None)
+        recorded = frontier.meta.crawl_policy("follow", self.policy or "index" if self.records_policy else None)
         if recorded not in FOLLOW_MODES:
             recorded = None  # not recorded (a crawl started before it was), or not ours to read
         if self.policy is None:
@@ -210,7 +210,7 @@ class Follower:
         if not service.is_open:
             return
         try:
-            sites, hosts = service.frontier.scope(sorted(self.seed_sites), sorted(self.seed_hosts))
+            sites, hosts = service.frontier.scope_store.share(sorted(self.seed_sites), sorted(self.seed_hosts))
         except redis.RedisError as exc:
             logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc})
             return

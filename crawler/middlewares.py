@@ -244,7 +244,7 @@ class SiteBackoffMiddleware:
         frontier = service.frontier
         site = queue_key(host_of(request.url), self.queue_by)
         try:
-            backoff = frontier.backoff(site, max(seconds, self.minimum), self.maximum)
+            backoff = frontier.politeness.backoff(site, max(seconds, self.minimum), self.maximum)
         except Exception as exc:  # Redis away: the retry still happens
             logger.warning("Could not back off %(site)s: %(exc)s", {"site": site, "exc": exc})
             return
@@ -342,7 +342,7 @@ class SendSpacingMiddleware:
         # Only requests the frontier leased for a site with a gap, and only
         # where a site takes more than one request at a time: with one, the
         # next lease waits a full gap after this request's download is over
-        # (crawler/frontier/scripts.py), which holds however late this
+        # (crawler/redis/lua/send.lua), which holds however late this
         # worker sends it. robots.txt requests are spaced by the robots
         # middleware. No round trip else.
         if self.concurrency <= 1 or not request.meta.get(GAP_META):
@@ -350,7 +350,7 @@ class SendSpacingMiddleware:
         frontier = FrontierService.of(self.crawler).frontier
         site = queue_key(host_of(request.url), self.queue_by)
         try:
-            wait = frontier.reserve_send(site)
+            wait = frontier.politeness.reserve_send(site)
         except Exception as exc:  # Redis away: the lease's spacing still holds
             logger.warning("Could not reserve a send time for %(site)s: %(exc)s", {"site": site, "exc": exc})
             return

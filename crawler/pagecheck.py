@@ -123,8 +123,8 @@ class PageCheck:
         frontier = FrontierService.of(self.crawler).frontier
         also = [frontier.templates.call(*template)] if template is not None else []
         try:
-            verdict = frontier.near_duplicate(
-                item.url, item.site, key, fp, sketch, self.resemblance,
+            verdict = frontier.duplicates.check(
+                item.url, item.site, key, sketch, self.resemblance,
                 mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share,
                 also=also, also_results=answer)
         except redis.RedisError as exc:

@@ -42,7 +42,7 @@ from crawler.classify import classify_stats
 from crawler.frontier.service import FrontierService
 from crawler.pagecheck import template_evidence
 from crawler.pagefeatures import page_features
-from crawler.pagerules import INDEX, INFO, RuleTrust, term_index, thin_navigation
+from crawler.pagerules import INFO, RuleTrust, term_index, thin_navigation
 from crawler.template import BlockStat, FirstPages, block_stats, stat_keys, template_of
 from crawler.traps import META_KEYS as TRAP_META_KEYS
 

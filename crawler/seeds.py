@@ -67,7 +67,7 @@ def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> set[s
     again = set()
     for url, page in not_done.items():
         stamp = f"{page.get('fetched_at')}\t{page.get('state')}\t{str(page.get('error') or '')[:100]}"
-        if frontier.claim_again(url, stamp):
+        if frontier.meta.claim_again(url, stamp):
             again.add(url)
             logger.info("Seed %(url)s is stored as %(state)s (%(error)s): trying it again",
                         {"url": url, "state": page.get("state"), "error": page.get("error") or "no reason"},

@@ -176,7 +176,7 @@ PROGRESS_INTERVAL = 60.0
 # Serve Prometheus metrics on this port (0: off), on PROMETHEUS_BIND.
 PROMETHEUS_PORT = 0
 PROMETHEUS_BIND = "127.0.0.1"
-# Shards of the frontier (crawler/frontier/keys.py): each site's queue,
+# Shards of the frontier (crawler/redis/keys.py): each site's queue,
 # politeness and URL dedup live in one; a Redis Cluster spreads them over its
 # masters. Fixed when a crawl starts: every worker of a crawl must agree.
 FRONTIER_SHARDS = 16

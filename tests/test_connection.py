@@ -155,7 +155,7 @@ def test_a_cluster_url_gives_a_cluster_client_over_every_master(redis_cluster, t
 
 def test_timeouts_reach_the_cluster_nodes_and_foreign_params_are_named(redis_cluster, tmp_path, caplog):
     redis_cluster.wait_ok()
-    with caplog.at_level(logging.WARNING, logger="crawler.frontier.connection"):
+    with caplog.at_level(logging.WARNING, logger="crawler.redis.client"):
         client = connect(redis_cluster.url, tmp_path,
                          REDIS_PARAMS={"socket_timeout": 7, "health_check_interval": 5, "reinitialize_steps": 2})
     try:

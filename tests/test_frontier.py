@@ -275,9 +275,9 @@ def test_release_gives_leases_back_in_order(client, crawl_name):
 def test_backoff_pushes_a_site_out_and_success_halves_it(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=5)
     f.enqueue([link(f, f"http://a/{i}", "a") for i in range(3)])
-    assert f.backoff("a", 0.4, 10) == 0.4
+    assert f.politeness.backoff("a", 0.4, 10) == 0.4
     assert f.lease(1)[0] == []
-    assert f.backoff("a", 0.4, 10) == 0.8  # doubles
+    assert f.politeness.backoff("a", 0.4, 10) == 0.8  # doubles
     time.sleep(0.85)
     leases, _ = f.lease(1)
     f.commit(acks=[(leases[0].id, "C", "")])
@@ -380,7 +380,7 @@ def _exact_resemblance(a: str, b: str) -> float:
 
 def _check(f, url: str, site: str, content_key: str, text: str):
     fp, sketch = fingerprints(text)
-    return f.near_duplicate(url, site, content_key, fp, sketch)
+    return f.duplicates.check(url, site, content_key, sketch)
 
 
 def test_a_duplicate_check_is_one_round_trip_of_five_scripts_on_one_redis(client, crawl_name):
@@ -616,7 +616,7 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     index = f.duplicates
     text = " ".join(_words(0, 200))
     fp, sketch = fingerprints(text)
-    assert f.near_duplicate("http://a/1", "a", "h1", fp, sketch).kind == "new"
+    assert f.duplicates.check("http://a/1", "a", "h1", sketch).kind == "new"
     pid = page_id("h1").to_bytes(8, "big")
     bands = [index._band(i, key)[1:] for i, key in enumerate(sketch.bands)]
     def spoil(*keys, value=sketch.sample[::-1].astype("<u4").tobytes()):  # unsorted: not a sample
@@ -625,9 +625,9 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
 
     # Someone writes garbage where the index keeps the page's sample...
     spoil("h1", value=b"\x01\x02\x03")
-    assert f.near_duplicate("http://a/2", "a", "h2", fp, sketch).kind == "new"  # no evidence, no error
+    assert f.duplicates.check("http://a/2", "a", "h2", sketch).kind == "new"  # no evidence, no error
     spoil("h1", "h2")
-    assert f.near_duplicate("http://a/3", "a", "h3", fp, sketch).kind == "new"  # unsorted: refused too
+    assert f.duplicates.check("http://a/3", "a", "h3", sketch).kind == "new"  # unsorted: refused too
     spoil("h3")
     # ... and in the band tables: an odd length, a huge value, a key of another type.
     bucket, field = bands[0]
@@ -636,7 +636,7 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     client.delete(bands[2][0])
     client.set(bands[2][0], "not a hash")
     started = time.monotonic()
-    assert f.near_duplicate("http://a/4", "a", "h4", fp, sketch).kind == "new"
+    assert f.duplicates.check("http://a/4", "a", "h4", sketch).kind == "new"
     assert time.monotonic() - started < 1.0
     # The malformed band values were replaced by the page checked: whole names again.
     assert client.hget(bucket, field) == page_id("h4").to_bytes(8, "big")
@@ -648,22 +648,22 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     record = index._record_key(page_id("h1"))
     for bad in (b"garbage", b"", b"http://[::1", b"javascript:alert(1)"):
         client.hset(record, f"{page_id('h1'):016x}", b"0123456789" + b"00000000000\t" + bad)
-        assert f.near_duplicate("http://a/5", "a", "h5", fp, sketch).kind == "new"
+        assert f.duplicates.check("http://a/5", "a", "h5", sketch).kind == "new"
     # The exact index naming a page that is not one: no copy, no exception.
     bucket, key = index._content_key("h6")
     client.hset(bucket, key, b"0000000000not a url")
-    assert f.near_duplicate("http://a/6", "a", "h6", None).kind == "new"
+    assert f.duplicates.check("http://a/6", "a", "h6").kind == "new"
     # A content bucket of another type: no evidence, left as it is.
     bucket, key = index._content_key("h7")
     client.delete(bucket)
     client.rpush(bucket, "x")
-    assert f.near_duplicate("http://a/7", "a", "h7", None).kind == "new"
+    assert f.duplicates.check("http://a/7", "a", "h7").kind == "new"
     assert client.lrange(bucket, 0, -1) == [b"x"]
     # A sample or record bucket of another type: the check goes on, the key is left alone.
     for key in (index._sample_key(page_id("h8")), index._record_key(page_id("h8"))):
         client.delete(key)
         client.set(key, "not a hash")
-    d = f.near_duplicate("http://a/8", "a", "h8", fp, sketch)
+    d = f.duplicates.check("http://a/8", "a", "h8", sketch)
     assert (d.kind, d.first) == ("near", "http://a/5")  # the one page left with whole entries
     assert client.get(index._sample_key(page_id("h8"))) == b"not a hash"
 
@@ -693,11 +693,11 @@ def test_pages_alike_but_for_their_dates_are_two_pages(client, crawl_name):
     fa, sa = fingerprints(a)
     fb, sb = fingerprints(b)
     assert fa == fb and _exact_resemblance(a, b) < 0.9
-    assert f.near_duplicate("http://a/1.11.20", "a", content_hash(a), fa, sa).kind == "new"
-    assert f.near_duplicate("http://a/2.0.12", "a", content_hash(b), fb, sb).kind == "new"
-    again = f.near_duplicate("http://a/2.0.12", "a", content_hash(b), fb, sb)
+    assert f.duplicates.check("http://a/1.11.20", "a", content_hash(a), sa).kind == "new"
+    assert f.duplicates.check("http://a/2.0.12", "a", content_hash(b), sb).kind == "new"
+    again = f.duplicates.check("http://a/2.0.12", "a", content_hash(b), sb)
     assert (again.kind, again.first) == ("new", None)
-    copy = f.near_duplicate("http://b/2.0.12", "b", content_hash(b), fb, sb)
+    copy = f.duplicates.check("http://b/2.0.12", "b", content_hash(b), sb)
     assert (copy.kind, copy.first) == ("exact", "http://a/2.0.12")
 
 
@@ -711,7 +711,7 @@ def test_a_re_crawled_original_is_not_a_copy_of_its_later_copy(client, crawl_nam
     # The original, fetched again unchanged, keeps its first place in time.
     again = _check(f, "http://orig/p", "orig", content_hash(text), text)
     assert (again.kind, again.first) == ("new", None)
-    assert f.mirror_of("orig") is None
+    assert f.duplicates.mirror_of("orig") is None
 
 
 def test_a_copy_published_elsewhere_first_does_not_poison_the_original(client, crawl_name):
@@ -737,35 +737,35 @@ def test_a_site_of_copies_becomes_a_mirror(client, crawl_name):
         return int(hashlib.md5(name.encode()).hexdigest()[:16], 16)
 
     for i in range(4):
-        assert f.near_duplicate(f"http://orig/{i}", "orig", f"c{i}", fp(f"c{i}")).kind == "new"
+        assert f.duplicates.check(f"http://orig/{i}", "orig", f"c{i}").kind == "new"
     # Three pages of its own, then copies: mirror once 4 of 6 (>= half, >= 5 pages) are copies.
     verdicts = []
     for i in range(3):
-        assert f.near_duplicate(f"http://mirror/own{i}", "mirror", f"own{i}", fp(f"own{i}")).kind == "new"
+        assert f.duplicates.check(f"http://mirror/own{i}", "mirror", f"own{i}").kind == "new"
     for i in range(4):
-        d = f.near_duplicate(f"http://mirror/{i}", "mirror", f"c{i}", fp(f"c{i}"),
+        d = f.duplicates.check(f"http://mirror/{i}", "mirror", f"c{i}",
                              mirror_min_pages=5, mirror_share=0.5)
         verdicts.append((d.kind, d.same_site, d.mirror_of))
     assert verdicts == [("exact", False, None), ("exact", False, None),
                         ("exact", False, "orig"), ("exact", False, "orig")]
-    assert f.mirror_of("mirror") == "orig"
+    assert f.duplicates.mirror_of("mirror") == "orig"
 
 
 def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl_name):
     w1 = make(client, crawl_name, node="w1", default_delay=1.0, delay_margin=0.05)
     w2 = make(client, crawl_name, node="w2", default_delay=1.0, delay_margin=0.05)
     start = time.monotonic()
-    assert w1.reserve_send("a") == 0.0
+    assert w1.politeness.reserve_send("a") == 0.0
     # The next send to a, by any worker, waits the gap (1 s + margin) after
     # it: less what has passed since (a slow machine's calls take long).
-    second = w2.reserve_send("a")
+    second = w2.politeness.reserve_send("a")
     assert 1.05 - (time.monotonic() - start) - 0.01 <= second <= 1.05
-    third = w1.reserve_send("a")
+    third = w1.politeness.reserve_send("a")
     assert 2.1 - (time.monotonic() - start) - 0.01 <= third <= 2.1
-    assert w2.reserve_send("b") == 0.0  # another site: its own gap
+    assert w2.politeness.reserve_send("b") == 0.0  # another site: its own gap
     nodelay = make(client, crawl_name + "x", node="w3", default_delay=0, delay_margin=0.05)
     try:
-        assert (nodelay.reserve_send("a"), nodelay.reserve_send("a")) == (0.0, 0.0)
+        assert (nodelay.politeness.reserve_send("a"), nodelay.politeness.reserve_send("a")) == (0.0, 0.0)
     finally:
         nodelay.delete_all()
 
@@ -773,7 +773,7 @@ def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl
 def test_leases_carry_their_site_gap(client, crawl_name):
     f = make(client, crawl_name, default_delay=0.5, delay_margin=0.05)
     f.enqueue([link(f, "http://a/1", "a")])
-    f.set_site_delay("b", 2.0)
+    f.politeness.set_site_delay("b", 2.0)
     f.enqueue([link(f, "http://b/1", "b")])
     gaps = {lease.site: lease.gap for lease in f.lease(10)[0]}
     assert gaps == {"a": 0.55, "b": 2.05}

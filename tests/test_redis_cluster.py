@@ -177,7 +177,7 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
         done = f.commit(acks=[(lease.id, "C", "") for lease in leased])
         assert done.error is None
         for i, s in enumerate(sites[:8]):
-            f.near_duplicate(f"http://{s}/", s, f"{i:040x}", i * 0x9E3779B97F4A7C15 % 2**64)
+            f.duplicates.check(f"http://{s}/", s, f"{i:040x}")
         # The near-duplicate index and the site templates on the cluster: every
         # script call in one slot, the verdicts as on one Redis.
         text = " ".join(f"w{k}" for k in range(300))
@@ -186,7 +186,7 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
                           ("http://site0.example/b", sites[0], text + " one more"),  # own site: undone
                           ("http://site1.example/a", sites[1], text + " another line")]:
             fp, sketch = fingerprints(t)
-            d = f.near_duplicate(url, s, content_hash(t), fp, sketch)
+            d = f.duplicates.check(url, s, content_hash(t), sketch)
             verdicts.append((d.kind, d.first, d.same_site))
         assert verdicts == [("new", None, False), ("near", "http://site0.example/a", True),
                             ("near", "http://site0.example/a", False)]

@@ -13,7 +13,7 @@ from crawler.pagefeatures import assemble, doc_url_features, page_features
 from crawler.pagerules import INDEX, INFO
 from crawler.extract import analyze
 from crawler.frontier import Frontier
-from crawler.frontier.keys import template_key
+from crawler.redis.keys import template_key
 from crawler.frontier.templates import parse_evidence
 from crawler.template import (
     MAX_PAGE_KEYS,
@@ -490,7 +490,7 @@ def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
     _, sketch = fingerprints(text, 512)
     answer: list = []
     before = f.round_trips
-    verdict = f.near_duplicate(f"http://{SITE}/p", SITE, content_hash(text), None, sketch,
+    verdict = f.duplicates.check(f"http://{SITE}/p", SITE, content_hash(text), sketch,
                                also=[f.templates.call(SITE, ["nav", "new"])], also_results=answer)
     assert verdict.kind == "new"
     assert f.round_trips - before == 1  # the check and the count: one round trip
@@ -499,7 +499,7 @@ def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
     client.delete(f.templates.key(SITE))
     client.set(f.templates.key(SITE), "not a hash")
     answer = []
-    verdict = f.near_duplicate(f"http://{SITE}/q", SITE, content_hash(text + "x"), None, sketch,
+    verdict = f.duplicates.check(f"http://{SITE}/q", SITE, content_hash(text + "x"), sketch,
                                also=[f.templates.call(SITE, ["nav"])], also_results=answer)
     assert verdict.kind == "near" and f.templates.evidence(answer[0], ["nav"]) is None
 

@@ -76,7 +76,7 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
         frontier = Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS"))
         frontier.check_layout()
         follow = (spargs or {}).get("follow")
-        recorded = frontier.crawl_policy("follow") if spider_name == "site" and follow else None
+        recorded = frontier.meta.crawl_policy("follow") if spider_name == "site" and follow else None
         if recorded is not None and recorded != follow:
             raise ConfigError(
                 f"crawl {name!r} follows -a follow={recorded} (recorded when it started); this worker asks "

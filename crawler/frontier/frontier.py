@@ -43,7 +43,6 @@ from crawler.redis.keys import Keys, ShardKeys
 from crawler.redis.scripts import SCRIPTS
 
 if TYPE_CHECKING:
-    from crawler.fingerprint import Sketch
     from crawler.redis.gateway import Call
 
 __all__ = ["STOP_MODES", "CommitResult", "Duplicate", "Frontier", "FrontierLayoutError", "Lease", "LinkEntry",
@@ -159,12 +158,6 @@ class Frontier:
     def check_layout(self, order: str | None = None) -> None:
         self.meta.check_layout(order)
 
-    def crawl_policy(self, name: str, propose: str | None = None) -> str | None:
-        return self.meta.crawl_policy(name, propose)
-
-    def claim_again(self, url: str, stamp: str) -> bool:
-        return self.meta.claim_again(url, stamp)
-
     def scope(self, add_sites: Sequence[str] = (), add_hosts: Sequence[str] = ()) -> tuple[set[str], set[str]]:
         return self.scope_store.share(add_sites, add_hosts)
 
@@ -204,44 +197,6 @@ class Frontier:
 
     def stop_requested(self) -> dict[str, Any] | None:
         return self.control.stop_requested()
-
-    # -- politeness and robots.txt (politeness.py) ---------------------------------------
-    def reserve_send(self, site: str) -> float:
-        return self.politeness.reserve_send(site)
-
-    def touch(self, site: str, delay: float) -> None:
-        self.politeness.touch(site, delay)
-
-    def backoff(self, site: str, minimum: float, maximum: float) -> float:
-        return self.politeness.backoff(site, minimum, maximum)
-
-    def set_site_delay(self, site: str, delay: float) -> None:
-        self.politeness.set_site_delay(site, delay)
-
-    def robots_get(self, site: str, host: str, limit: int) -> tuple[bool, bytes]:
-        return self.robots.get(site, host, limit)
-
-    def robots_put(self, site: str, host: str, entry: bytes, ttl: int) -> None:
-        self.robots.put(site, host, entry, ttl)
-
-    def robots_lock(self, site: str, host: str, ttl: int) -> bool:
-        return self.robots.lock(site, host, ttl)
-
-    def robots_unlock(self, site: str, host: str) -> None:
-        self.robots.unlock(site, host)
-
-    # -- duplicates (dupindex.py) ------------------------------------------------------
-    def near_duplicate(self, url: str, site: str, content_key: str | None, fingerprint: int | None,
-                       sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
-                       mirror_min_pages: int = 20, mirror_share: float = 0.5,
-                       also: Sequence[Call] = (), also_results: list[Any] | None = None) -> Duplicate:
-        """``DuplicateIndex.check``; ``fingerprint`` is not used (the spider
-        still passes it: ``duplicates.check`` is the call to prefer)."""
-        return self.duplicates.check(url, site, content_key, sketch, resemblance, max_candidates,
-                                     mirror_min_pages, mirror_share, also, also_results)
-
-    def mirror_of(self, site: str) -> str | None:
-        return self.duplicates.mirror_of(site)
 
     # -- operators (views.py) ------------------------------------------------------------
     def pending(self) -> int:

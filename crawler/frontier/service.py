@@ -7,7 +7,7 @@ heartbeat that reaps stopped workers, and the "Redis is down" state. Every
 component finds it through Scrapy's public API::
 
     service = FrontierService.of(crawler)   # crawler.get_extension(...)
-    service.frontier.backoff(site, ...)
+    service.frontier.politeness.backoff(site, ...)
 
 The scheduler (``scheduler.py``) opens it, passing itself as the
 ``Worker`` the heartbeat asks for this node's record and for the leases it

@@ -62,11 +62,10 @@ from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.encoding import EncodingHints, decode_html
 from crawler.extract import analyze, parse_html, parse_robots_directives
-from crawler.failures import reason, robots_forbidden
+from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
 from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
-from crawler.frontier.scheduler import AGAIN_META
-from crawler.frontier.service import FrontierService
+from crawler.frontier.tracking import AGAIN_META
 from crawler.items import PageItem
 from crawler.middlewares import TRAP_PARENT
 from crawler.pagecheck import PageCheck
@@ -399,7 +398,7 @@ class SiteSpider(Spider):
         yield PageItem(
             url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)),
             state="E", status=response.status if response is not None else None,
-            fetched_at=time.time(), error=reason(failure),
+            fetched_at=time.time(), error=failure_reason(failure),
             referer=request.meta.get("referer_url"), revisit=_revisit(request.meta),
             etag=_header(response, b"ETag") if response is not None else None,
             last_modified=_header(response, b"Last-Modified") if response is not None else None,

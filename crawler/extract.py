@@ -1,22 +1,24 @@
 """One pass over a page's HTML: links, title, main text, abstract, robots
 directives and the features the page classifier reads. Pure logic, no Scrapy.
 
-The page is parsed once with lxml and walked once (``lxml.etree.iterwalk``,
-iterative, so hostile nesting cannot overflow the Python stack). Text is cut
-into blocks at block-level tags; a block's share of link text and whether it
-sits in navigation (``nav``, ``header``, ``footer``, ``aside``, or a class/id
-such as ``menu`` or ``sidebar``) decide whether it belongs to the main text.
-That main text is what the SimHash of a later stage fingerprints, so the
-same article framed by different navigation reads the same.
+The page is parsed once with lxml (``crawler.htmlparse``; bytes are decoded
+by ``crawler.encoding.decode_html`` first) and walked once
+(``lxml.etree.iterwalk``, iterative, so hostile nesting cannot overflow
+the Python stack). Text is cut into blocks at block-level tags; a block's
+share of link text and whether it sits in navigation (``nav``, ``header``,
+``footer``, ``aside``, or a class/id such as ``menu`` or ``sidebar``)
+decide whether it belongs to the main text. That main text is what the
+SimHash of a later stage fingerprints, so the same article framed by
+different navigation reads the same. The head is read by
+``crawler.pagehead``; where links lead and what surrounds them, by
+``crawler.pagelinks``.
 
-Bytes are decoded by ``crawler.encoding.decode_html`` first.
+Any string or bytes is a page: ``analyze`` never raises on control
+characters, noncharacters or lone surrogates (``crawler.htmlparse``).
+Text, titles and anchors come out without them; hrefs are kept as
+written, for the URL parser to read as a browser does.
 
-Any string or bytes is a page: control characters, noncharacters and lone
-surrogates, as raw characters or as character references, never make
-``analyze`` raise. Text, titles and anchors come out without them (form feed
-and vertical tab read as spaces, C1 controls as the windows-1252 characters
-they almost always stand for); hrefs are kept as written, for the URL parser
-to read as a browser does.
+No settings, no stats.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, cast
-from urllib.parse import urljoin
 
 import lxml.etree
 
-from crawler.encoding import decode_html
+from crawler.htmlparse import UNSAFE, clean, parse_html, scrub, scrub_tree
+from crawler.pagehead import read_head
+from crawler.pagelinks import in_page, link_contexts, own_file
 
-__all__ = ["Page", "analyze", "parse_html"]
+__all__ = ["Block", "LONG_BLOCK", "Page", "analyze"]
 
 SKIP_TAGS = frozenset(
     {"script", "style", "noscript", "template", "svg", "math", "iframe", "object",
@@ -51,7 +54,6 @@ _BOILER_ATTR = re.compile(
     r"(?:$|[\s_-])",
     re.I,
 )
-_LD_TYPE = re.compile(r'"@type"\s*:\s*\[?\s*"([^"]+)"')
 _CART = re.compile(r"\badd to (?:cart|bag|basket|trolley)\b", re.I)
 _PRICE = re.compile(r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)?\s?(?:USD|EUR|GBP|€))")
 # _PRICE where no currency follows a number anywhere in the text: the same
@@ -62,14 +64,6 @@ _SUFFIX_HINTS = ("USD", "EUR", "GBP", "€")  # what _PRICE's second branch need
 _PREFIX_HINTS = ("$", "£", "¥")  # and its first, besides "€"
 REPEAT_TAGS = frozenset({"li", "div", "article", "tr", "section"})
 LONG_BLOCK = 150  # characters of non-link text that make a block a "paragraph"
-
-# lxml.etree's parser, not lxml.html's: the latter calls back into Python to
-# pick an element class for every element touched, which cost more than all
-# of the analysis below.
-_PARSER = lxml.etree.HTMLParser(
-    encoding="utf-8", recover=True, remove_comments=True, remove_pis=True,
-    huge_tree=True, no_network=True,
-)
 
 
 @dataclass(slots=True)
@@ -112,65 +106,6 @@ class Page:
     # itself says (a focused crawl scores it; a list of links about a topic
     # is not a page about it).
     own_text: str = ""
-
-
-def parse_html(html: str | bytes) -> Any:
-    """lxml root of ``html``, or None for an empty or unparsable document.
-    ``bytes`` are decoded with ``decode_html`` first."""
-    if isinstance(html, bytes):
-        html = decode_html(html)[0]
-    if not html.strip():
-        return None
-    try:
-        data = html.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: one U+FFFD each, as a decoder would give
-        data = _SURROGATE.sub("\ufffd", html).encode("utf-8")
-    try:
-        return lxml.etree.fromstring(data, _PARSER)
-    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
-        return None
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# What no stored text should hold, and what lxml refuses to write back into
-# the tree ("All strings must be XML compatible"), though its parser lets it
-# through from the page or from a character reference (&#12;): C0 controls
-# but tab, LF and CR; DEL; C1 controls; the noncharacters U+FDD0..U+FDEF
-# (which hold the markers below) and U+FFFE, U+FFFF.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]")
-
-
-def _safe_char(c: int) -> str:
-    if c in (0x0B, 0x0C) or 0x1C <= c <= 0x1F:
-        return " "  # whitespace to HTML (form feed) or to str.split() (the rest)
-    if 0x80 <= c <= 0x9F:
-        # C1 controls in a page are windows-1252 text mislabelled as
-        # ISO-8859-1 along the way; the HTML parser reads &#x80;..&#x9F; the
-        # same way. The five bytes windows-1252 leaves undefined are dropped.
-        return bytes([c]).decode("cp1252", "ignore")
-    return ""
-
-
-_SAFE = {chr(c): _safe_char(c) for c in [*range(0x20), *range(0x7F, 0xA0), *range(0xFDD0, 0xFDF0), 0xFFFE, 0xFFFF]}
-
-
-def _scrub(text: str) -> str:
-    return _UNSAFE.sub(lambda m: _SAFE[m.group()], text)
-
-
-def _scrub_tree(root: Any) -> None:
-    for el in root.iter():
-        if el.text and _UNSAFE.search(el.text):
-            el.text = _scrub(el.text)
-        if el.tail and _UNSAFE.search(el.tail):
-            el.tail = _scrub(el.tail)
-
-
-def _clean(text: str) -> str:
-    # split()/join() folds every run of whitespace, as \s+ would, and is
-    # about twice as fast on the short strings of blocks and anchors.
-    return " ".join(text.split())
-
 
 def _is_boiler(el: Any, tag: str, title_path: frozenset[Any]) -> bool:
     """Navigation by its tag, role, class or id. ``title_path``: the
@@ -223,84 +158,11 @@ _FRAG_OPEN, _FRAG_CLOSE = "\ufdd6", "\ufdd7"  # a link to a place on the same pa
 _LINK_SPLIT = re.compile("([\ufdd1\ufdd2\ufdd6\ufdd7])")
 _EDGE = " \t\n\r\f\v\ufdd3\ufdd4\ufdd5"
 
-
-def _own_file(url: str | None) -> str | None:
-    """The last path segment of ``url`` ("" for a directory URL), the part
-    of a relative href that names the page itself; None without a URL."""
-    if not url:
-        return None
-    path = url.split("#", 1)[0].split("?", 1)[0]
-    if "://" in path:
-        path = path.split("://", 1)[1].partition("/")[2]
-    return path.rsplit("/", 1)[-1]
-
-
-def _in_page(href: str, own_file: str | None, url: str | None) -> bool:
-    """Whether ``href`` leads to a place on the page itself: "#x", or (with
-    the page's URL known) the page's own address with a fragment. Only hrefs
-    whose last segment names the page's file are resolved, so the cost is a
-    string comparison for almost every link."""
-    href = href.strip()
-    if href.startswith("#"):
-        return True
-    if own_file is None or "#" not in href:
-        return False
-    target = href.split("#", 1)[0]
-    if "?" in target or target.rsplit("/", 1)[-1] != own_file:
-        return False
-    try:
-        return _same_document(url or "", target)
-    except ValueError:
-        return False
-
-
-@lru_cache(maxsize=4096)
-def _same_document(url: str, target: str) -> bool:
-    joined = urljoin(url, target)
-    return joined.split("#", 1)[0] == url.split("#", 1)[0]
 _STRING = lxml.etree.XPath("string()", smart_strings=False)
 _HEADING_LINKS = lxml.etree.XPath(
     "count(//h1//a[@href] | //h2//a[@href] | //h3//a[@href] | //h4//a[@href] | "
     "//h5//a[@href] | //h6//a[@href])"
 )
-
-
-CONTEXT_CHARS = 240
-CONTEXT_NODES = 64  # elements of a link's parent read at most (a hostile page nests thousands of empty links)
-
-
-def _contexts(root: Any) -> list[str]:
-    """Each link's surroundings: the text of its parent element, read only
-    as far as needed (``CONTEXT_CHARS``, ``CONTEXT_NODES``), once a parent."""
-    seen: dict[Any, str] = {}
-    out = []
-    for el in root.iter("a", "area"):
-        if el.get("href") is None:
-            continue
-        parent = el.getparent()
-        if parent is None or parent.tag in ("body", "html"):
-            out.append("")
-            continue
-        got = seen.get(parent)
-        if got is None:
-            got = seen[parent] = _text_of(parent)
-        out.append(got)
-    return out
-
-
-def _text_of(parent: Any) -> str:
-    parts: list[str] = []
-    size = 0
-    for n, node in enumerate(parent.iter()):
-        if n >= CONTEXT_NODES or size >= CONTEXT_CHARS:
-            break
-        if not isinstance(node.tag, str):
-            continue  # comments, processing instructions
-        for t in (node.text, node.tail if node is not parent else None):
-            if t:
-                parts.append(t)
-                size += len(t)
-    return _clean("".join(parts))[:CONTEXT_CHARS]
 
 
 def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool = False) -> Page:
@@ -314,12 +176,13 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     if root is None:
         page.features = _features([], 0, {}, 0)
         return page
-    head_info = _read_head(root, page)
+    head = read_head(root)
+    page.title, page.robots, page.ld_types, page.base_href = head.title, head.robots, head.ld_types, head.base_href
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
     # One check of all the text, and the rare page that needs it cleaned:
     # cheaper than checking each string written back below.
-    if _UNSAFE.search(cast(str, _STRING(root))) is not None:
-        _scrub_tree(root)
+    if UNSAFE.search(cast(str, _STRING(root))) is not None:
+        scrub_tree(root)
 
     counts: dict[str, int] = {}
     repeats: dict[tuple[str, str], int] = {}
@@ -334,20 +197,20 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     counts["heading_link"] = int(cast(float, _HEADING_LINKS(root)))
 
     links = page.links
-    own_file = _own_file(url)
+    own_file_name = own_file(url)
     if link_context:
         # Before the links are marked below: their markers are not text.
-        page.link_contexts = _contexts(root)
+        page.link_contexts = link_contexts(root)
     for el in root.iter("a", "area"):
         href = el.get("href")
         if href is None:
             continue
         if el.tag == "area":
-            links.append((href, _clean(_scrub(el.get("alt") or ""))))
+            links.append((href, clean(scrub(el.get("alt") or ""))))
             continue
         text = el.text if len(el) == 0 else cast(str, _STRING(el))
-        links.append((href, _clean(text or "") or _clean(_scrub(el.get("title") or ""))))
-        if _in_page(href, own_file, url):
+        links.append((href, clean(text or "") or clean(scrub(el.get("title") or ""))))
+        if in_page(href, own_file_name, url):
             el.text = _FRAG_OPEN + (el.text or "")
             el.tail = _FRAG_CLOSE + (el.tail or "")
         else:
@@ -379,7 +242,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     page.h1 = next((b.text for b in blocks if b.tag == "h1"), "")[:500]
     if not page.title:
         page.title = page.h1
-    page.abstract = _abstract(head_info.get("description", ""), page.text)
+    page.abstract = _abstract(head.description or "", page.text)
     all_text = "\n".join(b.text for b in blocks)
     # Cheap substring checks first: most pages have no prices or carts, and
     # the regexes would scan the whole text to find that out.
@@ -392,6 +255,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     counts["repeat"] = max(repeats.values(), default=0)
     page.features = _features(blocks, len(page.text), counts, len(page.links))
     return page
+
 
 
 _COUNTED_TAGS = ("article", "time", "img", "input", "li", "h1", "div", "tr", "section")
@@ -446,11 +310,11 @@ def _blocks(flat: str, plain: bool = False) -> tuple[list[Block], int]:
                             frag_chars += n
                     elif plain:
                         own_pieces.append(piece)
-            text = _clean("".join(pieces))
+            text = clean("".join(pieces))
             if plain:
-                own = _clean(" ".join(own_pieces))
+                own = clean(" ".join(own_pieces))
         else:
-            text = _clean(part)
+            text = clean(part)
             link_chars = len(text) if link_depth else 0
             frag_chars = link_chars if frag_depth else 0
             if plain and link_depth:
@@ -465,65 +329,6 @@ def _blocks(flat: str, plain: bool = False) -> tuple[list[Block], int]:
         blocks.append(Block(text, link_chars, in_boiler, "h1" if is_h1 else "", min(frag_chars, link_chars),
                             lead_link, own))
     return blocks, h1_before_para
-
-
-def _read_head(root: Any, page: Page) -> dict[str, str]:
-    info: dict[str, str] = {}
-    ld_types: set[str] = set()
-    for el in root.iter("title", "meta", "base", "script", "link"):
-        tag = el.tag
-        if tag == "title":
-            if not page.title and el.text:
-                page.title = _clean(_scrub(el.text))[:500]
-        elif tag == "meta":
-            name = (el.get("name") or el.get("property") or "").lower()
-            content = el.get("content") or ""
-            if name in ("robots", "googlebot"):
-                page.robots = page.robots | parse_robots_directives(content)
-            elif name in ("description", "og:description") and "description" not in info:
-                info["description"] = _clean(_scrub(content))
-            elif name == "og:type":
-                ld_types.add(content.strip().lower())
-        elif tag == "base":
-            href = el.get("href")
-            if page.base_href is None and href and href.strip(_C0_OR_SPACE):
-                # The URL parser's own trim: C0 controls and spaces only.
-                page.base_href = href.strip(_C0_OR_SPACE)
-        elif tag == "script":
-            if (el.get("type") or "").lower() == "application/ld+json" and el.text:
-                ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))
-    page.ld_types = frozenset(ld_types)
-    return info
-
-
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))
-
-
-def parse_robots_directives(value: str) -> frozenset[str]:
-    """Directives of a robots meta tag or an X-Robots-Tag header value.
-
-    ``none`` means ``noindex, nofollow``. A header value may name a user agent
-    (``googlebot: noindex``); such agent-specific values are ignored here
-    unless they name no agent.
-    """
-    out: set[str] = set()
-    for part in value.lower().split(","):
-        part = part.strip()
-        head, sep, rest = part.partition(":")
-        if sep and head.strip() not in _VALUED_DIRECTIVES:
-            if head.strip() not in ("*", "robots"):
-                continue  # addressed to another crawler ("googlebot: noindex")
-            part = rest.strip()
-        if part == "none":
-            out.update(("noindex", "nofollow"))
-        elif part:
-            out.add(part.split(":")[0].strip())
-    return frozenset(out)
-
-
-_VALUED_DIRECTIVES = frozenset(
-    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
-)
 
 
 def _abstract(description: str, text: str, limit: int = 300) -> str:

@@ -4,7 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.extract import analyze, parse_html, parse_robots_directives
+from crawler.extract import analyze
+from crawler.htmlparse import parse_html
+from crawler.pagehead import parse_robots_directives
 from tests.data.pagetypes import body, labels
 
 ARTICLE = """<html><head><title> An  article </title>
@@ -320,7 +322,7 @@ def test_link_contexts_and_own_text_only_when_asked():
 def test_a_links_surroundings_are_read_only_so_far():
     # Thousands of empty links under one parent: each link's context is
     # read once a parent, and never more than CONTEXT_NODES elements deep.
-    from crawler.extract import CONTEXT_NODES
+    from crawler.pagelinks import CONTEXT_NODES
 
     html = ("<html><body><div>" + "<a href='/e'></a>" * 2000 + "<a href='/t'>far away text</a></div>"
             "<p><a href='/n'>near</a> words</p></body></html>")

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from crawler.classify import classify, classify_stats, page_type
+from crawler.htmlparse import parse_html
 from crawler.pagefeatures import page_features
 from crawler.pagerules import INDEX, INFO, RuleTrust, term_index, thin_navigation
-from crawler.extract import analyze, parse_html
+from crawler.extract import analyze
 from crawler.template import block_stats
 
 DATA = Path(__file__).parent / "data" / "terms"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler.extract import analyze, parse_html
+from crawler.extract import analyze
 from crawler.fingerprint import simhash
+from crawler.htmlparse import parse_html
 from crawler.recrawl import Revisits, evidence_of, visits
 from crawler.revisit import ChangeEvidence, Plan, Policy, RateModel, Visit
 from crawler.store import SQLiteStore

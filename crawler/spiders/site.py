@@ -61,14 +61,16 @@ from crawler import fingerprint
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.encoding import EncodingHints, decode_html
-from crawler.extract import analyze, parse_html, parse_robots_directives
+from crawler.extract import analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
 from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
 from crawler.frontier.tracking import AGAIN_META
+from crawler.htmlparse import parse_html
 from crawler.items import PageItem
 from crawler.middlewares import TRAP_PARENT
 from crawler.pagecheck import PageCheck
+from crawler.pagehead import parse_robots_directives
 from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh

@@ -1,0 +1,97 @@
+"""What a page's head says: its title, robots directives, description,
+Open Graph and schema.org types and base URL. Pure logic, no Scrapy.
+
+``read_head`` reads them from the parsed page (``crawler.htmlparse``)
+before its scripts and head are stripped; ``parse_robots_directives`` reads
+a robots meta tag's or an ``X-Robots-Tag`` header's value (``noindex``,
+``nofollow``; ``none`` is both).
+
+No settings, no stats.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from crawler.htmlparse import clean, scrub
+
+__all__ = ["Head", "parse_robots_directives", "read_head"]
+
+_LD_TYPE = re.compile(r'"@type"\s*:\s*\[?\s*"([^"]+)"')
+
+
+@dataclass(slots=True)
+class Head:
+    """What ``read_head`` found: the first non-empty ``title`` (at most 500
+    characters), the union of the robots and googlebot ``robots``
+    directives, the first ``description`` (meta description or
+    og:description; None without one), the ``ld_types`` (og:type and
+    JSON-LD ``@type``, lowercased) and the first usable ``base_href``."""
+
+    title: str = ""
+    robots: frozenset[str] = frozenset()
+    description: str | None = None
+    ld_types: frozenset[str] = frozenset()
+    base_href: str | None = None
+
+
+def read_head(root: Any) -> Head:
+    head = Head()
+    ld_types: set[str] = set()
+    for el in root.iter("title", "meta", "base", "script", "link"):
+        tag = el.tag
+        if tag == "title":
+            if not head.title and el.text:
+                head.title = clean(scrub(el.text))[:500]
+        elif tag == "meta":
+            name = (el.get("name") or el.get("property") or "").lower()
+            content = el.get("content") or ""
+            if name in ("robots", "googlebot"):
+                head.robots = head.robots | parse_robots_directives(content)
+            elif name in ("description", "og:description") and head.description is None:
+                head.description = clean(scrub(content))
+            elif name == "og:type":
+                ld_types.add(content.strip().lower())
+        elif tag == "base":
+            href = el.get("href")
+            if head.base_href is None and href and href.strip(_C0_OR_SPACE):
+                # The URL parser's own trim: C0 controls and spaces only.
+                head.base_href = href.strip(_C0_OR_SPACE)
+        elif tag == "script":
+            if (el.get("type") or "").lower() == "application/ld+json" and el.text:
+                ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))
+    head.ld_types = frozenset(ld_types)
+    return head
+
+
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+
+
+def parse_robots_directives(value: str) -> frozenset[str]:
+    """Directives of a robots meta tag or an X-Robots-Tag header value.
+
+    ``none`` means ``noindex, nofollow``. A header value may name a user agent
+    (``googlebot: noindex``); such agent-specific values are ignored here
+    unless they name no agent.
+    """
+    out: set[str] = set()
+    for part in value.lower().split(","):
+        part = part.strip()
+        head, sep, rest = part.partition(":")
+        if sep and head.strip() not in _VALUED_DIRECTIVES:
+            if head.strip() not in ("*", "robots"):
+                continue  # addressed to another crawler ("googlebot: noindex")
+            part = rest.strip()
+        if part == "none":
+            out.update(("noindex", "nofollow"))
+        elif part:
+            out.add(part.split(":")[0].strip())
+    return frozenset(out)
+
+
+_VALUED_DIRECTIVES = frozenset(
+    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
+)
+

@@ -21,7 +21,9 @@ from pathlib import Path
 from simhash import Simhash
 
 from crawler.extract import analyze
-from crawler.fingerprint import feature_hash, features, fingerprints, simhash
+from crawler.featurehash import feature_hash
+from crawler.fingerprint import fingerprints, simhash
+from crawler.textfeatures import features
 
 
 def main() -> None:

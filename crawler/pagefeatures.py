@@ -34,8 +34,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
-from crawler.fingerprint import count_words
 from crawler.template import OWN_FEATURES, own_features
+from crawler.textfeatures import count_words
 
 if TYPE_CHECKING:
     from crawler.extract import Page

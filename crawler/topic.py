@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from crawler.fingerprint import count_words as _count_words
+from crawler.textfeatures import count_words as _count_words
 
 if TYPE_CHECKING:
     from py3langid.langid import LanguageIdentifier

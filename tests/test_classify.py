@@ -343,7 +343,7 @@ def test_tspider_rule_as_published():
 
 
 def test_count_words_reads_cjk_without_spaces():
-    from crawler.fingerprint import count_words
+    from crawler.textfeatures import count_words
 
     assert count_words("How the crawler works") == 4
     assert count_words("网络爬虫") == 2

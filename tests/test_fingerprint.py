@@ -5,9 +5,10 @@ from hypothesis import strategies as st
 from simhash import Simhash
 
 from crawler.extract import analyze
-from crawler.fingerprint import (SKETCH_SAMPLE, content_hash, feature_hash, features, fingerprints, hamming,
-                                  sample_from_bytes, shingles, signed, simhash, simhash_of_features, sketch,
-                                  unsigned)
+from crawler.featurehash import feature_hash, simhash_of_features
+from crawler.fingerprint import (
+    SKETCH_SAMPLE, content_hash, fingerprints, hamming, sample_from_bytes, shingles, signed, simhash, sketch, unsigned)
+from crawler.textfeatures import features
 from tests.data.pagetypes import body, labels
 from tests.support.mockserver import prose
 
@@ -178,7 +179,7 @@ def _split_reference(text):
     """The tokenizer as first written: every token, CJK runs set apart."""
     import re
 
-    from crawler.fingerprint import _CJK
+    from crawler.textfeatures import CJK as _CJK
 
     runs, words = [], []
     for token in re.findall(rf"[{_CJK}]+|[^\W{_CJK}]+", text):
@@ -202,7 +203,7 @@ def _shingles_reference(text):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab Zé_9.-/:,年月日网络東京 \n\t"), max_size=60))
 def test_the_fast_tokenizer_and_shingles_match_the_reference(text):
-    from crawler.fingerprint import _split
+    from crawler.textfeatures import split as _split
 
     assert _split(text.lower()) == _split_reference(text.lower())
     assert shingles(text).tolist() == _shingles_reference(text)
@@ -278,7 +279,8 @@ def _python_stream(text):
     """The stream from the Python tokenizer and unit hashes, one unit at a time."""
     from array import array
 
-    from crawler.fingerprint import _split, _unit
+    from crawler.featurehash import unit as _unit
+    from crawler.textfeatures import split as _split
 
     runs, words = _split(text)
     units = [*"".join(runs), *words]

@@ -140,7 +140,7 @@ def _dict(value: Any) -> str | None:
 def _networks(value: Any) -> str | None:
     if value in (None, "", []):
         return None
-    from crawler.netguard import parse_networks
+    from crawler.netpolicy import parse_networks
 
     try:
         parse_networks(value)

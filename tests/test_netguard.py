@@ -19,15 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.netguard import (
-    REASONS,
-    AddressRefused,
-    NetworkGuardMiddleware,
-    NetworkPolicy,
-    ip_of_host,
-    parse_networks,
-    refusal,
-)
+from crawler.netguard import AddressRefused, NetworkGuardMiddleware
+from crawler.netpolicy import REASONS, NetworkPolicy, ip_of_host, parse_networks, refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 

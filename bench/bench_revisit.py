@@ -47,18 +47,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawler.revisit import (
-    ChangeEvidence,
-    Plan,
-    Policy,
-    RateModel,
-    Visit,
-    append,
-    interval_for,
-    multiplier_for_rates,
-    nutch_interval,
-    observe,
-)
+from crawler.revisit import ChangeEvidence, Policy, Visit, append, observe
+from crawler.revisitplan import Plan, RateModel, interval_for, multiplier_for_rates, nutch_interval
 
 HOUR, DAY = 3600.0, 86400.0
 POLICY = Policy(min_interval=HOUR, max_interval=30 * DAY, default_interval=DAY)

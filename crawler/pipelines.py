@@ -63,7 +63,8 @@ from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import ITEMS_WAITING, WORKER_IDLE, GiveBack
 from crawler.recrawl import Revisits, evidence_of
-from crawler.revisit import Plan, Policy, RateModel
+from crawler.revisit import Policy
+from crawler.revisitplan import Plan, RateModel
 from crawler.store import StoreUnavailable, open_store
 from crawler.store.buffer import WriteBuffer
 

@@ -39,7 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler.revisit import ChangeEvidence, Plan, Policy, RateModel, Visit, append, compare, observe
+from crawler.revisit import ChangeEvidence, Policy, Visit, append, compare, observe
+from crawler.revisitplan import Plan, RateModel
 from crawler.store.base import OUTCOME_KEY
 
 __all__ = ["OUTCOME_KEY", "Revisits", "evidence_of", "first_visit", "visits"]

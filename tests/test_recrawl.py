@@ -21,7 +21,8 @@ from crawler.extract import analyze
 from crawler.fingerprint import simhash
 from crawler.htmlparse import parse_html
 from crawler.recrawl import Revisits, evidence_of, visits
-from crawler.revisit import ChangeEvidence, Plan, Policy, RateModel, Visit
+from crawler.revisit import ChangeEvidence, Policy, Visit
+from crawler.revisitplan import Plan, RateModel
 from crawler.store import SQLiteStore
 from tests.conftest import ROOT, Server, crawl_cmd, run_crawl, start_server, stop_embedded_redis
 
@@ -438,7 +439,7 @@ def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
 
     from crawler import settings as project_settings
     from crawler.pipelines import StorePipeline
-    from crawler.revisit import multiplier_for_budget
+    from crawler.revisitplan import multiplier_for_budget
 
     ours = {k: v for k, v in vars(project_settings).items() if k.startswith(("REVISIT_", "RECRAWL_", "STORE_",
                                                                              "SIMHASH_"))}

@@ -12,23 +12,10 @@ from hypothesis import strategies as st
 
 import numpy as np
 
-from crawler.revisit import (
-    RATES,
-    ChangeEvidence,
-    Plan,
-    Policy,
-    Posterior,
-    RateModel,
-    Visit,
-    append,
-    compare,
-    interval_for,
-    loglik,
-    multiplier_for_budget,
-    multiplier_for_rates,
-    nutch_interval,
-    observe,
-)
+from crawler.revisit import ChangeEvidence, Policy, Visit, append, compare, observe
+from crawler.revisitplan import (
+    RATES, Plan, Posterior, RateModel, interval_for, loglik, multiplier_for_budget, multiplier_for_rates,
+    nutch_interval)
 
 POLICY = Policy(min_interval=3600, max_interval=30 * 86400, default_interval=86400)
 

@@ -165,7 +165,7 @@ RECRAWL_POLL_INTERVAL = 60.0
 # a Content-Length is asked with a HEAD first, when it is at least
 # RECRAWL_HEAD_MIN_UNCHANGED likely unchanged; the same length counts as
 # unchanged. Off: a HEAD takes a politeness slot of its own, so it saves
-# bytes, never time (bench/RESULTS.md, "HEAD before GET").
+# bytes, never time (bench/JOURNAL.md, "HEAD before GET").
 RECRAWL_HEAD = False
 RECRAWL_HEAD_MIN_UNCHANGED = 0.5
 # `scrapy stop` leaves a flag that keeps workers from starting; True clears

@@ -327,7 +327,7 @@ def stat_features(stats: Sequence[BlockStat], template: frozenset[str] | None) -
 # a row of it is not a contents row); a page is a contents list when at
 # least CONTENTS_ROWS rows hold at least CONTENTS_SHARE of its own text
 # (its template set aside). Chosen on the structure-labelled pages of the
-# 71 documentation trees of the fit (bench/RESULTS.md, "Contents lists
+# 71 documentation trees of the fit (bench/JOURNAL.md, "Contents lists
 # typed index"): of the pages the crawler typed info, 8 of the 13
 # labelled index pass (DocBook's refentry contents, Doxygen's file list,
 # javadoc's package "Use" pages) and 3 of the labelled information pages

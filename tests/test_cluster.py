@@ -1,6 +1,6 @@
 """Several worker processes on one crawl: the shared frontier end to end.
 
-The grid sites (tests/mockserver.py) live on 127.0.0.5-8: four IP-address
+The grid sites (tests/support/mockserver.py) live on 127.0.0.5-8: four IP-address
 sites of 31 pages each, linking within themselves and off-site."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Redis connection factory (crawler/redis/client.py, cluster.py) against
-real servers: a Redis Cluster of redis-server processes (tests/redis_cluster.py)
+real servers: a Redis Cluster of redis-server processes (tests/support/redis_cluster.py)
 and a plain redis-server, each on free ports of 127.0.0.1."""
 
 from __future__ import annotations

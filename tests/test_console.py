@@ -1,5 +1,5 @@
 """``scrapy console`` end to end: the real command as a subprocess, real
-workers on the grid sites (tests/mockserver.py), a real Redis, and the page
+workers on the grid sites (tests/support/mockserver.py), a real Redis, and the page
 in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``).
 
 The pure rate arithmetic (``History``) runs with the fast tests; every

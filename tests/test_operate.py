@@ -1,6 +1,6 @@
 """Operating a running crawl end to end: ``scrapy status``, ``scrapy seed``
 and ``scrapy stop`` as commands, against real worker processes on the grid
-sites (tests/mockserver.py) and a real Redis."""
+sites (tests/support/mockserver.py) and a real Redis."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The re-crawl (``scrapy crawl recrawl``) against a real server whose pages
-change between crawls (tests/mockserver.py ``serve_changing``): 304s from
+change between crawls (tests/support/mockserver.py ``serve_changing``): 304s from
 the validators the store kept, changed, reformatted (trivially changed),
 unchanged without validators, deleted, moved and new pages; and the merge
 itself (crawler/recrawl.py) against a real SQLite store."""

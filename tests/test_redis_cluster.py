@@ -1,5 +1,5 @@
 """test_cluster.py's multi-worker scenarios on a Redis Cluster of three
-masters (tests/redis_cluster.py): ``REDIS_URL=redis+cluster://...``, the
+masters (tests/support/redis_cluster.py): ``REDIS_URL=redis+cluster://...``, the
 crawl's shards spread over the masters, and a master going away mid-crawl.
 
 The session's ``redis_cluster`` serves the scenarios that leave it as they

@@ -1,7 +1,7 @@
 """Deploying with scrapyd: two real scrapyd daemons on 127.0.0.1 play two
 machines. ``deploy/deploy.py`` builds the egg with scrapyd-client and
 uploads it, seeds once and schedules the jobs; they crawl the grid sites
-(tests/mockserver.py) through one real Redis into one MongoDB-protocol
+(tests/support/mockserver.py) through one real Redis into one MongoDB-protocol
 server (SecantusDB), and are watched, seeded, stopped, resumed and cancelled
 as deploy/README.md tells an operator to. The targets come from outside the
 repository's tracked files (the user's ``~/.scrapy.cfg``, ``--targets-file``)

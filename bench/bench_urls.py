@@ -28,7 +28,7 @@ from pathlib import Path
 import lxml.html
 
 import crawler.urls as new
-from tests.test_urls import DEVIATIONS, conformance_cases
+from tests.support.urls_conformance import DEVIATIONS, conformance_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 

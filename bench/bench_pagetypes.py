@@ -20,7 +20,7 @@ cross-validation grouped by source (the sources split in three by a hash
 of their names, each part scored by a model fitted on the other two: the
 best balanced accuracy keeping index recall >= 0.93), and scored on the
 held-out source, by the features the shipped
-classifier reads (``crawler.classify.FEATURES``), as the crawler computes
+classifier reads (``crawler.pagefeatures.FEATURES``), as the crawler computes
 them: pages of a tree are typed in the order a crawl meets them
 (breadth-first from the start page), each with its site's template as
 learned from the pages before it and itself (``crawler.template``: blocks on
@@ -33,10 +33,10 @@ and with ``--no-retype`` a tree's first 4 pages) is typed by the page-only
 model, ``crawler/data/classifier_page.json``, fitted on
 WCXB's training part alone (``tools.pagetypes.page_model``) and never refitted
 here; the model fitted and measured here types the pages with a template,
-and where its score is within ``crawler.classify.RULE_BAND`` of its
+and where its score is within ``crawler.pagerules.RULE_BAND`` of its
 threshold the link-density rule types them on a tree where the rule has
 typed the pages the model was sure of (``RULE_SURE`` from it) as the model did
-(``crawler.classify.decide``, ``RuleTrust``, kept over the tree's pages in
+(``crawler.pagerules.decide``, ``RuleTrust``, kept over the tree's pages in
 crawl order), as the crawler does (the threshold is still chosen on the
 model's scores alone); a close call with next to nothing of its own
 once the template is set aside is an index page (``bare_navigation``).
@@ -192,7 +192,7 @@ def main() -> None:
     ap.add_argument("--by-set", action="store_true",
                     help="leave out one --trees directory at a time, not one source (cheaper: to compare variants)")
     ap.add_argument("--no-terms", action="store_true",
-                    help="type indexes of terms as the model says (before crawler.classify.term_index)")
+                    help="type indexes of terms as the model says (before crawler.pagerules.term_index)")
     ap.add_argument("--no-contents", action="store_true",
                     help="type contents lists as the model and rule say (before crawler.template.contents_list)")
     ap.add_argument("--no-rule", action="store_true",

@@ -6,10 +6,10 @@ Each HTML page is typed by ``crawler.classify`` against its site's template
 or alone while the site has too few pages counted. ``CLASSIFIER_THRESHOLD``
 overrides the model's threshold. With the template known, the model's close
 calls go to the link-density rule on a site where it has held
-(``classify.RuleTrust``: this worker's count, at most 4,096 sites); a page
+(``pagerules.RuleTrust``: this worker's count, at most 4,096 sites); a page
 with next to nothing of its own, a contents list and an index of terms are
-index pages (``classify.bare_navigation``, ``template.contents_list``,
-``classify.term_index``).
+index pages (``pagerules.bare_navigation``, ``template.contents_list``,
+``pagerules.term_index``).
 
 A site's first pages, typed alone for want of its template, are kept by the
 worker that typed them (``template.FirstPages``, bounded: the item as

@@ -101,7 +101,7 @@ def fold(text: str) -> str:
 
 
 def count_words(text: str) -> int:
-    """Words of ``text`` (``crawler.fingerprint.count_words``), Thai, Lao,
+    """Words of ``text`` (``crawler.textfeatures.count_words``), Thai, Lao,
     Khmer and Myanmar counted as unspaced scripts too."""
     return _count_words(text, _UNSPACED)
 

@@ -3,7 +3,7 @@ a back-of-book index's entries ("term, section title") read as prose to
 link density, and it may be the only page that links to some pages, so the
 default crawl (``follow=index``) must follow it. What makes one is what an
 index is: entries under single-letter headings in alphabetical order, most
-of them linking to another page (``crawler.classify.term_index``).
+of them linking to another page (``crawler.pagerules.term_index``).
 
 Real pages of four generators, copied (gzipped) from Debian's documentation
 packages into ``tests/data/terms`` (never the PostgreSQL or Python

@@ -1,7 +1,7 @@
 """tools.pagetypes: the labelling of documentation trees (``sources``), the
 boosted trees (``fit``), the template model's fit (``template_model``),
 and the replay of dumped folds (``replay``), which types pages as the
-crawler types them: the same decision (``crawler.classify.decide``,
+crawler types them: the same decision (``crawler.pagerules.decide``,
 ``RuleTrust``, ``bare_navigation``, ``thin_navigation``), in crawl order."""
 
 import json

@@ -10,6 +10,9 @@
   ``stop_embedded_redis`` stops embedded Redis servers a crawl left behind.
 - ``tests.support.redis_cluster``: a Redis Cluster of ``redis-server``
   processes (``start_cluster``).
+- ``tests.support.urls_conformance``: the URL conformance corpus
+  (``conformance_cases``, ``DEVIATIONS``), read by ``tests/test_urls.py``
+  and ``bench/bench_urls.py``.
 - ``tests.support.stall``: ``ReactorStall``, an extension that starves a
   worker of CPU (enabled by dotted path in ``EXTENSIONS``).
 

@@ -4,7 +4,7 @@
 the model's parameters as ``crawler.classify.Model`` reads them (and
 ``crawler/data/classifier*.json`` store them): the trees, each a leaf value
 or ``[column, threshold, left, right]``, with the feature names of the
-columns (the first ``len(xs[0])`` of ``crawler.classify.FEATURES``).
+columns (the first ``len(xs[0])`` of ``crawler.pagefeatures.FEATURES``).
 ``grow_tree`` and ``tree_values`` are one tree's fit and evaluation.
 Deterministic: the same rows give the same trees, to the bit.
 """

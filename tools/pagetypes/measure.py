@@ -7,7 +7,7 @@ and the issue's target.
 ``metrics(y, pred, weights)``: balanced accuracy, index recall, info recall.
 ``meets_target(got, dens)``: balanced accuracy and index recall >= 0.92,
 and never below the link-density rule (``LINK_DENSITY`` over the feature
-at ``LD_AT``). ``bare(x)``: ``crawler.classify.bare_navigation`` of a page
+at ``LD_AT``). ``bare(x)``: ``crawler.pagerules.bare_navigation`` of a page
 by its feature vector.
 """
 

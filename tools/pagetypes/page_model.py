@@ -11,7 +11,7 @@ nothing. To refit, pass the full labelled set (WCXB's development split:
 ``--labels labels-all.jsonl``, 1,326 pages), which is kept outside the
 repository: see ``tests/data/pagetypes/README.md`` for where it comes from.
 The page-only model reads the first 39 features of
-``crawler.classify.FEATURES`` (``PAGE_ONLY``): the page's own, without the
+``crawler.pagefeatures.FEATURES`` (``PAGE_ONLY``): the page's own, without the
 template features and the URL's documentation names, which the template
 model adds.
 
@@ -144,7 +144,7 @@ def main() -> None:
     params["threshold"] = threshold
     m = Model(params)
     # As the crawler types a page alone: a thin page of links is an index
-    # page whatever the model says (crawler.classify.thin_navigation).
+    # page whatever the model says (crawler.pagerules.thin_navigation).
     pred = [1 if thin_navigation(r["page"]) or m.score(r["x"]) >= threshold else 0 for r in test]
     print(f"model (t={threshold:.2f})     balanced %.3f  index recall %.3f  info recall %.3f" % metrics(ys, pred))
     for r, p in zip(test, pred):

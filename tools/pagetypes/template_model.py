@@ -9,7 +9,7 @@ Fitted on WCXB's development split (``--wcxb``, ``labels-all.jsonl``: its
 training part, the 70 % not ``measure.held_out``) and every documentation
 tree that ``tools.pagetypes.sources`` labelled, in every ``--trees``
 directory (each tree is one source), by the features the shipped
-classifier reads (``crawler.classify.FEATURES``), as the crawler computes
+classifier reads (``crawler.pagefeatures.FEATURES``), as the crawler computes
 them: pages of a tree in the order a crawl meets them (breadth-first
 from the start page), each with its site's template as learned from the
 pages before it and itself (``crawler.template``); a tree's first pages,

@@ -44,7 +44,7 @@ def open_store(settings: BaseSettings, crawl_name: str, create: bool = True) -> 
     if uri:
         from crawler.store.mongo import MongoStore
 
-        timeout_ms = int(settings.getfloat("MONGO_TIMEOUT", 10.0) * 1000)
+        timeout_ms = int(settings.getfloat("MONGO_TIMEOUT") * 1000)
         database = settings.get("MONGO_DATABASE") or crawl_name
         if not create and not _mongo_has_pages(uri, database, timeout_ms):
             raise StoreNotFound(f"no crawl {crawl_name!r}: MongoDB at {_where(uri)} has no 'pages' collection "

@@ -42,7 +42,8 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from crawler.frontier.service import FrontierService
 from crawler.topic import Siblings, Topic, follow_links
-from crawler.urls import InvalidURL, LinkResolver, host_of, in_scope, normalize, url_site
+from crawler.rules import RulesError, UrlRules
+from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, in_scope, normalize, url_prefix, url_site
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "resolve_links"]
+__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict", "resolve_links"]
 
 FOLLOW_MODES = ("index", "all")
 
@@ -84,6 +85,37 @@ class UrlCache:
 
     def __len__(self) -> int:
         return len(self._new) + len(self._old)
+
+
+def _recorded_rules(raw: str | None) -> UrlRules | None:
+    """The URL rules a crawl recorded (None: none recorded, or unreadable:
+    then this worker's own, which it recorded or will)."""
+    if raw is None:
+        return None
+    try:
+        return UrlRules.from_json(raw)
+    except RulesError as exc:
+        logger.error("The crawl's recorded URL rules are unusable (%(exc)s): keeping this worker's", {"exc": exc})
+        return None
+
+
+def policy_conflict(meta: Any, crawl: str, follow: str | None, scope: str | None, rules: UrlRules) -> str | None:
+    """Why a site worker that asks for ``follow``, ``scope`` and ``rules``
+    (None, empty: whatever the crawl recorded) may not join crawl ``crawl``
+    (``meta``: its ``CrawlMeta``), in one line; None when it may."""
+    asked = {"follow": follow, "scope": scope}
+    for name, mine in asked.items():
+        recorded = meta.crawl_policy(name)
+        if mine is not None and recorded is not None and recorded != mine:
+            return (f"crawl {crawl!r} has -a {name}={recorded} (recorded when it started); this worker asks "
+                    f"-a {name}={mine}: join it with -a {name}={recorded} (or without -a {name}), or start another "
+                    "crawl (-s CRAWL_NAME=...)")
+    recorded_rules = _recorded_rules(meta.crawl_policy("rules"))
+    if rules and recorded_rules is not None and recorded_rules != rules:
+        return (f"crawl {crawl!r} has other URL rules (recorded when it started: {recorded_rules.to_json()}); this "
+                f"worker asks {rules.to_json()}: join it with the same rules (or none), or start another crawl "
+                "(-s CRAWL_NAME=...)")
+    return None
 
 
 def meta_int(meta: dict[str, Any], key: str) -> int:
@@ -119,19 +151,26 @@ def resolve_links(resolver: LinkResolver, url: str, page: Page,
 class Follower:
     """One worker's following: scope, policy, URL cache, depth, topic."""
 
-    def __init__(self, crawler: Crawler, make_request: Callable[[str, str | None], Request], *, scope: str,
+    def __init__(self, crawler: Crawler, make_request: Callable[[str, str | None], Request], *, scope: str | None,
                  follow: str | None, seed_urls: Iterable[str], topic: Topic | None,
-                 records_policy: bool = True) -> None:
+                 rules: UrlRules | None = None, records_policy: bool = True) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.make_request = make_request
-        self.scope = scope
-        self.policy = follow  # settled against the crawl's in settle_policy
+        # The crawl's scope, follow policy and URL rules: this worker's until
+        # settled against those recorded in the crawl's meta (settle_policy).
+        self.scope = scope or "site"
+        self.asked_scope = scope
+        self.policy = follow
+        self.rules = rules or UrlRules()
+        self.brought_rules = bool(self.rules)
         self.records_policy = records_policy
         self.topic = topic
         seeds = list(seed_urls)
+        self.seed_urls = seeds
         self.seed_hosts = frozenset(host_of(u) for u in seeds)
         self.seed_sites = frozenset(url_site(u) for u in seeds)
+        self.seed_prefixes = frozenset(url_prefix(u) for u in seeds)
         self.seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.topic_tunnel = settings.getint("TOPIC_TUNNEL")
@@ -148,46 +187,83 @@ class Follower:
     def follow_all(self) -> bool:
         return self.policy == "all"
 
-    # -- the follow policy -------------------------------------------------------------
+    # -- the crawl's policy --------------------------------------------------------------
     def settle_policy(self) -> str:
-        """Follow the links the crawl follows: its policy is recorded in its
-        meta by the worker that starts it (``-a follow``, default ``index``)
-        and read by every other, and by the re-crawl (``records_policy``
-        False), which follows the links of changed pages as the crawl did
-        unless it was asked another policy for its pass. ``scrapy crawl``
-        refuses a site worker that asks another (commands/crawl.py); started
-        otherwise (scrapyd), such a worker says so and follows the crawl's."""
-        frontier = FrontierService.of(self.crawler).frontier
-        recorded = frontier.meta.crawl_policy("follow", self.policy or "index" if self.records_policy else None)
-        if recorded not in FOLLOW_MODES:
-            recorded = None  # not recorded (a crawl started before it was), or not ours to read
-        if self.policy is None:
-            self.policy = recorded or "index"
-        elif recorded is not None and recorded != self.policy and self.records_policy:
-            logger.error("Crawl %(crawl)s follows -a follow=%(recorded)s (recorded when it started), not "
-                         "-a follow=%(mine)s: following the crawl's",
-                         {"crawl": frontier.crawl, "recorded": recorded, "mine": self.policy})
-            self.policy = recorded
+        """Follow links as the crawl does: its follow policy, scope and URL
+        rules are recorded in its meta by the worker that starts it (``-a
+        follow``, default ``index``; ``-a scope``, default ``site``; ``-a
+        allow/deny/rules``) and read by every other, and by the re-crawl
+        (``records_policy`` False), which follows the links of changed pages
+        as the crawl did unless it was asked another policy for its pass.
+        ``scrapy crawl`` refuses a site worker that asks for others
+        (``policy_conflict``, commands/crawl.py); started otherwise
+        (scrapyd), such a worker says so and follows the crawl's. Returns
+        the follow policy."""
+        meta = FrontierService.of(self.crawler).frontier.meta
+        # What this worker asked for is recorded if it asked, or if it brings
+        # seeds (it starts the crawl: its defaults are the crawl's); a worker
+        # that only joins records nothing and takes what the crawl recorded,
+        # even if it came first (its rules are read again with the scope).
+        starts = self.records_policy and bool(self.seed_urls)
+        follow = meta.crawl_policy("follow", self.policy or "index" if self.records_policy and (
+            self.policy is not None or starts) else None)
+        scope = meta.crawl_policy("scope", self.scope if self.records_policy and (
+            self.asked_scope is not None or starts) else None)
+        rules_raw = meta.crawl_policy("rules", self.rules.to_json() if self.records_policy and (
+            self.rules or starts) else None)
+        self.policy = self._adopt("follow", self.policy, follow if follow in FOLLOW_MODES else None) or "index"
+        self.scope = self._adopt("scope", self.asked_scope, scope if scope in SCOPES else None) or "site"
+        self._adopt_rules(rules_raw)
         return self.policy
+
+    def _adopt_rules(self, raw: str | None) -> None:
+        recorded = _recorded_rules(raw)
+        if recorded is None or recorded == self.rules:
+            return
+        if self.brought_rules and self.records_policy:
+            logger.error("Crawl %(crawl)s has other URL rules (recorded when it started: %(recorded)s), not "
+                         "%(mine)s: following the crawl's",
+                         {"crawl": FrontierService.of(self.crawler).frontier.crawl, "recorded": recorded.to_json(),
+                          "mine": self.rules.to_json()}, extra={"spider": self.crawler.spider})
+        self.rules = recorded
+
+    def _adopt(self, name: str, mine: str | None, recorded: str | None) -> str | None:
+        if mine is None or recorded is None or mine == recorded:
+            return recorded or mine
+        if self.records_policy:
+            logger.error("Crawl %(crawl)s has -a %(name)s=%(recorded)s (recorded when it started), not "
+                         "-a %(name)s=%(mine)s: following the crawl's",
+                         {"crawl": FrontierService.of(self.crawler).frontier.crawl, "name": name,
+                          "recorded": recorded, "mine": mine}, extra={"spider": self.crawler.spider})
+            return recorded
+        return mine  # the re-crawl asked for another policy for its pass
+
+    def allows(self, url: str) -> str | None:
+        """Why the URL rules keep ``url`` out (None: they do not)."""
+        return self.rules.verdict(url) if self.rules else None
 
     # -- scope -----------------------------------------------------------------------------
     def in_scope(self, url: str) -> bool:
-        if self._in_scope_local(url):
+        if self.covers(url):
             return True
         # Seeds given to other workers widen the scope of the whole crawl.
         if time.monotonic() - self._scope_checked > SCOPE_REFRESH:
             self.load_scope()
-            return self._in_scope_local(url)
+            return self.covers(url)
         return False
 
-    def _in_scope_local(self, url: str) -> bool:
-        return in_scope(self.scope, url, self.seed_sites, self.seed_hosts)
+    def covers(self, url: str) -> bool:
+        """Whether ``url`` is in the scope this worker knows (no Redis)."""
+        return in_scope(self.scope, url, self.seed_sites, self.seed_hosts, self.seed_prefixes)
 
-    def widen(self, sites: Iterable[str], hosts: Iterable[str]) -> None:
-        """Sites and hosts the crawl covers though no seed of this worker
-        opened them (the re-crawl's stored pages): shared with the crawl."""
-        self.seed_sites |= frozenset(sites)
-        self.seed_hosts |= frozenset(hosts)
+    def widen(self, urls: Iterable[str]) -> None:
+        """Pages the crawl covers though no seed of this worker opened them
+        (the re-crawl's stored pages): their sites, hosts and directories
+        shared with the crawl."""
+        urls = list(urls)
+        self.seed_sites |= frozenset(url_site(u) for u in urls)
+        self.seed_hosts |= frozenset(host_of(u) for u in urls)
+        self.seed_prefixes |= frozenset(url_prefix(u) for u in urls)
         self.load_scope()
 
     def learn_scope_from(self, url: str) -> None:
@@ -195,9 +271,9 @@ class Follower:
         site is new to this worker (seeds another worker brought), reload the
         scope now, before its links are judged; waiting for the periodic
         refresh would drop them, and with them URLs nobody else may find."""
-        if self._in_scope_local(url):
+        if self.covers(url):
             return
-        key = host_of(url) if self.scope == "host" else url_site(url)
+        key = {"host": host_of, "prefix": url_prefix}.get(self.scope, url_site)(url)
         if key not in self._scope_reloaded_for:
             self._scope_reloaded_for.add(key)
             self.load_scope()
@@ -210,12 +286,21 @@ class Follower:
         if not service.is_open:
             return
         try:
-            sites, hosts = service.frontier.scope_store.share(sorted(self.seed_sites), sorted(self.seed_hosts))
+            sites, hosts, prefixes = service.frontier.scope_store.share(
+                sorted(self.seed_sites), sorted(self.seed_hosts), sorted(self.seed_prefixes))
         except redis.RedisError as exc:
-            logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc})
+            logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc},
+                           extra={"spider": self.crawler.spider})
             return
         self.seed_sites = self.seed_sites | sites
         self.seed_hosts = self.seed_hosts | hosts
+        self.seed_prefixes = self.seed_prefixes | prefixes
+        if not self.brought_rules:
+            try:  # the crawl's rules, recorded by the worker that started it, perhaps after this one came
+                self._adopt_rules(service.frontier.meta.crawl_policy("rules"))
+            except redis.RedisError as exc:
+                logger.warning("Could not read the crawl's URL rules from Redis: %(exc)s", {"exc": exc},
+                               extra={"spider": self.crawler.spider})
 
     # -- following ---------------------------------------------------------------------------
     def page_links(self, is_index: bool, url: str, depth: int, links: Iterable[str]) -> Iterator[Request]:
@@ -244,7 +329,11 @@ class Follower:
             # scope once another worker's seeds widen it.
             if not self.in_scope(link) or link.lower().split("?", 1)[0].endswith(_IGNORED_SUFFIXES):
                 continue
-            seen.add(link)
+            seen.add(link)  # the rules' answer does not change: judged once
+            excluded = self.allows(link)
+            if excluded is not None:
+                stats.inc_value(f"rules/{excluded}")
+                continue
             new += 1
             request = self.make_request(link, referer)
             request.meta["depth"] = depth

@@ -56,7 +56,7 @@ from scrapy.utils.request import RequestFingerprinter
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_to_json
-from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of
+from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of, url_prefix
 
 __all__ = ["STATES", "NoSuchCrawl", "crawl_names", "open_frontier", "remove", "request_stop", "seed", "status"]
 
@@ -251,7 +251,7 @@ def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dic
     if links:
         frontier.check_layout()  # a crawl seeded before any worker ran exists as a worker would leave it
         hosts = sorted({host_of(u) for u in good})
-        frontier.scope(sorted({site_of(h) for h in hosts}), hosts)
+        frontier.scope_store.share(sorted({site_of(h) for h in hosts}), hosts, sorted({url_prefix(u) for u in good}))
         for i in range(0, len(links), 1000):
             a, d, c = frontier.enqueue(links[i:i + 1000])
             added, seen, capped = added + a, seen + d, capped + c

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from crawler.datafile import DataFileError, read_data_file
 from crawler.textfeatures import count_words as _count_words
 
 if TYPE_CHECKING:
@@ -264,31 +265,10 @@ def known_languages() -> frozenset[str]:
 def load_topic(path: str | Path) -> Topic:
     """The topic in the JSON or YAML file ``path``; ``TopicError`` if it
     cannot be read or is not a valid topic."""
-    p = Path(path)
     try:
-        raw = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeError) as exc:
-        raise TopicError(f"topic file {str(path)!r}: cannot read it ({exc})") from None
-    if p.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            data = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            # Where PyYAML was (its context: "while scanning a simple key")
-            # and where it failed, each with its line and column.
-            parts = []
-            for what, mark in ((getattr(exc, "context", None), getattr(exc, "context_mark", None)),
-                               (getattr(exc, "problem", None), getattr(exc, "problem_mark", None))):
-                if what and mark is not None:
-                    parts.append(f"line {mark.line + 1}, column {mark.column + 1}: {what}")
-            detail = "; ".join(parts) or str(exc).splitlines()[0]
-            raise TopicError(f"topic file {str(path)!r}: not valid YAML ({detail})") from None
-    else:
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise TopicError(f"topic file {str(path)!r}: not valid JSON ({exc})") from None
+        data = read_data_file(path, "topic file")
+    except DataFileError as exc:
+        raise TopicError(str(exc)) from None
     return parse_topic(data, str(path))
 
 

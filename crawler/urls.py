@@ -56,6 +56,7 @@ __all__ = [
     "InvalidURL",
     "LinkResolver",
     "redact_credentials",
+    "url_prefix",
     "host_of",
     "in_scope",
     "max_segment_repeats",
@@ -72,7 +73,7 @@ class InvalidURL(ValueError):
 
 
 SCHEMES = frozenset({"http", "https"})
-SCOPES = ("site", "host", "any")
+SCOPES = ("site", "host", "prefix", "any")
 
 _UNRESERVED = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
@@ -284,11 +285,27 @@ def url_site(url: str) -> str:
     return site_of(host_of(url))
 
 
-def in_scope(scope: str, url: str, seed_sites: frozenset[str], seed_hosts: frozenset[str]) -> bool:
+def url_prefix(url: str) -> str:
+    """A normalised URL's place for ``-a scope=prefix``: its host (and port)
+    and the directory of its path, without the scheme (Heritrix's SURT
+    prefix from a seed: ``https://a.org/docs/intro.html`` keeps
+    ``a.org/docs/``; a seed at a site's root keeps the whole host)."""
+    rest = url.split("://", 1)[1].split("?", 1)[0]
+    return rest[: rest.rindex("/") + 1] if "/" in rest else rest + "/"
+
+
+def in_scope(scope: str, url: str, seed_sites: frozenset[str], seed_hosts: frozenset[str],
+             seed_prefixes: frozenset[str] = frozenset()) -> bool:
+    """Whether ``url`` is in the crawl's scope: ``site`` (a seed's
+    registrable domain), ``host`` (a seed's host), ``prefix`` (under a
+    seed's directory, ``url_prefix``) or ``any``."""
     if scope == "any":
         return True
     if scope == "host":
         return host_of(url) in seed_hosts
+    if scope == "prefix":
+        place = url.split("://", 1)[1]
+        return any(place.startswith(prefix) for prefix in seed_prefixes)
     return url_site(url) in seed_sites
 
 

@@ -32,15 +32,15 @@ def crawl(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess
 
 CASES = [
     (["-a", "seed=http://127.0.0.1:1/"],
-     "Error: unknown spider argument -a seed; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic"),
+     "Error: unknown spider argument -a seed; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic, -a allow, -a deny, -a rules"),
     (["-a", "seeds=http://127.0.0.1:1/", "-a", "fooo=bar"],
-     "Error: unknown spider argument -a fooo; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic"),
+     "Error: unknown spider argument -a fooo; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic, -a allow, -a deny, -a rules"),
     (["-a", "seeds=http://x/", "-s", "DOWNLOAD_DELAY=abc"], "Error: bad setting: DOWNLOAD_DELAY='abc' must be a number"),
     (["-a", "seeds=http://x/", "-s", "DOWNLOAD_DELAY=-1"], "Error: bad setting: DOWNLOAD_DELAY='-1' must be at least 0"),
     (["-a", "seeds=example.com"],
      "Error: no valid seed (no scheme in URL 'example.com' (expected http:// or https://)): give -a seeds=URL[,URL...] "
      "or -a seeds_file=PATH with absolute http:// or https:// URLs (or no seed at all, to join a running crawl)"),
-    (["-a", "seeds=http://x/", "-a", "scope=domain"], "Error: -a scope='domain' is not one of site, host, any"),
+    (["-a", "seeds=http://x/", "-a", "scope=domain"], "Error: -a scope='domain' is not one of site, host, prefix, any"),
     (["-a", "seeds_file=/nonexistent/seeds.txt"],
      "Error: -a seeds_file=/nonexistent/seeds.txt: cannot read it ([Errno 2] No such file or directory: "
      "'/nonexistent/seeds.txt')"),

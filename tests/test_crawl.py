@@ -240,7 +240,7 @@ def test_no_valid_seed_exits_non_zero(server, tmp_path, frontier_settings):
 def test_bad_arguments_exit_non_zero(server, tmp_path, frontier_settings):
     result = run_crawl(server, tmp_path, [f"seeds={server.url('/')}", "scope=planet"], frontier_settings)
     assert result.returncode != 0
-    assert "-a scope='planet' is not one of site, host, any" in result.log
+    assert "-a scope='planet' is not one of site, host, prefix, any" in result.log
 
 
 @pytest.fixture

@@ -534,7 +534,7 @@ def test_recrawl_follows_links_by_the_crawls_own_policy_and_keeps_them(tmp_path)
         refused = run_crawl(server, crawl_dir, ["follow=index"], slow)
         assert refused.returncode == 1
         assert refused.log.strip().splitlines()[-1] == (
-            "Error: crawl 'site' follows -a follow=all (recorded when it started); this worker asks "
+            "Error: crawl 'site' has -a follow=all (recorded when it started); this worker asks "
             "-a follow=index: join it with -a follow=all (or without -a follow), or start another crawl "
             "(-s CRAWL_NAME=...)")
 

@@ -75,13 +75,15 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
         # an earlier version started) is refused here, in one line.
         frontier = Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS"))
         frontier.check_layout()
-        follow = (spargs or {}).get("follow")
-        recorded = frontier.meta.crawl_policy("follow") if spider_name == "site" and follow else None
-        if recorded is not None and recorded != follow:
-            raise ConfigError(
-                f"crawl {name!r} follows -a follow={recorded} (recorded when it started); this worker asks "
-                f"-a follow={follow}: join it with -a follow={recorded} (or without -a follow), or start "
-                "another crawl (-s CRAWL_NAME=...)")
+        if spider_name == "site":
+            from crawler.follow import policy_conflict
+            from crawler.spiders.site import SiteSpider
+
+            args = spargs or {}
+            rules = SiteSpider.url_rules(args.get("allow"), args.get("deny"), args.get("rules"))
+            conflict = policy_conflict(frontier.meta, name, args.get("follow"), args.get("scope"), rules)
+            if conflict is not None:
+                raise ConfigError(conflict)
         stop = frontier.stop_requested()
         if stop is not None:
             if not settings.getbool("STOP_CLEAR"):

@@ -159,7 +159,7 @@ class Frontier:
         self.meta.check_layout(order)
 
     def scope(self, add_sites: Sequence[str] = (), add_hosts: Sequence[str] = ()) -> tuple[set[str], set[str]]:
-        return self.scope_store.share(add_sites, add_hosts)
+        return self.scope_store.share(add_sites, add_hosts)[:2]
 
     # -- queues and leases (queues.py) -----------------------------------------------
     def enqueue(self, links: Sequence[LinkEntry]) -> tuple[int, int, int]:

@@ -12,6 +12,7 @@ touches one slot only:
   ``control``        hash: ``stop`` ("graceful" or "now", set by ``scrapy stop``), ``at``, ``by``
   ``scope:sites``    set of the registrable domains the seeds opened
   ``scope:hosts``    set of the seeds' hosts (``-a scope=host``)
+  ``scope:prefixes`` set of the seeds' directories (``-a scope=prefix``: host/path/)
 
 - **site shards**, tag ``{<crawl>:s<N>.<t>}``: a site's queue, politeness and
   URL dedup live in one shard, N = crc32(site) mod ``FRONTIER_SHARDS``, so
@@ -162,6 +163,7 @@ class Keys:
         self.control = self.prefix + "control"
         self.scope_sites = self.prefix + "scope:sites"
         self.scope_hosts = self.prefix + "scope:hosts"
+        self.scope_prefixes = self.prefix + "scope:prefixes"
         self.site_shards = [ShardKeys(_spread_tag(f"{crawl}:s{i}", i, shards), i) for i in range(shards)]
         self.dup_shards = [ShardKeys(_spread_tag(f"{crawl}:d{i}", i, shards), i) for i in range(shards)]
 

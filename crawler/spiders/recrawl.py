@@ -52,7 +52,7 @@ from crawler.items import PageItem
 from crawler.progress import duration
 from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider, content_length
 from crawler.store import StoreNotFound, open_store
-from crawler.urls import InvalidURL, host_of, normalize, url_site
+from crawler.urls import InvalidURL, normalize, url_site
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -82,10 +82,13 @@ class RecrawlSpider(SiteSpider):
             cls, site: str | None = None, all: str | None = None,  # noqa: A002 (-a all=1)
             limit: str | None = None, follow: str | None = None,
             **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
-        if "topic" in kwargs:  # a re-crawl revisits stored pages; it follows no topic
-            raise ConfigError(f"unknown spider argument -a topic; spider {cls.name!r} takes "
+        # A re-crawl revisits stored pages: no topic, and the crawl's own scope
+        # and URL rules (recorded in its meta when it started).
+        theirs = sorted(k for k in kwargs if k in ("seeds", "seeds_file", "scope", "topic", "allow", "deny", "rules"))
+        if theirs:
+            raise ConfigError(f"unknown spider argument -a {theirs[0]}; spider {cls.name!r} takes "
                               f"{', '.join('-a ' + a for a in cls.arguments)}")
-        super().check_arguments(None, None, "site", follow, **kwargs)
+        super().check_arguments(None, None, None, follow, **kwargs)
         if all is not None and all.strip().lower() not in (*_TRUE, "0", "false", "no", "off", ""):
             raise ConfigError(f"-a all={all!r}: give 1 (every stored page, due or not) or 0")
         if limit is not None:
@@ -106,7 +109,7 @@ class RecrawlSpider(SiteSpider):
     def __init__(self, site: str | None = None, all: str | None = None,  # noqa: A002
                  limit: str | None = None, follow: str | None = None, **kwargs: Any) -> None:
         self.check_arguments(site, all, limit, follow, **kwargs)
-        super().__init__(None, None, "site", follow, **{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
+        super().__init__(None, None, None, follow, **{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
         self.only_site = site.strip().lower() if site else None
         self.every = all is not None and all.strip().lower() in _TRUE
         self.limit = int(limit) if limit else 0
@@ -148,8 +151,7 @@ class RecrawlSpider(SiteSpider):
     def due_requests(self, now: float, every: bool = False, limit: int = 0) -> Iterator[Request]:
         """A request for each page due at ``now``, soonest due first."""
         store = self._open_store()
-        sites: set[str] = set()
-        hosts: set[str] = set()
+        outside: list[str] = []  # stored pages of sites this worker's scope does not know yet
         n = 0
         for page in store.due(now, self.default_interval, self.only_site, limit, every):
             try:
@@ -164,10 +166,8 @@ class RecrawlSpider(SiteSpider):
                 headers["If-None-Match"] = str(page["etag"])[:1000]
             if page.get("last_modified"):
                 headers["If-Modified-Since"] = str(page["last_modified"])[:200]
-            site = url_site(url)
-            if site not in self.follower.seed_sites:
-                sites.add(site)
-                hosts.add(host_of(url))
+            if not self.follower.covers(url):
+                outside.append(url)
             n += 1
             meta = {"revisit": due, "depth": int(page.get("depth") or 0)}
             length = page.get("content_length")
@@ -177,8 +177,8 @@ class RecrawlSpider(SiteSpider):
                               meta={**meta, "head_length": length, "head_since": int(page.get("fetched_at") or 0)})
                 continue
             yield Request(url, callback=self.parse, errback=self.errback, headers=headers or None, meta=meta)
-        if sites:
-            self.follower.widen(sites, hosts)
+        if outside:
+            self.follower.widen(outside)
         self.crawler.stats.inc_value("recrawl/due", n)
 
     def _head_pays(self, page: dict[str, Any], now: float) -> bool:

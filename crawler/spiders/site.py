@@ -74,6 +74,7 @@ from crawler.pagehead import parse_robots_directives
 from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
+from crawler.rules import RulesError, UrlRules, read_rules_file
 from crawler.seeds import read_seeds, seeds_again
 from crawler.topic import Topic, TopicError, load_topic
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, normalize, url_site
@@ -100,14 +101,15 @@ class SiteSpider(Spider):
     # The only callbacks a frontier entry may name (crawler.frontier.serialize).
     frontier_callbacks = frozenset({"parse"})
     frontier_errbacks = frozenset({"errback"})
-    arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic")
+    arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules")
     # Whether this spider records its -a follow as the crawl's policy (the
     # re-crawl reads the crawl's, and may be asked another for one pass).
     records_follow = True
 
     @classmethod
     def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
-                        scope: str = "site", follow: str | None = None, topic: str | None = None,
+                        scope: str | None = None, follow: str | None = None, topic: str | None = None,
+                        allow: str | None = None, deny: str | None = None, rules: str | None = None,
                         **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         """The seeds (normal form) and the bad seeds with their reasons;
         ``ConfigError`` for an argument the spider cannot run with."""
@@ -117,7 +119,7 @@ class SiteSpider(Spider):
                 f"unknown spider argument{'s' if len(unknown) > 1 else ''} "
                 f"{', '.join('-a ' + k for k in unknown)}; spider {cls.name!r} takes "
                 f"{', '.join('-a ' + a for a in cls.arguments)}")
-        if scope not in SCOPES:
+        if scope is not None and scope not in SCOPES:
             raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
         if follow is not None and follow not in FOLLOW_MODES:
             raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
@@ -137,7 +139,22 @@ class SiteSpider(Spider):
                 "or -a seeds_file=PATH with absolute http:// or https:// URLs (or no seed at all, "
                 "to join a running crawl)"
             )
+        url_rules = cls.url_rules(allow, deny, rules)
+        for seed in good:
+            if url_rules.verdict(seed) is not None:
+                raise ConfigError(f"seed {seed} is excluded by the URL rules: {url_rules.describe(seed)}")
         return list(dict.fromkeys(good)), bad
+
+    @staticmethod
+    def url_rules(allow: str | None, deny: str | None, rules: str | None) -> UrlRules:
+        """The URL rules of ``-a allow``, ``-a deny`` and ``-a rules=PATH``
+        (``crawler/rules.py``); ``ConfigError`` for a pattern or file that
+        cannot be used."""
+        try:
+            found = read_rules_file(rules) if rules is not None else UrlRules()
+            return found.joined(UrlRules((allow,) if allow is not None else (), (deny,) if deny is not None else ()))
+        except RulesError as exc:
+            raise ConfigError(str(exc)) from None
 
     @property
     def frontier_order(self) -> str | None:
@@ -158,12 +175,17 @@ class SiteSpider(Spider):
         self,
         seeds: str | None = None,
         seeds_file: str | None = None,
-        scope: str = "site",
+        scope: str | None = None,
         follow: str | None = None,
         topic: str | None = None,
+        allow: str | None = None,
+        deny: str | None = None,
+        rules: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, **kwargs)
+        self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, None, allow, deny, rules,
+                                                         **kwargs)
+        self.rules = self.url_rules(allow, deny, rules)
         self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
         super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
         for seed, reason in bad:
@@ -188,7 +210,8 @@ class SiteSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         spider.follower = Follower(crawler, spider._request, scope=spider.scope, follow=spider.follow,
-                                   seed_urls=spider.seed_urls, topic=spider.topic, records_policy=cls.records_follow)
+                                   seed_urls=spider.seed_urls, topic=spider.topic, rules=spider.rules,
+                                   records_policy=cls.records_follow)
         spider.pagecheck = PageCheck(crawler)
         spider.typer = PageTyper(crawler)
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
@@ -215,6 +238,10 @@ class SiteSpider(Spider):
         again = seeds_again(self.crawler, crawl_name(self.crawler.settings, self.name), self.seed_urls)
         for url in self.seed_urls:
             if url in follower.seen:
+                continue
+            if follower.allows(url) is not None:  # the crawl's rules, recorded before this worker came
+                logger.error("Seed %(url)s is excluded by the crawl's URL rules: %(why)s",
+                             {"url": url, "why": follower.rules.describe(url)}, extra={"spider": self})
                 continue
             follower.seen.add(url)
             request = self._request(url)

@@ -24,7 +24,7 @@ processed (its site slots are free before its commit), as the scheduler's.
 Pages to crawl: (``--urls`` - seeds) / 40, split evenly over the workers.
 
 Entries are what the spider queues: ``request_to_json`` of a request as
-``SiteSpider._request`` and ``_follow`` build it (callback, errback, referer,
+``SiteSpider._request`` and ``Follower.follow`` build it (callback, errback, referer,
 depth), with the trap guard's evidence (``TrapGuardMiddleware``): the real
 serializer and guard, on a stand-in request object (checked once against a
 real ``scrapy.Request``). Dedup slots: SHA-1 of the URL (the fingerprinter's

@@ -157,7 +157,7 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
         return classify_vector(x, template, threshold)
     m = model()
     return decide(m.score(x), m.threshold if threshold is None else threshold, own[RULE_AT], trust, site,
-                  bare_navigation(own), contents_list(stats, template))
+                  bare_navigation(own), lambda: contents_list(stats, template))
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

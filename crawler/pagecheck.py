@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+    from crawler.frontier.frontier import Frontier
     from crawler.items import PageItem
     from crawler.template import TemplateEvidence
 
@@ -71,7 +72,8 @@ def template_evidence(crawler: Crawler, site: str, ask: Callable[[], TemplateEvi
         evidence = ask()
     except redis.RedisError as exc:
         crawler.stats.inc_value(f"{stat}/redis_error")
-        logger.debug("Template evidence unavailable for %(site)s: %(exc)s", {"site": site, "exc": exc})
+        logger.debug("Template evidence unavailable for %(site)s: %(exc)s", {"site": site, "exc": exc},
+                     extra={"spider": crawler.spider})
         return None
     if evidence is None:
         crawler.stats.inc_value(f"{stat}/malformed")
@@ -87,6 +89,15 @@ class PageCheck:
         self.sample = settings.getint("NEARDUP_SAMPLE")
         self.mirror_min_pages = settings.getint("SIMHASH_MIRROR_MIN_PAGES")
         self.mirror_share = settings.getfloat("SIMHASH_MIRROR_SHARE")
+        self._frontier: Frontier | None = None
+
+    @property
+    def frontier(self) -> Frontier:
+        # Looked up once (a scan of the extensions), when the first page
+        # asks: the scheduler opens the frontier after the spider is built.
+        if self._frontier is None:
+            self._frontier = FrontierService.of(self.crawler).frontier
+        return self._frontier
 
     @property
     def stats(self) -> StatsCollector:
@@ -120,7 +131,7 @@ class PageCheck:
                 # Stored for the re-crawl's change detection; too short to
                 # decide near duplicates by (fp stays None).
                 item.simhash = signed(simhash(item.text))
-        frontier = FrontierService.of(self.crawler).frontier
+        frontier = self.frontier
         also = [frontier.templates.call(*template)] if template is not None else []
         try:
             verdict = frontier.duplicates.check(
@@ -128,7 +139,8 @@ class PageCheck:
                 mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share,
                 also=also, also_results=answer)
         except redis.RedisError as exc:
-            logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc})
+            logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
+                           extra={"spider": self.crawler.spider})
             return False
         if verdict.kind == "new":
             return False
@@ -139,7 +151,7 @@ class PageCheck:
             self.stats.inc_value("simhash/cross_site_copy")
         logger.debug("%(url)s is a%(n)s %(kind)s duplicate of %(first)s (resemblance %(r).3f)",
                      {"url": item.url, "n": "n" if verdict.kind == "exact" else "", "kind": verdict.kind,
-                      "first": verdict.first, "r": verdict.resemblance})
+                      "first": verdict.first, "r": verdict.resemblance}, extra={"spider": self.crawler.spider})
         return verdict.same_site or verdict.mirror_of is not None
 
     def _template(self, site: str, keys: list[str] | None, answer: list[Any]) -> tuple[frozenset[str] | None, bool]:
@@ -151,7 +163,7 @@ class PageCheck:
         had too few pages (its template will be known later)."""
         if keys is None:
             return None, False
-        templates = FrontierService.of(self.crawler).frontier.templates
+        templates = self.frontier.templates
 
         def counted() -> TemplateEvidence | None:
             if not answer:

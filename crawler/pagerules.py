@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -212,15 +212,17 @@ def bare_navigation(own: Sequence[float]) -> bool:
 
 
 def decide(score: float, threshold: float, density: float, trust: RuleTrust | None = None, site: str = "",
-           bare: bool = False, contents: bool = False) -> str:
+           bare: bool = False, contents: bool | Callable[[], bool] = False) -> str:
     """``_decide``, then a page whose own content is mostly a contents
     list (``contents``: ``crawler.template.contents_list``) is an index
     page whatever the model's score (counted in ``trust.contents`` where
     it would have been typed info): a section's table of contents or a
     book's index is what a crawler must follow, and the model, which reads
-    link density, takes one whose rows carry descriptions for prose."""
+    link density, takes one whose rows carry descriptions for prose.
+    ``contents`` may be a callable: asked only of a page otherwise typed
+    info (most pages are not contents lists; reading the rows costs)."""
     kind = _decide(score, threshold, density, trust, site, bare)
-    if contents and kind == INFO:
+    if kind == INFO and (contents() if callable(contents) else contents):
         if trust is not None:
             trust.contents += 1
         return INDEX

@@ -66,7 +66,7 @@ class FirstPage:
     url: str
     depth: int
     page_type: str
-    base: list[float]  # classify.page_features
+    base: list[float]  # pagefeatures.page_features
     blocks: list[BlockStat]
     keys: list[str]
     links: list[str]  # to follow if it turns out to be an index page
@@ -103,7 +103,7 @@ class PageTyper:
         self.threshold = None if threshold in (None, "") else float(threshold)
         self.use_template = settings.getbool("CLASSIFIER_TEMPLATE")
         # Per site, whether the link-density rule may decide the model's
-        # close calls (crawler/classify.py, RuleTrust): this worker's count.
+        # close calls (crawler/pagerules.py, RuleTrust): this worker's count.
         self.trust = RuleTrust()
         self.first_pages: FirstPages[FirstPage] = FirstPages()
 
@@ -204,7 +204,7 @@ class PageTyper:
             stats.inc_value(f"classifier/page_type/{e.page_type}", -1)
             stats.inc_value(f"classifier/page_type/{new}")
             logger.debug("Typed again with its site's template: %(url)s is an %(new)s page",
-                         {"url": e.url, "new": new})
+                         {"url": e.url, "new": new}, extra={"spider": self.crawler.spider})
             yield Retyped(replace(e.item, page_type=new, typed_again=True) if e.item is not None else None, e, new)
 
     def closed(self) -> None:

@@ -29,7 +29,7 @@ Every outcome is appended to the page's bounded ``history``
 the content to its ``evidence`` (``crawler.revisit.ChangeEvidence``: all visits
 in bounded space, older ones fading); the change rate is estimated from the
 evidence, with the crawl's other pages as the prior, and the next interval
-follows (``crawler.revisit.Plan``, refreshed by the caller). A merge is
+follows (``crawler.revisitplan.Plan``, refreshed by the caller). A merge is
 idempotent: a batch written again after a partial failure finds its own
 fetch already in the store and writes that record unchanged.
 """

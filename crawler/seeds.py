@@ -7,7 +7,7 @@ spider (``SiteSpider.check_arguments``). A seed the store holds as an error
 a seed refused by a run before (a private address before
 ``NETWORK_ALLOWLIST`` was set, a server that was down) is queued again
 past the URL dedup, with this run's settings, by one worker of the crawl
-only (``Frontier.claim_again``: every worker of a ``CRAWL_PROCESSES`` run
+only (``frontier.meta.claim_again``: every worker of a ``CRAWL_PROCESSES`` run
 brings the same seeds). A seed stored as done is not fetched again.
 """
 
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from crawler.config import ConfigError
 from crawler.frontier.service import FrontierService
+from crawler.frontier.tracking import AGAIN_ERROR, AGAIN_GONE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -45,18 +46,19 @@ def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
     return raw
 
 
-def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> set[str]:
+def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> dict[str, int]:
     """The seeds the store of crawl ``crawl`` holds as errors (or gone), not
     as done, that this worker is to queue again (the first worker to claim
-    each)."""
+    each), with the ``AGAIN_META`` value each carries (what its
+    acknowledgement counts: ``frontier/tracking.py``)."""
     from crawler.store import StoreNotFound, open_store
 
     if not seed_urls:
-        return set()
+        return {}
     try:
         store = open_store(crawler.settings, crawl, create=False)
     except StoreNotFound:
-        return set()  # a new crawl: nothing stored yet
+        return {}  # a new crawl: nothing stored yet
     try:
         stored = store.revisit_state(list(seed_urls))
         # The reason, for the few not done (revisit_state reads no error).
@@ -64,11 +66,11 @@ def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> set[s
     finally:
         store.close()
     frontier = FrontierService.of(crawler).frontier
-    again = set()
+    again: dict[str, int] = {}
     for url, page in not_done.items():
         stamp = f"{page.get('fetched_at')}\t{page.get('state')}\t{str(page.get('error') or '')[:100]}"
         if frontier.meta.claim_again(url, stamp):
-            again.add(url)
+            again[url] = AGAIN_ERROR if page.get("state") == "E" else AGAIN_GONE
             logger.info("Seed %(url)s is stored as %(state)s (%(error)s): trying it again",
                         {"url": url, "state": page.get("state"), "error": page.get("error") or "no reason"},
                         extra={"spider": crawler.spider})

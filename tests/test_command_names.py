@@ -116,6 +116,7 @@ def test_commands_in_an_empty_directory_create_nothing(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     line = one_line(scrapy("status", cwd=empty, program="site-crawler"))
+    assert one_line(scrapy("status", "--watch", cwd=empty, program="site-crawler")) == line  # not a traceback
     assert line == ("scrapy status: no crawl in .scrapy/crawl (CRAWL_DIR): give the crawl's -s CRAWL_DIR= or "
                     "-s REDIS_URL=, or start one with `scrapy crawl site -a seeds=URL`")
     assert list(empty.iterdir()) == []

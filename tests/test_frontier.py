@@ -245,8 +245,16 @@ def test_revisits_and_errors_fetched_again_count_pages_once(client, crawl_name):
     f.commit(acks=[(leases[2].id, "CV", ""), (leases[3].id, "EV", "HTTP 404"), (leases[4].id, "CA", "")])
     assert {k: f.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
         {"done": 2, "errors": 0, "revisits": 1, "revisit_errors": 1}
-    assert f.node_counters("n1") == {"pages": 3, "errors": 2}  # what the node stored and settled
     assert [e["reason"] for e in f.errors()] == ["HTTP 404", "HTTP 500"]
+    # An error's URL that fails again ("EA") stays one error: listed, not counted twice.
+    f.enqueue([link(f, "http://a/again", "a")])
+    again, _ = f.lease(1)
+    f.commit(acks=[(again[0].id, "E", "HTTP 500")])
+    f.enqueue([link(f, "http://a/again2", "a")])
+    again2, _ = f.lease(1)
+    f.commit(acks=[(again2[0].id, "EA", "HTTP 500")])
+    assert f.stats()["errors"] == 1 and [e["reason"] for e in f.errors()][:2] == ["HTTP 500", "HTTP 500"]
+    assert f.node_counters("n1") == {"pages": 3, "errors": 4}  # what the node stored and settled
 
 
 def test_retry_waits_its_backoff_then_joins_the_tail(client, crawl_name):

@@ -164,8 +164,8 @@ def test_a_revisit_and_an_errors_url_again_say_so_in_their_acknowledgement():
     book.output_done("0.1")
     book.output_done("0.2", error="HTTP 404")
     book.output_done("0.3")
-    book.output_done("0.4", error="timeout")  # an error again: just an error
+    book.output_done("0.4", error="timeout")  # an error again: counted once, as it was (the frontier's script)
     book.output_done("0.5")
-    assert book.acks == [("0.1", "CV", ""), ("0.2", "EV", "HTTP 404"), ("0.3", "CA", ""), ("0.4", "E", "timeout"),
+    assert book.acks == [("0.1", "CV", ""), ("0.2", "EV", "HTTP 404"), ("0.3", "CA", ""), ("0.4", "EA", "timeout"),
                          ("0.5", "C", "")]
     assert book.acked == {"C": 3, "T": 0, "E": 2}

@@ -39,7 +39,7 @@ from crawler.supervisor import Supervisor, process_count
 if TYPE_CHECKING:
     import argparse
 
-    from scrapy.settings import BaseSettings, Settings
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 

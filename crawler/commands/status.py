@@ -11,12 +11,14 @@ or nodes die (it says what it cannot reach and keeps trying).
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import redis
 
 from crawler import ops
+from crawler.config import ConfigError
 from crawler.redis.client import RedisUnavailable
 from crawler.opscli import FrontierCommand
 from crawler.progress import duration
@@ -127,8 +129,6 @@ class Command(FrontierCommand):
         if opts.json:
             print(ops.dumps(st))
         else:
-            import sys
-
             from rich.console import Console
 
             # Piped (to a file, grep, less), rich would fit the tables to 80
@@ -143,8 +143,15 @@ class Command(FrontierCommand):
         from rich.text import Text
 
         assert self.settings is not None
+        try:
+            frontier = self.open_frontier()
+        except (ops.NoSuchCrawl, ConfigError) as exc:  # a typo is one line, as without --watch
+            print(f"scrapy status: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        except (RedisUnavailable, redis.RedisError):
+            frontier = None  # shown below, and tried again
         console = Console()
-        frontier = None
         last: Any = Text("connecting ...")
         with Live(last, console=console, auto_refresh=False, screen=False) as live:
             try:
@@ -155,11 +162,14 @@ class Command(FrontierCommand):
                         st = ops.status(frontier, timeout, top=opts.top)
                         last = render(st)
                         view: Any = last
-                    except (RedisUnavailable, redis.RedisError) as exc:
+                    except (RedisUnavailable, redis.RedisError, ops.NoSuchCrawl) as exc:
                         from rich.console import Group
 
-                        view = Group(Text(f"Redis unreachable ({exc}); trying again every "
-                                          f"{opts.interval:g} s", style="bold red"), last)
+                        what = "Redis unreachable" if not isinstance(exc, ops.NoSuchCrawl) else "Crawl gone"
+                        view = Group(Text(f"{what} ({exc}); trying again every {opts.interval:g} s",
+                                          style="bold red"), last)
+                        if isinstance(exc, ops.NoSuchCrawl):
+                            frontier = None
                     live.update(view, refresh=True)
                     time.sleep(opts.interval)
             except KeyboardInterrupt:

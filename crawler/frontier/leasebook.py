@@ -154,7 +154,7 @@ class LeaseBook:
             self.releases.append(lease_id)
             return
         state = "T" if tracker.state == "C" and tracker.on_topic else tracker.state
-        kind = tracker.kind if tracker.kind == "V" or (tracker.kind == "A" and state != "E") else ""
+        kind = tracker.kind if tracker.kind in ("V", "A") else ""
         self.acks.append((lease_id, state + kind, tracker.reason))
         self.acked[state] = self.acked.get(state, 0) + 1
 

@@ -8,8 +8,7 @@ queues again a URL the crawl settled as an error (``again\t...`` fields).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from crawler.redis.gateway import text as _s
 

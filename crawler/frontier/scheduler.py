@@ -328,7 +328,7 @@ class FrontierScheduler(BaseScheduler):
         error = None
         if getattr(item, "state", None) == "E" and not not_modified(item):
             error = str(getattr(item, "error", "") or "error")
-        # A page typed again (SiteSpider._retype) is an earlier request's
+        # A page typed again (PageTyper.retype) is an earlier request's
         # page: it says nothing of this one's topic.
         on_topic = getattr(item, "on_topic", None) is True and not getattr(item, "typed_again", False)
         self.book.item_yielded(lease_id, error, on_topic)

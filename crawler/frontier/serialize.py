@@ -74,8 +74,8 @@ META_KEYS: dict[str, str] = {
     "token_run": "int",
     # A re-crawl's visit: the due time (unix seconds) it was queued for.
     "revisit": "time",
-    # 1: a URL the crawl settled as an error, queued again (a seed given
-    # again); its success counts one error less (scheduler.AGAIN_META).
+    # A seed given again that the crawl stored before (tracking.AGAIN_META):
+    # 1 settled as an error, 2 gone; what its acknowledgement counts.
     "again": "int",
     # A re-crawl's HEAD: the stored Content-Length it compares (RECRAWL_HEAD).
     "head_length": "int",

@@ -15,11 +15,14 @@ from typing import Any, Protocol
 
 from scrapy import Request
 
-__all__ = ["AGAIN_META", "Tracked", "not_modified", "unwrap", "visit_kind"]
+__all__ = ["AGAIN_ERROR", "AGAIN_GONE", "AGAIN_META", "Tracked", "not_modified", "unwrap", "visit_kind"]
 
-# request.meta key: a URL the crawl settled as an error before, queued again
-# (a seed given again on the command line; crawler/spiders/site.py).
+# request.meta key: a seed given again that the crawl has stored before
+# (crawler/seeds.py): 1, settled as an error (its success is a page and one
+# error less; its failure no new error); 2, stored as gone (a visit of a
+# page the crawl counted already).
 AGAIN_META = "again"
+AGAIN_ERROR, AGAIN_GONE = 1, 2
 
 
 def visit_kind(request: Request) -> str:
@@ -29,7 +32,8 @@ def visit_kind(request: Request) -> str:
     due = request.meta.get("revisit")
     if isinstance(due, int) and not isinstance(due, bool):
         return "V"
-    return "A" if request.meta.get(AGAIN_META) == 1 else ""
+    again = request.meta.get(AGAIN_META)
+    return "A" if again == AGAIN_ERROR else "V" if again == AGAIN_GONE else ""
 
 
 def not_modified(item: Any) -> bool:

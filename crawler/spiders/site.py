@@ -247,7 +247,7 @@ class SiteSpider(Spider):
             request = self._request(url)
             if url in again:
                 request.dont_filter = True  # seen already: queued again past the dedup
-                request.meta[AGAIN_META] = 1
+                request.meta[AGAIN_META] = again[url]
             if self.topic is not None:
                 request.meta["topic_priority"] = 1000  # where the crawl starts
             yield request

@@ -92,7 +92,7 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
     template as learned so far (unlabelled pages still teach it). With
     ``retype``, the pages typed alone (the tree's first pages) are typed
     again with the template as it stands when the first page with a
-    template is typed, as the crawler does (``SiteSpider._retype``). Each
+    template is typed, as the crawler does (``crawler.pagetype.PageTyper.retype``). Each
     row's ``before``: the unlabelled pages typed with a template since the
     row before it (their feature vectors), which the crawler
     types too, so they count where the rule holds (``typed_all``)."""

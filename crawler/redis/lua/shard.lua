@@ -154,7 +154,8 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
     redis.call('HINCRBY', STATS, 'retried', 1)
   elseif outcome == 'E' then
     move('leased', nil, 1)
-    redis.call('HINCRBY', STATS, kind == 'V' and 'revisit_errors' or 'errors', 1)
+    -- An error's URL failing again ('A') is counted once, as it was.
+    if kind ~= 'A' then redis.call('HINCRBY', STATS, kind == 'V' and 'revisit_errors' or 'errors', 1) end
     redis.call('HINCRBY', P .. 'node:' .. node, 'errors', 1)
     redis.call('LPUSH', ERRORS, cjson.encode({site = site, reason = reason, at = now,
                                               entry = string.sub(entry, 1, 2048)}))

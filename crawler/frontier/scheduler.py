@@ -77,7 +77,7 @@ from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE, GiveBack
-from crawler.frontier.tracking import AGAIN_META, Tracked, not_modified, unwrap, visit_kind
+from crawler.frontier.tracking import Tracked, not_modified, unwrap, visit_kind
 from crawler.urls import host_of, queue_key
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AGAIN_META", "GAP_META", "LEASE_META", "FrontierScheduler"]
+__all__ = ["GAP_META", "LEASE_META", "FrontierScheduler"]
 
 LEASE_META = "frontier_lease"
 GAP_META = "frontier_gap"

@@ -45,7 +45,7 @@ from crawler import compat
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.leasebook import LeaseBook
-from crawler.frontier.signals import HEARTBEAT, WORKER_IDLE
+from crawler.frontier.signals import HEARTBEAT
 from crawler.redis.client import get_redis
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WORKER_IDLE", "FrontierService", "Worker"]
+__all__ = ["FrontierService", "Worker"]
 
 
 class Worker(Protocol):

@@ -48,13 +48,8 @@ class Views:
 
     def node_counters(self, node: str | None = None) -> dict[str, int]:
         """A node's counters (pages, errors), summed over the shards."""
-        out: dict[str, int] = {}
         node = node or self.settings.node
-        rows = self.gateway.run_many([("HGETALL", [sk.node(node)], []) for sk in self.keys.site_shards])
-        for row in rows:
-            for k, v in pairs(row):
-                out[_s(k)] = out.get(_s(k), 0) + int(v)
-        return out
+        return self.counters_of([node])[node]
 
     def counters_of(self, nodes: Sequence[str]) -> dict[str, dict[str, int]]:
         """Several nodes' counters (pages, errors), summed over the shards,

@@ -47,7 +47,7 @@ def open_store(settings: BaseSettings, crawl_name: str, create: bool = True) -> 
         timeout_ms = int(settings.getfloat("MONGO_TIMEOUT") * 1000)
         database = settings.get("MONGO_DATABASE") or crawl_name
         if not create and not _mongo_has_pages(uri, database, timeout_ms):
-            raise StoreNotFound(f"no crawl {crawl_name!r}: MongoDB at {_where(uri)} has no 'pages' collection "
+            raise StoreNotFound(f"no crawl {crawl_name!r}: MongoDB at {redact_credentials(uri)} has no 'pages' collection "
                                 f"in database {database!r}")
         return MongoStore(uri, database, timeout_ms=timeout_ms)
     path = _sqlite_path(settings, crawl_name, create)
@@ -65,10 +65,6 @@ def _sqlite_path(settings: BaseSettings, crawl_name: str, create: bool) -> Path:
     return crawl_dir(settings, create=create) / f"{crawl_name}.sqlite3"  # a look makes no directory
 
 
-def _where(uri: str) -> str:
-    return redact_credentials(uri)  # no password in messages
-
-
 def _mongo_has_pages(uri: str, database: str, timeout_ms: int) -> bool:
     import pymongo
     from pymongo.errors import PyMongoError
@@ -80,7 +76,7 @@ def _mongo_has_pages(uri: str, database: str, timeout_ms: int) -> bool:
     try:
         return bool(client[database].list_collection_names(filter={"name": "pages"}))
     except PyMongoError as exc:
-        raise StoreUnavailable(f"cannot reach MongoDB at {_where(uri)} within {timeout_ms / 1000:g} s: "
+        raise StoreUnavailable(f"cannot reach MongoDB at {redact_credentials(uri)} within {timeout_ms / 1000:g} s: "
                                f"{short_error(exc, 300)}") from exc
     finally:
         client.close()

@@ -1,21 +1,18 @@
-"""The suite's fixtures. The helpers they are built on (servers, crawls,
-the Redis Cluster) live in ``tests.support``; the names test files have
-always imported from here are re-exported below."""
+"""The suite's fixtures, visible to every test module. The helpers they are
+built on (servers, crawls, worker processes, the Redis Cluster) live in
+``tests.support``, where test modules import them from."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from tests.support import ROOT
-from tests.support.crawl import CrawlResult, crawl_cmd, run_crawl, stop_embedded_redis, until
-from tests.support.servers import ALL_HOSTS, Server, start_secantus, start_server, stop_secantus
-
-__all__ = ["ALL_HOSTS", "ROOT", "CrawlResult", "Server", "crawl_cmd", "run_crawl", "start_secantus", "start_server",
-           "stop_embedded_redis", "stop_secantus", "until"]
-
+from tests.support.crawl import stop_embedded_redis
+from tests.support.servers import Server, start_secantus, start_server, stop_secantus
 
 # Fixtures that start servers or crawls: a test using one is end-to-end.
 _SLOW_FIXTURES = frozenset({"server", "grid_server", "hostile", "hostile_crawl", "default_crawl",
@@ -103,3 +100,66 @@ def crawl_name(request: pytest.FixtureRequest, redis_url: str) -> Iterator[str]:
 @pytest.fixture
 def frontier_settings(redis_url: str, crawl_name: str) -> dict[str, object]:
     return {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
+
+
+@pytest.fixture(scope="module")
+def grid_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The grid sites (tests/support/workers.py), for the module."""
+    from tests.support.mockserver import GRID_HOSTS
+
+    srv = start_server(tmp_path_factory.mktemp("grid"), hosts=",".join(GRID_HOSTS), latency=0.02)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def _no_worker_outlives_its_test() -> Iterator[None]:
+    """Kills the processes a test started (tests.support.workers.RUNNING)
+    that still run once it ends. Modules that start workers use it in
+    their ``pytestmark`` (``pytest.mark.usefixtures``)."""
+    from tests.support.workers import RUNNING
+
+    yield
+    while RUNNING:
+        proc = RUNNING.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.fixture
+def crawl_dir(tmp_path):
+    """A crawl directory on the embedded Redis (tests.support.embedded)."""
+    yield tmp_path
+    stop_embedded_redis(tmp_path)  # the safety net, should a test fail with a server still up
+
+
+@pytest.fixture
+def mongo(tmp_path):
+    """A SecantusDB server of the test's own, which the test may stop (and start again)."""
+    storage = tmp_path / "mongo"
+    storage.mkdir()
+    proc, port = start_secantus(storage)
+    state = {"proc": proc, "port": port, "storage": storage}
+    yield state
+    if state["proc"].poll() is None:
+        stop_secantus(state["proc"])
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A headless Chromium (tests.support.console reads its pages)."""
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        # Not a skip: a console test that quietly does not run proves nothing.
+        pytest.fail("headless Chromium needed: apt-get install chromium chromium-driver (.ci/run installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(arg)
+    b = webdriver.Chrome(options=options, service=Service(driver))
+    yield b
+    b.quit()

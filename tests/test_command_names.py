@@ -15,7 +15,7 @@ from scrapy.settings import Settings
 
 from crawler.config import ConfigError, check_settings, misspelled
 from crawler.frontier import Frontier
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 NO_CRAWL = "; `scrapy seed --new URL` starts a crawl without crawling"
 

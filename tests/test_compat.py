@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 SCRIPT = textwrap.dedent('''
     import json

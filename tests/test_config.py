@@ -15,7 +15,8 @@ from scrapy.settings import Settings
 
 from crawler.config import ConfigError, check_settings, problems
 from crawler.frontier import Frontier
-from tests.conftest import ROOT, run_crawl
+from tests.support import ROOT
+from tests.support.crawl import run_crawl
 
 
 def closed_port() -> int:
@@ -140,7 +141,8 @@ def test_redis_url_and_mongo_uri_come_from_the_environment(server, tmp_path, red
 
 
 def test_a_worker_with_another_shard_count_stops_with_one_line(tmp_path, redis_url, crawl_name):
-    from tests.conftest import ROOT, crawl_cmd
+    from tests.support import ROOT
+    from tests.support.crawl import crawl_cmd
 
     settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
     client = redis.Redis.from_url(redis_url)

@@ -13,30 +13,10 @@ from collections import Counter
 import pytest
 
 from crawler.store import SQLiteStore
-from tests.conftest import ROOT, run_crawl, stop_embedded_redis
+from tests.support import ROOT
+from tests.support.crawl import run_crawl, stop_embedded_redis
 from tests.support.mockserver import CHINESE, JAPANESE, JAPANESE_TITLE
-
-TRAP = {"TRAP_MAX_SHAPE_RUN": 3}
-
-ARTICLES = [
-    "/news/2024/05/first-article-on-crawling.html",
-    "/news/2024/05/second-article-on-politeness.html",
-    "/news/2024/06/third-article-on-frontiers.html",
-    "/news/2023/12/old-article-about-robots.html",
-]
-CN = [f"/cn/{e}-{w}.html" for e in ("gbk", "big5", "shift_jis", "euc-jp") for w in ("header", "meta", "none")]
-CALENDAR = [f"/calendar?month={m}" for m in range(-3, 4)]
-# Everything the default crawl fetches (robots.txt first, /broken.html 4 times).
-FETCHED = Counter(
-    ["/robots.txt", "/", "/news/", "/docs/", "/cn/", "/missing.html", "/redirect/1",
-     "/redirect/2", "/redirect/final.html", "/robots/", "/news/page/2/", "/docs/guide/",
-     "/docs/guide/intro-to-the-crawler.html", "/docs/guide/setup-and-install.html",
-     "/robots/noindex.html", "/robots/nofollow/", "/robots/header-noindex.html",
-     "/robots/from-noindex.html", *ARTICLES, *CN, *CALENDAR]
-    + ["/broken.html"] * 4  # RETRY_TIMES = 3
-)
-NOT_STORED = {"/robots.txt", "/robots/noindex.html", "/robots/header-noindex.html"}
-
+from tests.support.site import ARTICLES, CALENDAR, CN, FETCHED, NOT_STORED, TRAP
 
 @pytest.fixture(scope="module")
 def default_crawl(server, tmp_path_factory):
@@ -303,8 +283,6 @@ def test_graph_export_loads_in_networkx(default_crawl, server, tmp_path, suffix)
     import sys
 
     import networkx as nx
-
-    from tests.conftest import ROOT
 
     def export(*args: str) -> Path:
         out = tmp_path / f"graph{len(args)}{suffix}"

@@ -6,14 +6,15 @@ was stored."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from crawler.store import SQLiteStore
-from tests.conftest import ROOT, crawl_cmd, run_crawl, start_server, stop_embedded_redis
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
+from tests.support.servers import start_server
 
 pytestmark = pytest.mark.slow
 

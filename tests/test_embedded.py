@@ -8,8 +8,6 @@ real servers; no REDIS_URL in their environment."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,48 +15,15 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 import redis
 
-from tests.conftest import ROOT, Server, crawl_cmd, stop_embedded_redis, until
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd, until
+from tests.support.embedded import ENV, assert_gone, one_server, read, servers
+from tests.support.servers import Server
 
 pytestmark = pytest.mark.slow
-
-ENV = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-GONE_WITHIN = 10.0  # seconds: a clean end stops the server at once, a kill within the watcher's grace
-
-
-@pytest.fixture
-def crawl_dir(tmp_path):
-    yield tmp_path
-    stop_embedded_redis(tmp_path)  # the safety net, should a test fail with a server still up
-
-
-def servers(crawl_dir: Path) -> list[psutil.Process]:
-    """The redis-server processes working in ``crawl_dir``'s embedded Redis
-    directory (Redis runs in its data directory)."""
-    found = []
-    for proc in psutil.process_iter(["name", "cwd"]):
-        if proc.info["name"] == "redis-server" and proc.info["cwd"] == str(crawl_dir / "redis"):
-            found.append(proc)
-    return found
-
-
-def assert_gone(crawl_dir: Path, timeout: float = GONE_WITHIN) -> None:
-    deadline = time.monotonic() + timeout
-    while servers(crawl_dir):
-        assert time.monotonic() < deadline, (
-            f"a redis-server still runs in {crawl_dir / 'redis'} {timeout:g} s after its last user ended: "
-            f"{[(p.pid, p.ppid()) for p in servers(crawl_dir)]}")
-        time.sleep(0.05)
-
-
-def one_server(crawl_dir: Path) -> psutil.Process:
-    found = servers(crawl_dir)
-    assert len(found) == 1, found
-    return found[0]
-
 
 # A process that uses the embedded Redis through the project's own API
 # (get_redis without REDIS_URL, as every command does): it counts itself in
@@ -74,19 +39,6 @@ client.set(sys.argv[2], "kept")
 print("ready", flush=True)
 for line in sys.stdin:
     print(client.incr("pings"), flush=True)
-"""
-
-READ = """
-import json, sys
-from pathlib import Path
-from scrapy.settings import Settings
-from crawler.frontier import Frontier
-from crawler.redis.client import get_redis
-client = get_redis(Settings(), Path(sys.argv[1]))
-stats = Frontier(client, "site", node="reader").stats()
-print(json.dumps({"keys": {k.decode(): client.get(k).decode() for k in client.keys("*")
-                           if not k.startswith(b"{") and client.type(k) == b"string"},
-                  **{k: stats.get(k, 0) for k in ("done", "queued", "leased")}}))
 """
 
 
@@ -130,14 +82,6 @@ class User:
         if how == "normal":
             assert self.proc.returncode == 0, err[-3000:]
         return self.proc.returncode
-
-
-def read(crawl_dir: Path) -> dict:
-    """What a new process that starts on ``crawl_dir`` finds in its Redis."""
-    out = subprocess.run([sys.executable, "-c", READ, str(crawl_dir)], cwd=ROOT, env=ENV, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
 
 
 class Crawl:

@@ -9,14 +9,14 @@ import json
 import random
 import re
 from collections import Counter
-from pathlib import Path
-
 import pytest
 
 from crawler import ops
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl, start_server, until
-from tests.test_console import ConsoleProcess, browser, text, texts  # noqa: F401 (browser: a fixture)
+from tests.support import ROOT
+from tests.support.console import ConsoleProcess, text, texts
+from tests.support.crawl import crawl_cmd, run_crawl, until
+from tests.support.servers import start_server
 
 pytestmark = pytest.mark.slow
 
@@ -178,7 +178,6 @@ def test_two_workers_fetch_the_most_promising_links_first(order_web, redis_url, 
     import redis
 
     from crawler.frontier import Frontier
-    from tests.conftest import ROOT, crawl_cmd
 
     srv, topic = order_web
     name = f"focused_order_{int(time.time() * 1000)}"

@@ -17,7 +17,7 @@ import pytest
 from crawler.graph import clean_name, clean_text, export_graph, write_csv, write_gexf, write_graphml
 from crawler.store import SQLiteStore
 from crawler.store.mongo import MongoStore
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 C0 = "".join(map(chr, range(0x20)))
 KEPT = "\t\n\r"  # the only C0 controls XML 1.0 allows

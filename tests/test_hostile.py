@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from crawler.frontier import Frontier
-from tests.conftest import run_crawl, stop_embedded_redis
+from tests.support.crawl import run_crawl, stop_embedded_redis
 
 GOOD = "/docs/guide/intro-to-the-crawler.html"
 
@@ -127,7 +127,7 @@ from tests.support.hostile_server import HUB_ARTICLES  # noqa: E402
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    from tests.conftest import start_server
+    from tests.support.servers import start_server
 
     srv = start_server(tmp_path_factory.mktemp("hostile"), hosts="127.0.0.1,127.0.0.2,127.0.0.3",
                        script="hostile_server.py")

@@ -12,7 +12,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.middlewares import TRAP_PARENT, RobotsTxtGuardMiddleware, TrapGuardMiddleware
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl
+from tests.support.crawl import run_crawl
 
 
 def test_robots_txt_5xx_crawls_the_site_as_if_it_had_none(server, tmp_path, frontier_settings):

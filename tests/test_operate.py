@@ -14,42 +14,15 @@ from pathlib import Path
 
 import pytest
 
-import tests.test_cluster as multi
 from crawler.store import SQLiteStore
-from tests.conftest import ROOT, until
-from tests.test_cluster import EXPECTED, Worker, fetched, seeds, wait_for_requests
+from tests.support.commands import command, status, wait_status
+from tests.support.crawl import until
+from tests.support.workers import EXPECTED, Worker, fetched, seeds, wait_for_requests
 
-pytestmark = pytest.mark.slow
-
-grid_server = multi.grid_server
-_no_worker_outlives_its_test = multi._no_worker_outlives_its_test
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("_no_worker_outlives_its_test")]
 
 SETTINGS = {"DOWNLOAD_DELAY": 0.3, "FRONTIER_HEARTBEAT_INTERVAL": 0.5, "FRONTIER_LEASE_TIMEOUT": 10,
             "PROGRESS_INTERVAL": 1}
-
-
-def command(name: str, args: list[str], settings: dict, crawl_dir: Path, timeout: float = 60) -> tuple[int, str, str]:
-    cmd = [sys.executable, "-m", "scrapy", name, *args]
-    for k, v in {**settings, "CRAWL_DIR": str(crawl_dir)}.items():
-        cmd += ["-s", f"{k}={v}"]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def status(settings: dict, crawl_dir: Path) -> dict:
-    code, out, err = command("status", ["--json"], settings, crawl_dir)
-    assert code == 0, err
-    return json.loads(out)
-
-
-def wait_status(settings: dict, crawl_dir: Path, until, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        st = status(settings, crawl_dir)
-        if until(st):
-            return st
-        assert time.monotonic() < deadline, st
-        time.sleep(0.5)
 
 
 def stored(crawl_dir: Path, name: str) -> Counter[str]:

@@ -17,17 +17,15 @@ import psutil
 import pytest
 import redis
 
-import tests.test_cluster as multi
 from crawler.frontier import Frontier
-from crawler.supervisor import SUPERVISOR_ENV, supervised as _supervised, worker_command
-from tests.conftest import ROOT, crawl_cmd
-from tests.test_cluster import EXPECTED, seeds
+from crawler.supervisor import SUPERVISOR_ENV, supervised, worker_command
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd
+from tests.support.workers import EXPECTED, RUNNING, seeds
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("_no_worker_outlives_its_test")]
 
 PAGES = sum(n for (_, path), n in EXPECTED.items() if path != "/robots.txt")
-grid_server = multi.grid_server
-_no_worker_outlives_its_test = multi._no_worker_outlives_its_test
 
 
 class Supervised:
@@ -37,7 +35,7 @@ class Supervised:
     def __init__(self, args: list[str], settings: dict, crawl_dir) -> None:
         self.proc = subprocess.Popen(crawl_cmd(["follow=all", *args], settings, crawl_dir), cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        multi._RUNNING.append(self.proc)
+        RUNNING.append(self.proc)
         self.lines: queue.Queue[str] = queue.Queue()
         self.out: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -146,7 +144,7 @@ def test_a_killed_worker_is_restarted_and_nothing_is_lost(grid_server, settings,
     time.sleep(2)
     assert len(grid_server.requests(mark)) < sum(EXPECTED.values())  # mid-crawl
     psutil.Process(pid).kill()
-    run.wait_for(rf"^\[supervisor\] w2 ended with status -9: restarting it in 1 s \(restart 1\)$")
+    run.wait_for(r"^\[supervisor\] w2 ended with status -9: restarting it in 1 s \(restart 1\)$")
     again = int(run.wait_for(r"^\[supervisor\] w2 started \(pid (\d+)\)").group(1))
     assert again != pid
     spawned = psutil.Process(again).cmdline()
@@ -229,7 +227,7 @@ def test_workers_on_the_embedded_redis_leave_it_to_the_supervisor_which_shuts_it
     mark = grid_server.mark()
     cmd = crawl_cmd(["follow=all", seeds(grid_server)], {"CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.05}, tmp_path)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    multi._RUNNING.append(proc)
+    RUNNING.append(proc)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out[-3000:]
     assert fetched(grid_server, mark) == EXPECTED
@@ -248,7 +246,7 @@ def test_a_forked_worker_that_ends_first_leaves_the_embedded_redis_to_the_others
     cmd = crawl_cmd(["follow=all", seeds(grid_server)], {"CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.3,
                                                          "FRONTIER_HEARTBEAT_INTERVAL": 0.5}, tmp_path)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    multi._RUNNING.append(proc)
+    RUNNING.append(proc)
     run = Supervised.__new__(Supervised)
     run.proc, run.lines, run.out = proc, queue.Queue(), []
     threading.Thread(target=run._read, daemon=True).start()
@@ -270,10 +268,10 @@ def test_a_forked_worker_that_ends_first_leaves_the_embedded_redis_to_the_others
 
 def test_only_a_worker_of_its_running_parent_counts_as_supervised(monkeypatch):
     monkeypatch.delenv(SUPERVISOR_ENV, raising=False)
-    assert not _supervised()
+    assert not supervised()
     monkeypatch.setenv(SUPERVISOR_ENV, str(os.getppid()))
-    assert _supervised()
+    assert supervised()
     monkeypatch.setenv(SUPERVISOR_ENV, str(os.getpid()))  # not its parent: left over from another run
-    assert not _supervised()
+    assert not supervised()
     monkeypatch.setenv(SUPERVISOR_ENV, "")
-    assert not _supervised()
+    assert not supervised()

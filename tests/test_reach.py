@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl, start_server, stop_embedded_redis
+from tests.support.crawl import run_crawl, stop_embedded_redis
+from tests.support.servers import start_server
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,9 @@ from crawler.recrawl import Revisits, evidence_of, visits
 from crawler.revisit import ChangeEvidence, Policy, Visit
 from crawler.revisitplan import Plan, RateModel
 from crawler.store import SQLiteStore
-from tests.conftest import ROOT, Server, crawl_cmd, run_crawl, start_server, stop_embedded_redis
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
+from tests.support.servers import Server, start_server
 
 WORDS = ("river mountain harbour lantern meadow orchard quarry tunnel valley window garden bridge "
          "castle forest island market station theatre village canyon desert glacier").split()

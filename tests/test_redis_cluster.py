@@ -16,20 +16,14 @@ from pathlib import Path
 
 import pytest
 
-import tests.test_cluster as multi
 from crawler.fingerprint import content_hash, fingerprints
 from crawler.frontier import Frontier
 from crawler.store import SQLiteStore
 from tests.support.mockserver import GRID_HOSTS, grid_paths
 from tests.support.redis_cluster import HASH_SLOTS, start_cluster
-from tests.test_cluster import DELAY, EXPECTED, Worker, fetched, seeds, sigkill_scenario, wait_for_requests
+from tests.support.workers import DELAY, EXPECTED, Worker, fetched, seeds, sigkill_scenario, wait_for_requests
 
-pytestmark = pytest.mark.slow
-
-# test_cluster's fixtures, for this module too: its grid sites, and no
-# worker process outliving its test.
-grid_server = multi.grid_server
-_no_worker_outlives_its_test = multi._no_worker_outlives_its_test
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("_no_worker_outlives_its_test")]
 
 PAGES = len(GRID_HOSTS) * len(grid_paths())
 

@@ -29,7 +29,7 @@ from crawler.frontier.robots import (ROBOTSTXT_MAX_BODY, ClusterRobotsTxtMiddlew
                                      ProductTokenRobotParser, cap_body, decode_entry, encode_entry,
                                      product_token)
 from crawler.urls import queue_key
-from tests.conftest import run_crawl
+from tests.support.crawl import run_crawl
 from tests.support.mockserver import article_page, index_page
 
 SHARDS = project.FRONTIER_SHARDS

@@ -24,7 +24,8 @@ import pytest
 
 from crawler.pagerules import INDEX, INFO
 from crawler.store import SQLiteStore
-from tests.conftest import run_crawl, start_server
+from tests.support.crawl import run_crawl
+from tests.support.servers import start_server
 
 WORDS = ("crawler frontier queue politeness robots delay server worker index article text page site "
          "link depth fingerprint shingle template cluster shard lease retry backoff").split()

@@ -34,11 +34,12 @@ import pytest
 import redis
 
 from crawler.frontier import Frontier
-from tests.conftest import ROOT, start_server
+from tests.support import ROOT
+from tests.support.commands import command, status, wait_status
+from tests.support.crawl import until
 from tests.support.mockserver import GRID_HOSTS
-from tests.test_cluster import EXPECTED, fetched, seeds, wait_for_requests
-from tests.conftest import until
-from tests.test_operate import command, status, wait_status
+from tests.support.servers import start_server
+from tests.support.workers import EXPECTED, fetched, seeds, wait_for_requests
 
 DEPLOY = ROOT / "deploy" / "deploy.py"
 # A page a second per site (0.4 s to answer, 0.6 s between): the crawl of the

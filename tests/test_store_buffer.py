@@ -21,11 +21,7 @@ from pymongo.errors import PyMongoError
 
 from crawler.store import SQLiteStore, StoreUnavailable, WriteBuffer, read_spill
 from crawler.store.mongo import MongoStore
-from tests import test_store_outage
-from tests.conftest import start_secantus, stop_secantus
-
-# A SecantusDB server of the test's own, which the test may stop and start again.
-mongo = test_store_outage.mongo
+from tests.support.servers import start_secantus, stop_secantus
 
 BUFFER_LOG = "crawler.store.buffer"
 

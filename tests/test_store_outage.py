@@ -15,10 +15,11 @@ from collections import Counter
 from pathlib import Path
 
 import pymongo
-import pytest
 
-from tests.conftest import ROOT, crawl_cmd, start_secantus, stop_secantus
-from tests.test_crawl import FETCHED, NOT_STORED, TRAP
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd
+from tests.support.servers import start_secantus, stop_secantus
+from tests.support.site import FETCHED, NOT_STORED, TRAP
 
 SETTINGS = {**TRAP, "CONCURRENT_REQUESTS": 1, "DOWNLOAD_DELAY": 0.2, "MONGO_TIMEOUT": 0.2,
             "STORE_RETRY_DELAY": 0.1, "STORE_RETRY_MAX_DELAY": 0.2}
@@ -60,18 +61,6 @@ class Crawl:
             raise AssertionError(f"the crawl did not end in {timeout}s:\n{self.log[-3000:]}") from None
         finally:
             self._log.close()
-
-
-@pytest.fixture
-def mongo(tmp_path):
-    """A SecantusDB server of the test's own, which the test may stop."""
-    storage = tmp_path / "mongo"
-    storage.mkdir()
-    proc, port = start_secantus(storage)
-    state = {"proc": proc, "port": port, "storage": storage}
-    yield state
-    if state["proc"].poll() is None:
-        stop_secantus(state["proc"])
 
 
 def stored_urls(uri: str, database: str, server) -> list[str]:

@@ -15,10 +15,9 @@ import psutil
 import pytest
 
 from crawler.supervisor import Supervisor, _Forked
-from tests.conftest import ROOT, crawl_cmd
-from tests.test_embedded import ENV, assert_gone, crawl_dir, one_server, read, servers
-
-__all__ = ["crawl_dir"]  # the fixture
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd
+from tests.support.embedded import ENV, assert_gone, one_server, read, servers
 
 
 def test_a_fork_that_fails_leaves_the_remaining_workers_to_be_spawned(monkeypatch, capsys):

@@ -351,7 +351,8 @@ def test_parse_evidence_reads_counts_defensively():
 def crawl_one_site(tmp_path, root, settings: dict):
     """Crawl the site on disk at ``root`` from its home page, one request at
     a time; the server (stopped) and the crawl's result."""
-    from tests.conftest import run_crawl, start_server
+    from tests.support.crawl import run_crawl
+    from tests.support.servers import start_server
 
     srv = start_server(tmp_path, hosts="127.0.0.1", root=root)
     try:

@@ -18,7 +18,7 @@ from crawler.traps import (
 )
 from crawler.frontier.serialize import META_KEYS as SERIALIZED_META
 from crawler.urls import max_segment_repeats, normalize, url_shape
-from tests.conftest import run_crawl
+from tests.support.crawl import run_crawl
 from tests.support.mockserver import TRAP_SESSION_START, next_session_token
 
 DATA = Path(__file__).parent / "data" / "traps"

@@ -2,7 +2,7 @@
 
 from mypy import api
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
 
 def test_mypy_strict_passes_on_crawler():

@@ -15,8 +15,22 @@
   and ``bench/bench_urls.py``.
 - ``tests.support.stall``: ``ReactorStall``, an extension that starves a
   worker of CPU (enabled by dotted path in ``EXTENSIONS``).
+- ``tests.support.site``: what a crawl of the generated test site fetches
+  and stores (``FETCHED``, ``NOT_STORED``, the ``TRAP`` settings).
+- ``tests.support.workers``: crawl worker processes on the grid sites
+  sharing a frontier (``Worker``, ``RUNNING``, ``EXPECTED``, ``seeds``,
+  ``wait_for_requests``, ``fetched``, ``sigkill_scenario``).
+- ``tests.support.commands``: the operator's commands on a running crawl
+  (``command``, ``status``, ``wait_status``).
+- ``tests.support.console``: ``scrapy console`` as a subprocess
+  (``ConsoleProcess``) and its page read in a browser (``text``, ``texts``).
+- ``tests.support.embedded``: the embedded Redis seen from outside
+  (``servers``, ``one_server``, ``assert_gone``, ``read``, ``ENV``).
 
-``tests/conftest.py`` holds the fixtures built on these.
+Test modules import these helpers from here, never from one another or
+from ``tests/conftest.py``, which holds the fixtures built on them
+(``server``, ``grid_server``, ``mongo``, ``crawl_dir``, ``browser`` ...),
+visible to every test module.
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ from scrapy.utils.request import RequestFingerprinter
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_to_json
+from crawler.rules import UrlRules
 from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of, url_prefix
 
 __all__ = ["STATES", "NoSuchCrawl", "crawl_names", "open_frontier", "remove", "request_stop", "seed", "status"]
@@ -224,8 +225,16 @@ def _normalized(urls: Iterable[str], refused: list[dict[str, str]]) -> Iterator[
             refused.append({"url": raw[:2000], "reason": str(exc)[:300]})
 
 
+def _crawl_rules(frontier: Frontier) -> UrlRules:
+    """The URL rules the crawl recorded (none: no rules); unusable ones are
+    an error, not a reason to seed past them."""
+    raw = frontier.meta.crawl_policy("rules")
+    return UrlRules.from_json(raw) if raw is not None else UrlRules()
+
+
 def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dict[str, Any]:
-    """Add URLs to the crawl as ``-a seeds=`` does: normalised, their sites
+    """Add URLs to the crawl as ``-a seeds=`` does: normalised, refused when
+    the crawl's URL rules exclude them, their sites
     (and hosts) added to the crawl's scope, deduplicated against everything
     the crawl has seen, queued at the tail of their site's queue (robots.txt
     is read by the worker that fetches them). Returns {"added", "seen",
@@ -235,8 +244,12 @@ def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dic
     refused: list[dict[str, str]] = []
     links: list[LinkEntry] = []
     good: dict[str, None] = {}
+    rules = _crawl_rules(frontier)
     for url in _normalized(urls, refused):
         if url in good:
+            continue
+        if rules.verdict(url) is not None:
+            refused.append({"url": url[:2000], "reason": f"excluded by the crawl's URL rules: {rules.describe(url)}"})
             continue
         try:
             request = Request(url, callback=spider.parse, errback=spider.errback)

@@ -192,3 +192,17 @@ def test_status_shows_the_delay_the_workers_keep_not_its_own(redis_url, crawl_na
     time.sleep(1.1)
     slow.client.hset(slow.keys.nodes, "w3", json.dumps({"download_delay": "evil", "heartbeat": 1e12}))
     assert ops.status(command, 1.0)["download_delay"] == 2.0  # none alive: the last to report
+
+
+def test_seed_refuses_what_the_crawls_url_rules_exclude(frontier):
+    from crawler.rules import UrlRules
+
+    frontier.meta.crawl_policy("rules", UrlRules(("/docs/",), ("/search",)).to_json())
+    out = ops.seed(frontier, ["http://a.example/docs/x", "http://a.example/docs/search?q=1", "http://a.example/blog/"])
+    assert out["added"] == 1
+    assert out["refused"] == [
+        {"url": "http://a.example/docs/search?q=1",
+         "reason": "excluded by the crawl's URL rules: -a deny=/search matches it"},
+        {"url": "http://a.example/blog/",
+         "reason": "excluded by the crawl's URL rules: no -a allow pattern matches it (/docs/)"}]
+    assert queued_urls(frontier, "a.example") == ["http://a.example/docs/x"]

@@ -53,6 +53,8 @@ class PageItem:
     # Set when the page's site mirrors another (most of its pages are copies
     # of that site's): stores record it in the sites table.
     mirror_of: str | None = None
+    # The page's canonical link, normalised (crawler/canonical.py).
+    canonical: str | None = None
     # A focused crawl's (-a topic=PATH, crawler/topic.py): the page's
     # relevance, 0 to 1, and whether it reaches the topic's threshold.
     topic_score: float | None = None

@@ -28,13 +28,15 @@ class Head:
     characters), the union of the robots and googlebot ``robots``
     directives, the first ``description`` (meta description or
     og:description; None without one), the ``ld_types`` (og:type and
-    JSON-LD ``@type``, lowercased) and the first usable ``base_href``."""
+    JSON-LD ``@type``, lowercased), the first usable ``base_href`` and the
+    first ``canonical`` link's href."""
 
     title: str = ""
     robots: frozenset[str] = frozenset()
     description: str | None = None
     ld_types: frozenset[str] = frozenset()
     base_href: str | None = None
+    canonical: str | None = None  # the first <link rel="canonical" href>, as written
 
 
 def read_head(root: Any) -> Head:
@@ -59,6 +61,11 @@ def read_head(root: Any) -> Head:
             if head.base_href is None and href and href.strip(_C0_OR_SPACE):
                 # The URL parser's own trim: C0 controls and spaces only.
                 head.base_href = href.strip(_C0_OR_SPACE)
+        elif tag == "link":
+            rel = (el.get("rel") or "").lower().split()
+            href = el.get("href")
+            if head.canonical is None and "canonical" in rel and href and href.strip(_C0_OR_SPACE):
+                head.canonical = href.strip(_C0_OR_SPACE)[:2000]
         elif tag == "script":
             if (el.get("type") or "").lower() == "application/ld+json" and el.text:
                 ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))

@@ -48,7 +48,7 @@ __all__ = ["OUTCOME_KEY", "Revisits", "evidence_of", "first_visit", "visits"]
 
 # Fields a 304 or an error leaves as they were (the stored version stands).
 _KEPT = ("depth", "status", "page_type", "title", "text", "abstract", "simhash", "content_hash", "dup_of",
-         "encoding", "referer", "etag", "last_modified", "changed_at", "error", "content_length")
+         "encoding", "referer", "etag", "last_modified", "changed_at", "error", "content_length", "canonical")
 
 
 def visits(raw: Any) -> list[Visit]:

@@ -99,8 +99,9 @@ C1 = [chr(c) for c in range(0x80, 0xA0)]
 NONCHARACTERS = ["\ufdd0", "\ufdd1", "\ufdd2", "\ufdd3", "\ufdd4", "\ufdd5", "\ufdef", "\ufffe", "\uffff"]
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
 HOSTILE = C0 + ["\x7f"] + C1 + NONCHARACTERS + SURROGATES
-# What no text, title or anchor may hold once analysed.
-_UNSAFE_OUT = frozenset(C0 + ["\x7f"] + C1 + NONCHARACTERS + SURROGATES)
+# What no text, title or anchor may hold once analysed: every noncharacter
+# of U+FDD0..U+FDEF, not only those HOSTILE samples (hypothesis drew U+FDD6).
+_UNSAFE_OUT = frozenset(C0 + ["\x7f"] + C1 + [chr(c) for c in range(0xFDD0, 0xFDF0)] + NONCHARACTERS + SURROGATES)
 
 
 def expected_text(raw: str) -> str:

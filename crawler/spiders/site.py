@@ -58,10 +58,11 @@ from scrapy import Request, Spider
 from scrapy.http import Response, TextResponse
 
 from crawler import fingerprint
+from crawler.canonical import TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.encoding import EncodingHints, decode_html
-from crawler.extract import analyze
+from crawler.extract import Page, analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
 from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
@@ -194,6 +195,7 @@ class SiteSpider(Spider):
         self.follow = follow
         self._resolver = LinkResolver()
         self._encodings = EncodingHints()
+        self._canonical_trust = CanonicalTrust()
         # The steps of a page's life, built from the crawler's settings
         # (from_crawler): a spider made without a crawler only makes requests.
         self.follower: Follower
@@ -303,12 +305,15 @@ class SiteSpider(Spider):
         checked = self.pagecheck.check(item, keys)
         typed = self.typer.type_page(url, page, blocks, keys, checked.template, item.site)
         item.page_type = typed.page_type
+        canonical, canonical_copy = self._canonical(response, page, item)
 
         # Store it.
         if "noindex" in robots:
             stats.inc_value("robots/noindex")
         else:
             yield item
+        if canonical is not None:
+            yield canonical
         if checked.template is not None:
             yield from self._retyped(item.site)
         if checked.young and keys is not None and item.revisit is None and not typed.terms:
@@ -316,7 +321,7 @@ class SiteSpider(Spider):
             # again once it is known; its links with it, to follow then if
             # it turns out to be an index page.
             later = (not self.follower.follow_all and topic is None and item.page_type != INDEX
-                     and not checked.duplicate and "nofollow" not in robots)
+                     and not checked.duplicate and not canonical_copy and "nofollow" not in robots)
             self.typer.keep_first_page(item, typed, "noindex" not in robots,
                                        [u for u in out if u != refresh] if later else [], response.meta)
 
@@ -331,7 +336,7 @@ class SiteSpider(Spider):
             follow, _ = self._hop(response, item, refresh)
             if follow is not None:
                 yield follow
-        if checked.duplicate:
+        if checked.duplicate or canonical_copy:
             return  # a copy's links only repeat work (the textbook's reason)
         links = (u for u in out if u != refresh)  # the refresh target was judged as a hop above
         if topic is not None and item.topic_score is not None:
@@ -339,6 +344,41 @@ class SiteSpider(Spider):
                                                   meta_int(response.meta, "topic_hops"), links, out, contexts)
             return
         yield from self.follower.page_links(item.page_type == INDEX, url, item.depth, links)
+
+    def _canonical(self, response: Response, page: Page, item: PageItem) -> tuple[Request | None, bool]:
+        """The page's canonical link (``crawler/canonical.py``; the ``Link``
+        header's, else the markup's), stored as ``canonical``. When it is
+        another URL in scope that the rules allow, on a site whose
+        canonicals are not untrusted, the page is a copy of it (``dup_of``,
+        unless it copies another page already) and the URL is queued (the
+        request returned). True when the page's links are not to be
+        followed: a copy of a page of its own site, the site's canonicals
+        trusted (while they are being learned, they are followed)."""
+        raw = link_header_canonical(v.decode("latin-1") for v in response.headers.getlist(b"Link")) \
+            or page.canonical
+        if raw is None:
+            return None, False
+        stats = self.crawler.stats
+        try:
+            base = normalize(page.base_href, item.url) if page.base_href else item.url
+            target = normalize(raw, base)
+        except InvalidURL:
+            stats.inc_value("canonical/invalid")
+            return None, False
+        item.canonical = target
+        if target == item.url:
+            return None, False
+        if not self.follower.in_scope(target) or self.follower.allows(target) is not None:
+            stats.inc_value("canonical/ignored")
+            return None, False
+        verdict = self._canonical_trust.record(item.site, target)
+        if verdict == UNTRUSTED:
+            stats.inc_value("canonical/untrusted")
+            return None, False
+        stats.inc_value("canonical/copy")
+        item.dup_of = item.dup_of or target
+        follow = list(self.follower.follow([target], item.url, item.depth, priority=1))
+        return (follow[0] if follow else None), verdict == TRUSTED and url_site(target) == item.site
 
     def _score(self, topic: Topic, response: Response, item: PageItem, title: str, own_text: str) -> None:
         """A focused crawl's page: its topic score, and the tunnel figures."""

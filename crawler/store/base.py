@@ -29,7 +29,7 @@ PAGE_FIELDS = (
     "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
-    "topic_score", "on_topic",
+    "topic_score", "on_topic", "canonical",
 )
 # The outcome of a re-fetched page (crawler/recrawl.py), a list of stat
 # names, travels with it to the write buffer, which counts each as
@@ -42,7 +42,7 @@ REVISIT_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text", "abstract",
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
-    "content_length", "evidence", "topic_score", "on_topic",
+    "content_length", "evidence", "topic_score", "on_topic", "canonical",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most

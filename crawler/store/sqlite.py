@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS sites (
 _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER",
                     "content_length": "INTEGER", "evidence": "TEXT",
                     # and those of focused crawling (crawler/topic.py)
-                    "topic_score": "REAL", "on_topic": "INTEGER"}
+                    "topic_score": "REAL", "on_topic": "INTEGER",
+                    # and canonical links (crawler/canonical.py)
+                    "canonical": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """

@@ -268,6 +268,9 @@ SPECS: dict[str, Check] = {
     "CLASSIFIER_TEMPLATE": _bool,
     "TOPIC_TUNNEL": _number(int, 0, 1000),
     "TOPIC_SIBLINGS": POSITIVE_COUNT,
+    "SITEMAP_ENABLED": _bool,
+    "SITEMAP_MAX_DEPTH": _number(int, 0, 7),
+    "SITEMAP_MAX_FILES": COUNT,
     # The shared index finds near copies by four 16-bit blocks: exact
     # for distances up to 3 (pigeonhole), so no more can be asked of it.
     "SIMHASH_MAX_DISTANCE": _number(int, 0, 64),

@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict", "resolve_links"]
 
 FOLLOW_MODES = ("index", "all")
+# The crawl's other choices, and what a crawl started without them records
+# (sitemaps: SITEMAP_ENABLED's).
+CHOICE_DEFAULTS = {"sitemaps": "1", "languages": ""}
 
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
@@ -99,11 +102,13 @@ def _recorded_rules(raw: str | None) -> UrlRules | None:
         return None
 
 
-def policy_conflict(meta: Any, crawl: str, follow: str | None, scope: str | None, rules: UrlRules) -> str | None:
-    """Why a site worker that asks for ``follow``, ``scope`` and ``rules``
-    (None, empty: whatever the crawl recorded) may not join crawl ``crawl``
-    (``meta``: its ``CrawlMeta``), in one line; None when it may."""
-    asked = {"follow": follow, "scope": scope}
+def policy_conflict(meta: Any, crawl: str, follow: str | None, scope: str | None, rules: UrlRules,
+                    choices: dict[str, str | None] | None = None) -> str | None:
+    """Why a site worker that asks for ``follow``, ``scope``, ``rules`` and
+    other ``choices`` (``sitemaps``, ``languages``; None, empty: whatever
+    the crawl recorded) may not join crawl ``crawl`` (``meta``: its
+    ``CrawlMeta``), in one line; None when it may."""
+    asked = {"follow": follow, "scope": scope, **(choices or {})}
     for name, mine in asked.items():
         recorded = meta.crawl_policy(name)
         if mine is not None and recorded is not None and recorded != mine:
@@ -153,7 +158,8 @@ class Follower:
 
     def __init__(self, crawler: Crawler, make_request: Callable[[str, str | None], Request], *, scope: str | None,
                  follow: str | None, seed_urls: Iterable[str], topic: Topic | None,
-                 rules: UrlRules | None = None, records_policy: bool = True) -> None:
+                 rules: UrlRules | None = None, records_policy: bool = True,
+                 choices: dict[str, str | None] | None = None) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.make_request = make_request
@@ -165,6 +171,11 @@ class Follower:
         self.rules = rules or UrlRules()
         self.brought_rules = bool(self.rules)
         self.records_policy = records_policy
+        # The crawl's other choices (-a sitemaps, -a languages): this
+        # worker's (None: not asked) until settled like the follow policy.
+        self.asked_choices = dict(choices or {})
+        self.choices: dict[str, str | None] = dict(self.asked_choices)
+        self.choice_defaults = {**CHOICE_DEFAULTS, "sitemaps": "1" if settings.getbool("SITEMAP_ENABLED", True) else "0"}
         self.topic = topic
         seeds = list(seed_urls)
         self.seed_urls = seeds
@@ -212,6 +223,12 @@ class Follower:
         rules_raw = meta.crawl_policy("rules", self.rules.to_json() if self.records_policy and (
             self.rules or starts) else None)
         self.policy = self._adopt("follow", self.policy, follow if follow in FOLLOW_MODES else None) or "index"
+        for name, mine in self.asked_choices.items():
+            default = self.choice_defaults.get(name, "")
+            recorded = meta.crawl_policy(name, (mine if mine is not None else default) if self.records_policy and (
+                mine is not None or starts) else None)
+            self.choices[name] = self._adopt(name, mine, recorded) if recorded is not None or mine is not None \
+                else default
         self.scope = self._adopt("scope", self.asked_scope, scope if scope in SCOPES else None) or "site"
         self._adopt_rules(rules_raw)
         return self.policy

@@ -55,6 +55,12 @@ class PageItem:
     mirror_of: str | None = None
     # The page's canonical link, normalised (crawler/canonical.py).
     canonical: str | None = None
+    # Whether a sitemap of the crawl lists the page, and the lastmod (unix
+    # seconds) and changefreq it gives: set by the store from the sitemaps'
+    # listings (crawler/sitemaps.py), whichever was written first.
+    in_sitemap: bool = False
+    lastmod: float | None = None
+    changefreq: str | None = None
     # A focused crawl's (-a topic=PATH, crawler/topic.py): the page's
     # relevance, 0 to 1, and whether it reaches the topic's threshold.
     topic_score: float | None = None

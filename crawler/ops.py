@@ -14,7 +14,11 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "totals": {"pages", "errors", "revisits", "revisit_errors", "retried",
      "removed", "pages_per_min", "links"}, "time", "download_delay",
      "topic": null, or for a focused crawl {"on_topic", "pages",
-     "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"}}
+     "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"},
+     "control": {"scope", "follow", "rules", "sitemaps", "languages"} as
+     the crawl recorded them (null: not recorded), "sitemaps": {"read",
+     "errors", "listed", "taken"} (sitemap files read and failed, URLs
+     they listed, URLs in scope and allowed that were queued or known)}
 
 In a focused crawl (``-a topic``) each node has ``on_topic`` and
 ``harvest_rate`` too: the pages it stored on the topic (counted in Redis as
@@ -71,6 +75,10 @@ def _error_reason(reason: Any) -> str:
     for sep in (":", " ("):
         text = text.split(sep, 1)[0]
     return text[:80] or "unknown"
+
+
+# The crawl's choices `scrapy status` shows, as its meta records them.
+CONTROL_NAMES = ("scope", "follow", "rules", "sitemaps", "languages")
 
 
 # What `scrapy status` shows of a re-crawl (stats recrawl/<name>).
@@ -149,8 +157,12 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         for key in TOPIC_FIGURES:
             topic[key] = sum(int(_number((rec.get("topic") or {}).get(key), 0))
                              for rec in records.values() if isinstance(rec.get("topic"), dict))
+    control = {name: frontier.meta.crawl_policy(name) for name in CONTROL_NAMES}
+    sitemaps = {"read": stats.get("sitemaps_read", 0), "errors": stats.get("sitemap_errors", 0),
+                "listed": stats.get("sitemap_listed", 0), "taken": stats.get("sitemap_taken", 0)}
     return {
         "crawl": frontier.crawl, "state": state, "stop": stop, "time": now, "topic": topic,
+        "control": control, "sitemaps": sitemaps,
         "download_delay": delay if delay is not None else frontier.default_delay_ms / 1000.0,
         "nodes": nodes, "frontier": frontier_view,
         "errors": dict(errors.most_common()),

@@ -92,12 +92,14 @@ class Revisits:
                  batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The batch as it is to be written: re-fetched pages merged with what
         ``read`` (the store's ``revisit_state``) returns for them."""
-        urls = [p["url"] for p in batch if p.get("revisit")]
+        urls = [p["url"] for p in batch if p.get("revisit") and "_sitemap" not in p]
         stored = read(urls) if urls else {}
         plan = self.plan() if urls else None
         out = []
         for p in batch:
-            if p.get("revisit"):
+            if "_sitemap" in p:  # a sitemap's listing (crawler/sitemaps.py), not a page
+                out.append(p)
+            elif p.get("revisit"):
                 out.append(self.merge(stored.get(p["url"]), p, plan))
             else:
                 page = dict(p)

@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BINS_PER_OCTAVE", "OUTCOMES", "ChangeEvidence", "Policy", "Visit", "append", "compare", "observe"]
+__all__ = ["BINS_PER_OCTAVE", "CHANGEFREQ_SECONDS", "OUTCOMES", "ChangeEvidence", "Policy", "Visit", "append", "compare",
+           "observe", "sitemap_interval"]
 
 # What a visit found. "new": the first fetch (no evidence of change either
 # way); "unchanged", "trivial" (reformatted: SimHash within max_distance)
@@ -85,6 +86,26 @@ class Policy:
 
     def clamp(self, seconds: float) -> float:
         return min(self.max_interval, max(self.min_interval, seconds))
+
+
+# How often a page of each sitemap <changefreq> changes, in seconds ("always":
+# as often as the re-crawl may visit; "never": archived, as seldom as it may).
+CHANGEFREQ_SECONDS = {"always": 0.0, "hourly": 3600.0, "daily": 86400.0, "weekly": 7 * 86400.0,
+                      "monthly": 30 * 86400.0, "yearly": 365 * 86400.0, "never": math.inf}
+
+
+def sitemap_interval(changefreq: str | None, lastmod: float | None, fetched_at: float | None,
+                     policy: Policy = Policy()) -> float | None:
+    """The first revisit interval of a page a sitemap lists, before any
+    visit has shown how often it changes (``crawler/sitemaps.py``): its
+    ``changefreq``'s period; else a tenth of the time since its ``lastmod``
+    at the fetch (the heuristic HTTP caches use, RFC 9111 4.2.2); clamped to
+    the policy's bounds. None when the sitemap says neither."""
+    if changefreq in CHANGEFREQ_SECONDS:
+        return policy.clamp(CHANGEFREQ_SECONDS[changefreq])
+    if lastmod is not None and fetched_at is not None and lastmod <= fetched_at:
+        return policy.clamp(0.1 * (fetched_at - lastmod))
+    return None
 
 
 def compare(old_simhash: int | None, new_simhash: int | None, old_hash: str | None, new_hash: str | None,

@@ -222,6 +222,15 @@ TOPIC_TUNNEL = 2
 # URL directories whose on-topic share a worker remembers (siblings' outcomes).
 TOPIC_SIBLINGS = 50_000
 
+# --- Sitemaps (-a sitemaps=0 turns them off, crawler/sitemaps.py) -------------------
+# Whether a crawl started without -a sitemaps reads sitemaps (recorded in its
+# meta by the worker that starts it, as -a sitemaps would be).
+SITEMAP_ENABLED = True
+# Levels of sitemap indexes read below robots.txt (the protocol allows one).
+SITEMAP_MAX_DEPTH = 2
+# Sitemap files read a site (an index may name 50,000).
+SITEMAP_MAX_FILES = 1000
+
 # --- Duplicates (crawler.fingerprint, the frontier's index) -------------------------
 # A page whose main text's word 3-shingles resemble those of a page seen
 # before (anywhere in the cluster) at least this much (Broder's resemblance,

@@ -26,7 +26,8 @@ def closed_port() -> int:
 
 
 def crawl(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-s", f"CRAWL_DIR={tmp_path}", *args]
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-s", f"CRAWL_DIR={tmp_path}", "-s", "SITEMAP_ENABLED=0",
+           *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
 

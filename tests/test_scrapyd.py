@@ -46,7 +46,7 @@ DEPLOY = ROOT / "deploy" / "deploy.py"
 # grid lasts over half a minute, long enough to add a machine, seed, cancel
 # and stop it on the way, and a job holds a request in flight much of the time.
 LATENCY = 0.4
-SETTINGS = {"NETWORK_ALLOWLIST": "127.0.0.0/8", "DOWNLOAD_DELAY": 0.6, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+SETTINGS = {"SITEMAP_ENABLED": False, "NETWORK_ALLOWLIST": "127.0.0.0/8", "DOWNLOAD_DELAY": 0.6, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
             "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_RETRY_BACKOFF": 0.05, "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
             "FRONTIER_LEASE_TIMEOUT": 30, "PROGRESS_INTERVAL": 1, "LOG_LEVEL": "INFO"}
 

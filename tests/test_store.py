@@ -325,3 +325,30 @@ def test_workers_opening_a_new_store_at_the_same_moment_all_open_it(tmp_path):
             [err[-500:] for _, err in outs]
         with SQLiteStore(path) as store:
             assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_sitemap_listings_mark_pages_whichever_is_written_first(store):
+    """crawler/sitemaps.py: a listing written before or after its page sets
+    the page's in_sitemap, lastmod and changefreq, and the first revisit
+    interval of a page fetched once; a page written again keeps them."""
+    first = [{"t": 1000.0, "o": "new", "d": None}]
+    store.write([page("http://a.test/before", history=first, revisit_interval=86400.0, next_fetch_at=87400.0),
+                 {"_sitemap": "http://a.test/sitemap.xml", "entries": [
+                     ["http://a.test/before", 500.0, "hourly"], ["http://a.test/after", None, "weekly"],
+                     ["http://a.test/plain", None, None], "not an entry", ["http://a.test/x", "bad", 3]]}])
+    store.write([page("http://a.test/after", history=first, revisit_interval=86400.0, next_fetch_at=87400.0),
+                 page("http://a.test/plain", history=first, revisit_interval=86400.0, next_fetch_at=87400.0),
+                 page("http://a.test/unlisted", history=first, revisit_interval=86400.0, next_fetch_at=87400.0)])
+    got = {p["url"]: (p["in_sitemap"], p["lastmod"], p["changefreq"], p["revisit_interval"], p["next_fetch_at"])
+           for p in store.iter_pages()}
+    assert got == {"http://a.test/before": (True, 500.0, "hourly", 3600.0, 4600.0),
+                   "http://a.test/after": (True, None, "weekly", 7 * 86400.0, 1000.0 + 7 * 86400.0),
+                   "http://a.test/plain": (True, None, None, 86400.0, 87400.0),
+                   "http://a.test/unlisted": (False, None, None, 86400.0, 87400.0)}
+    # Written again (a re-crawl's visit: two visits now), the page keeps its
+    # listing; its interval is the re-crawl's own from then on.
+    two = first + [{"t": 2000.0, "o": "unchanged", "d": 0}]
+    store.write([page("http://a.test/before", history=two, revisit_interval=50000.0, next_fetch_at=52000.0)])
+    again = store.get_page("http://a.test/before")
+    assert (again["in_sitemap"], again["lastmod"], again["changefreq"], again["revisit_interval"]) == (
+        True, 500.0, "hourly", 50000.0)

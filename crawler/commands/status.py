@@ -56,6 +56,16 @@ def render(st: dict[str, Any]) -> RenderableType:
         head.append(f"\nre-crawl: {r['due']:,} due, {r['fetched']:,} fetched, {r['not_modified']:,} not modified "
                     f"(304), {r['unchanged']:,} unchanged, {r['trivial']:,} trivially changed, "
                     f"{r['changed']:,} changed, {r['gone']:,} gone, {r['moved']:,} moved")
+    c = st.get("control") or {}
+    if any(v is not None for v in c.values()):
+        head.append(f"\ncontrol: scope {c.get('scope') or 'site'}, follow {c.get('follow') or 'index'}, "
+                    f"sitemaps {'off' if c.get('sitemaps') == '0' else 'on'}, "
+                    f"languages {c.get('languages') or 'any'}"
+                    + (f", URL rules {c['rules']}" if c.get("rules") not in (None, '{"allow": [], "deny": []}') else ""))
+    sm = st.get("sitemaps") or {}
+    if sm.get("read") or sm.get("errors"):
+        head.append(f"\nsitemaps: {sm['read']:,} read, {sm['errors']:,} failed, {sm['listed']:,} URLs listed, "
+                    f"{sm['taken']:,} taken")
     tp = st.get("topic")
     if tp:
         head.append(f"\nfocused: {tp['on_topic']:,} of {tp['pages']:,} pages on topic (harvest rate "

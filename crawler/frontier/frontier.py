@@ -11,7 +11,8 @@ concern, and answers for them:
 - ``meta``        layout, queue order, follow policy, claims (``meta.py``);
 - ``scope_store`` the seeds' sites and hosts (``scope.py``);
 - ``duplicates``  the duplicate index and mirrors (``dupindex.py``);
-- ``templates``   the sites' template evidence (``templates.py``).
+- ``templates``   the sites' template evidence (``templates.py``);
+- ``sitemaps``    each site's sitemap files, read one at a time (``sitemapqueue.py``).
 
 Only these parts talk to the frontier's keys (named in
 ``crawler/redis/keys.py``); every operation is one round of Lua scripts
@@ -36,6 +37,7 @@ from crawler.frontier.politeness import Politeness, RobotsCache
 from crawler.frontier.queues import (CommitResult, Lease, LinkEntry, Queues, entry_priority,
                                      fingerprint_slot)
 from crawler.frontier.scope import Scope
+from crawler.frontier.sitemapqueue import SitemapQueue
 from crawler.frontier.templates import SiteTemplates
 from crawler.frontier.views import Views
 from crawler.redis.gateway import Gateway
@@ -81,6 +83,7 @@ class Frontier:
         self.scope_store = Scope(gw, keys)
         self.duplicates = DuplicateIndex(gw, keys, buckets)
         self.templates = SiteTemplates(gw, keys)
+        self.sitemaps = SitemapQueue(gw, keys)
 
     # -- what callers read -------------------------------------------------------
     @property

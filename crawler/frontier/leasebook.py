@@ -15,8 +15,8 @@ What the book gathers for the next commit, all sent in one round trip:
 - ``acks``: leases settled, (id, "C", "T" or "E", reason): "T" is done and
   on a focused crawl's topic (the frontier counts those per node and crawl);
   a lease added with a ``kind`` ("V": a re-crawl's revisit; "A": a URL
-  settled as an error before, fetched again) has it as the state's second
-  letter, so the crawl's page count counts pages, not fetches;
+  settled as an error before, fetched again; "S": a sitemap) has it as the
+  state's second letter, so the crawl's page count counts pages, not fetches;
 - ``requeues``: leases to retry after a backoff, (id, delay, site, entry);
 - ``downloaded``: leases whose download is over (their site's concurrency
   slot is free for the next request, before the page is processed);
@@ -47,7 +47,7 @@ class Tracker:
     reason: str = ""
     release: bool = False  # give the URL back instead of acknowledging it
     on_topic: bool = False  # a focused crawl's page on its topic
-    kind: str = ""  # "V": a re-crawl's revisit; "A": an error's URL again (module docstring)
+    kind: str = ""  # "V": a re-crawl's revisit; "A": an error's URL again; "S": a sitemap (module docstring)
     since: float = field(default_factory=time.monotonic)
 
 
@@ -154,7 +154,7 @@ class LeaseBook:
             self.releases.append(lease_id)
             return
         state = "T" if tracker.state == "C" and tracker.on_topic else tracker.state
-        kind = tracker.kind if tracker.kind in ("V", "A") else ""
+        kind = tracker.kind if tracker.kind in ("V", "A", "S") else ""
         self.acks.append((lease_id, state + kind, tracker.reason))
         self.acked[state] = self.acked.get(state, 0) + 1
 

@@ -63,6 +63,7 @@ from twisted.internet.task import deferLater
 from crawler.compat import reactor
 from crawler.config import product_token
 from crawler.frontier.service import FrontierService
+from crawler.frontier.signals import ROBOTS_READ
 from crawler.urls import queue_key
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                 rp = self.parse(body)
                 self._parsers[netloc] = rp
                 self._apply_crawl_delay(rp, request)
+                self._read(request, body)
         return await super().robot_parser(request)
 
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
@@ -211,6 +213,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                         {"netloc": netloc, "size": len(response.body), "kept": len(body)})
             response = response.replace(body=body)
         await super()._parse_robots(response, netloc, request)
+        self._read(request, body if response.status == 200 else b"")
         cache = self._cache()
         rp = self._parsers.get(netloc)
         if cache is None or rp is None or isinstance(rp, Deferred):
@@ -227,6 +230,12 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             except redis.RedisError:
                 pass
         self._apply_crawl_delay(rp, request)
+
+    def _read(self, request: Request, body: bytes) -> None:
+        """Tell the crawl this worker has read a host's robots.txt (``ROBOTS_READ``)."""
+        parsed = urlparse_cached(request)
+        self.crawler.signals.send_catch_log(signal=ROBOTS_READ, url=f"{parsed.scheme}://{parsed.netloc}/robots.txt",
+                                            body=body)
 
     def _site(self, netloc: str) -> str:
         """The frontier site (queue) of a robots.txt's host: its cache lives

@@ -217,7 +217,12 @@ class FrontierScheduler(BaseScheduler):
         """The URL's fingerprint; a re-crawl's visit is one per page and due
         time, so workers that find the same page due queue it once, and the
         next visit (a later due time) is new again. A HEAD before the GET
-        (RECRAWL_HEAD) is a visit of its own, so the GET it sends is new."""
+        (RECRAWL_HEAD) is a visit of its own, so the GET it sends is new. A
+        sitemap's fetch is one per URL, apart from the page's."""
+        if "sitemap" in request.meta:
+            # A sitemap fetch is not the page of the same URL (a page may
+            # link to /sitemap.xml): one of each.
+            return hashlib.sha1(f"sitemap\0{request.url}".encode(), usedforsecurity=False).digest()
         due = request.meta.get("revisit")
         if isinstance(due, int) and not isinstance(due, bool):
             key = f"revisit\0{due}\0{request.url}" if request.method == "GET" else \

@@ -86,6 +86,10 @@ META_KEYS: dict[str, str] = {
     "topic_hops": "int",
     "topic_parent": "int",
     "topic_priority": "int",
+    # A sitemap fetch (crawler/sitemaps.py): its level below robots.txt,
+    # and whether robots.txt named it (1) or not (0).
+    "sitemap": "int",
+    "sitemap_named": "int",
 }
 
 

@@ -13,6 +13,10 @@ callables: Scrapy signals (``crawler.signals``) and one exception.
   answers how many items it holds that wait for something outside the
   crawl (the store, during an outage); while any do, the scheduler does
   not settle leases whose items never settled.
+- ``ROBOTS_READ`` (sent by the robots.txt middleware, with ``url`` and
+  ``body``: robots.txt's URL and body, the first time this worker reads a
+  host's, fetched or from the cluster's cache): the sitemaps it names are
+  read (``crawler/sitemaps.py``).
 - ``GiveBack``: an item pipeline drops an item with an exception of this
   class when its page could not be kept for now (the store was away when
   the crawl stopped, and the page was spilled): the lease's URL goes back
@@ -21,11 +25,12 @@ callables: Scrapy signals (``crawler.signals``) and one exception.
 
 from __future__ import annotations
 
-__all__ = ["HEARTBEAT", "ITEMS_WAITING", "WORKER_IDLE", "GiveBack"]
+__all__ = ["HEARTBEAT", "ITEMS_WAITING", "ROBOTS_READ", "WORKER_IDLE", "GiveBack"]
 
 WORKER_IDLE = object()
 HEARTBEAT = object()
 ITEMS_WAITING = object()
+ROBOTS_READ = object()
 
 
 class GiveBack(Exception):

@@ -28,7 +28,10 @@ AGAIN_ERROR, AGAIN_GONE = 1, 2
 def visit_kind(request: Request) -> str:
     """What a leased request's acknowledgement counts (leasebook.py): "V" a
     re-crawl's revisit of a stored page, "A" an error's URL fetched again,
-    "" a page fetched for the first time."""
+    "S" a sitemap (not a page: crawler/sitemaps.py), "" a page fetched for
+    the first time."""
+    if "sitemap" in request.meta:
+        return "S"
     due = request.meta.get("revisit")
     if isinstance(due, int) and not isinstance(due, bool):
         return "V"

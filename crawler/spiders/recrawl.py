@@ -71,8 +71,8 @@ _TRUE = ("1", "true", "yes", "on")
 class RecrawlSpider(SiteSpider):
     name = "recrawl"
     arguments = ("site", "all", "limit", "follow")
-    frontier_callbacks = frozenset({"parse", "parse_head"})
-    frontier_errbacks = frozenset({"errback", "head_failed"})
+    frontier_callbacks = frozenset({"parse", "parse_head", "parse_sitemap"})
+    frontier_errbacks = frozenset({"errback", "head_failed", "sitemap_failed"})
     frontier_head_callbacks = frozenset({"parse_head"})
     # Set in from_crawler: HTTPERROR_ALLOWED_CODES and 304.
     handle_httpstatus_list: list[int]

@@ -14,6 +14,9 @@ Arguments (``-a``):
   the worker that started it, else ``index``.
 - ``topic``: a topic file (JSON or YAML, ``crawler/topic.py``): a focused
   crawl, whose pages are scored and whose links are followed by topic.
+- ``allow``, ``deny``, ``rules``: URL rules (``crawler/rules.py``);
+  ``sitemaps``: ``1`` (default) or ``0``, whether the crawl reads sitemaps
+  (``crawler/sitemaps.py``). Both are the crawl's, recorded like ``follow``.
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts).
@@ -66,6 +69,7 @@ from crawler.extract import Page, analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
 from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
+from crawler.frontier.signals import ROBOTS_READ
 from crawler.frontier.tracking import AGAIN_META
 from crawler.htmlparse import parse_html
 from crawler.items import PageItem
@@ -77,6 +81,7 @@ from crawler.pagetype import PageTyper
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
 from crawler.rules import RulesError, UrlRules, read_rules_file
 from crawler.seeds import read_seeds, seeds_again
+from crawler.sitemaps import Sitemaps
 from crawler.topic import Topic, TopicError, load_topic
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, normalize, url_site
 
@@ -100,9 +105,10 @@ _RUNNER_ARGUMENTS = frozenset({"_job", "_version"})
 class SiteSpider(Spider):
     name = "site"
     # The only callbacks a frontier entry may name (crawler.frontier.serialize).
-    frontier_callbacks = frozenset({"parse"})
-    frontier_errbacks = frozenset({"errback"})
-    arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules")
+    frontier_callbacks = frozenset({"parse", "parse_sitemap"})
+    frontier_errbacks = frozenset({"errback", "sitemap_failed"})
+    arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
+                                  "sitemaps")
     # Whether this spider records its -a follow as the crawl's policy (the
     # re-crawl reads the crawl's, and may be asked another for one pass).
     records_follow = True
@@ -111,7 +117,7 @@ class SiteSpider(Spider):
     def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
                         scope: str | None = None, follow: str | None = None, topic: str | None = None,
                         allow: str | None = None, deny: str | None = None, rules: str | None = None,
-                        **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
+                        sitemaps: str | None = None, **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         """The seeds (normal form) and the bad seeds with their reasons;
         ``ConfigError`` for an argument the spider cannot run with."""
         unknown = sorted(set(kwargs) - _RUNNER_ARGUMENTS)
@@ -124,6 +130,8 @@ class SiteSpider(Spider):
             raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
         if follow is not None and follow not in FOLLOW_MODES:
             raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
+        if sitemaps is not None and sitemaps not in ("0", "1"):
+            raise ConfigError(f"-a sitemaps={sitemaps!r} is not 0 or 1")
         if topic is not None:
             cls.read_topic(topic)
         raw_seeds = read_seeds(seeds, seeds_file)
@@ -182,10 +190,12 @@ class SiteSpider(Spider):
         allow: str | None = None,
         deny: str | None = None,
         rules: str | None = None,
+        sitemaps: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, None, allow, deny, rules,
-                                                         **kwargs)
+                                                         sitemaps, **kwargs)
+        self.asked_sitemaps = sitemaps
         self.rules = self.url_rules(allow, deny, rules)
         self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
         super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
@@ -203,6 +213,7 @@ class SiteSpider(Spider):
         self.typer: PageTyper
         self.max_text_chars: int
         self.max_redirects: int
+        self.sitemaps: Sitemaps
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -213,7 +224,10 @@ class SiteSpider(Spider):
         settings = crawler.settings
         spider.follower = Follower(crawler, spider._request, scope=spider.scope, follow=spider.follow,
                                    seed_urls=spider.seed_urls, topic=spider.topic, rules=spider.rules,
-                                   records_policy=cls.records_follow)
+                                   records_policy=cls.records_follow,
+                                   choices={"sitemaps": spider.asked_sitemaps})
+        spider.sitemaps = Sitemaps(crawler, spider.follower, spider)
+        crawler.signals.connect(spider.sitemaps.robots_read, signal=ROBOTS_READ)
         spider.pagecheck = PageCheck(crawler)
         spider.typer = PageTyper(crawler)
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
@@ -237,6 +251,7 @@ class SiteSpider(Spider):
                         {"crawl": crawl_name(self.crawler.settings, self.name),
                          "sites": ", ".join(sorted(follower.seed_sites))}, extra={"spider": self})
         self.follow = follower.settle_policy()
+        self.sitemaps.enabled = follower.choices.get("sitemaps") != "0"
         again = seeds_again(self.crawler, crawl_name(self.crawler.settings, self.name), self.seed_urls)
         for url in self.seed_urls:
             if url in follower.seen:
@@ -259,6 +274,7 @@ class SiteSpider(Spider):
         url = normalize(response.url)
         self.follower.seen.add(url)  # fetched: never worth sending to the frontier again
         self.follower.learn_scope_from(url)
+        self.sitemaps.page_seen(url)
         item = PageItem(
             url=url, site=url_site(url), depth=int(response.meta.get("depth", 0)), status=response.status,
             fetched_at=time.time(),
@@ -448,6 +464,12 @@ class SiteSpider(Spider):
         if follow:
             stats.inc_value("redirect/followed")
         return (follow[0] if follow else None), None
+
+    def parse_sitemap(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        yield from self.sitemaps.parse(response)
+
+    def sitemap_failed(self, failure: Failure) -> Iterator[Any]:
+        yield from self.sitemaps.failed(failure)
 
     def closed(self, reason: str) -> None:
         """Scrapy's call at the spider's close: first pages still kept keep

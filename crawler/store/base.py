@@ -16,11 +16,15 @@ drops its edge. A page's in-links are derived from ``links``.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["OUTCOME_KEY", "PAGE_FIELDS", "REVISIT_FIELDS", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error"]
+from crawler.revisit import sitemap_interval
+
+__all__ = ["OUTCOME_KEY", "PAGE_FIELDS", "REVISIT_FIELDS", "SITEMAP_FIELDS", "SITEMAP_KEY", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error",
+           "sitemap_entries", "sitemap_update"]
 
 # Stored fields of a page, in column order. ``links`` (out-links) is written
 # to the links table; ``inlinks`` is derived on read.
@@ -29,8 +33,13 @@ PAGE_FIELDS = (
     "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
-    "topic_score", "on_topic", "canonical",
+    "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
 )
+# Fields the stores set from the sitemaps' listings, not from the page.
+SITEMAP_FIELDS = ("in_sitemap", "lastmod", "changefreq")
+# A record of the write batch that is a sitemap's listing (crawler/sitemaps.py):
+# {"_sitemap": its URL, "entries": [[url, lastmod, changefreq], ...]}.
+SITEMAP_KEY = "_sitemap"
 # The outcome of a re-fetched page (crawler/recrawl.py), a list of stat
 # names, travels with it to the write buffer, which counts each as
 # ``recrawl/<name>`` once the batch is written. Stores ignore it.
@@ -42,12 +51,40 @@ REVISIT_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text", "abstract",
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
-    "content_length", "evidence", "topic_score", "on_topic", "canonical",
+    "content_length", "evidence", "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most
 # of its pages are copies of that site's), null otherwise.
 SITE_FIELDS = ("site", "pages", "links", "errors", "first_seen", "discovered_from", "mirror_of")
+
+
+def sitemap_entries(listings: Sequence[dict[str, Any]]) -> list[tuple[str, float | None, str | None, str]]:
+    """(url, lastmod, changefreq, sitemap) of each well-formed entry of the
+    batch's sitemap listings (the spill file may have been edited)."""
+    out = []
+    for rec in listings:
+        sitemap = str(rec.get(SITEMAP_KEY) or "")
+        for e in rec.get("entries") or ():
+            if not isinstance(e, (list, tuple)) or len(e) != 3 or not isinstance(e[0], str):
+                continue
+            lastmod = float(e[1]) if isinstance(e[1], (int, float)) and not isinstance(e[1], bool) else None
+            out.append((e[0], lastmod, e[2] if isinstance(e[2], str) else None, sitemap))
+    return out
+
+
+def sitemap_update(state: Any, history: Any, fetched_at: Any, lastmod: float | None,
+                   changefreq: str | None) -> float | None:
+    """The first revisit interval a listing gives a stored page: for a page
+    in state C fetched once (one visit in its history), else None."""
+    if isinstance(history, str):
+        try:
+            history = json.loads(history)
+        except ValueError:
+            return None
+    if state != "C" or not isinstance(history, list) or len(history) != 1 or not isinstance(fetched_at, (int, float)):
+        return None
+    return sitemap_interval(changefreq, lastmod, float(fetched_at))
 
 
 def short_error(exc: BaseException, limit: int = 200) -> str:
@@ -75,7 +112,11 @@ class Store(ABC):
     @abstractmethod
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
         """Upsert ``pages`` (dicts with ``PAGE_FIELDS`` and ``links``, a list of
-        ``{"url", "anchor"}``) in one batch, with their links and site counts."""
+        ``{"url", "anchor"}``) in one batch, with their links and site counts.
+        Records with ``SITEMAP_KEY`` are sitemap listings: kept apart, and
+        the ``SITEMAP_FIELDS`` of the pages they list (stored before or
+        after) set from them, with the first revisit interval of a page
+        fetched once (``crawler.revisit.sitemap_interval``)."""
 
     @abstractmethod
     def get_page(self, url: str) -> dict[str, Any] | None:

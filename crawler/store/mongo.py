@@ -27,7 +27,8 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
-from crawler.store.base import PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, Store, StoreUnavailable, short_error
+from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_FIELDS, SITEMAP_KEY, Store,
+                                StoreUnavailable, short_error, sitemap_entries, sitemap_update)
 from crawler.urls import redact_credentials, url_site
 
 __all__ = ["MongoStore"]
@@ -78,6 +79,8 @@ class MongoStore(Store):
         self.inlinks_kept = INLINKS_KEPT
         self.links = self.db["links"]
         self.sites_ = self.db["sites"]
+        # What the crawl's sitemaps list (crawler/sitemaps.py): _id the URL.
+        self.sitemap_urls = self.db["sitemap_urls"]
         self.pages.create_index("url", unique=True)
         self.pages.create_index([("site", 1), ("state", 1)])
         self.links.create_index([("src", 1), ("dst", 1)], unique=True)
@@ -89,7 +92,14 @@ class MongoStore(Store):
         return _transient(exc)
 
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
+        listed = sitemap_entries([p for p in pages if SITEMAP_KEY in p])
+        pages = [p for p in pages if SITEMAP_KEY not in p]
+        if listed:
+            self.sitemap_urls.bulk_write([pymongo.ReplaceOne({"_id": url}, {"lastmod": lastmod, "changefreq": freq,
+                                                                            "sitemap": sitemap}, upsert=True)
+                                          for url, lastmod, freq, sitemap in listed], ordered=False)
         if not pages:
+            self._apply_sitemaps([e[0] for e in listed])
             return
         now = time.time()
         # A page whose ``links`` is None keeps its stored out-links (a re-crawl
@@ -99,7 +109,7 @@ class MongoStore(Store):
         for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1, "anchor": 1}):
             old[link["src"]][link["dst"]] = link.get("anchor") or ""
         page_ops = [UpdateOne({"url": p["url"]}, {"$set": {
-                        **{f: p.get(f) for f in PAGE_FIELDS},
+                        **{f: p.get(f) for f in PAGE_FIELDS if f not in SITEMAP_FIELDS},
                         **({} if p.get("links") is None else
                            {"nlinks": len({link["url"] for link in p.get("links") or ()})})}}, upsert=True)
                     for p in pages]
@@ -128,6 +138,7 @@ class MongoStore(Store):
                 link_ops.append(pymongo.DeleteOne({"src": p["url"], "dst": gone}))
                 inlink_ops.append(UpdateOne({"url": gone}, {"$pull": {"inlinks": p["url"]}}))
         self.pages.bulk_write(page_ops, ordered=False)
+        self._apply_sitemaps([p["url"] for p in pages] + [e[0] for e in listed])
         # In-links before edges: an edge in ``links`` means its in-link was
         # written, so a batch retried after a partial failure may skip the
         # edges it finds (the first attempt's in-links are in place).
@@ -158,9 +169,32 @@ class MongoStore(Store):
                     counts["errors"] = int(row["n"])
             self.sites_.update_one({"site": site}, {"$set": counts})
 
+    def _apply_sitemaps(self, urls: list[str]) -> None:
+        """The sitemap fields of the stored pages among ``urls`` that a
+        listing names (written after the page, or before it)."""
+        if not urls:
+            return
+        listed = {d["_id"]: d for d in self.sitemap_urls.find({"_id": {"$in": list(dict.fromkeys(urls))}})}
+        if not listed:
+            return
+        ops = []
+        for doc in self.pages.find({"url": {"$in": list(listed)}, **_STORED},
+                                   {"_id": 0, "url": 1, "state": 1, "history": 1, "fetched_at": 1}):
+            entry = listed[doc["url"]]
+            fields: dict[str, Any] = {"in_sitemap": True, "lastmod": entry.get("lastmod"),
+                                      "changefreq": entry.get("changefreq")}
+            interval = sitemap_update(doc.get("state"), doc.get("history"), doc.get("fetched_at"),
+                                      entry.get("lastmod"), entry.get("changefreq"))
+            if interval is not None:
+                fields.update(revisit_interval=interval, next_fetch_at=float(doc["fetched_at"]) + interval)
+            ops.append(UpdateOne({"url": doc["url"]}, {"$set": fields}))
+        if ops:
+            self.pages.bulk_write(ops, ordered=False)
+
     @staticmethod
     def _page(doc: dict[str, Any]) -> dict[str, Any]:
         page = {f: doc.get(f) for f in PAGE_FIELDS}
+        page["in_sitemap"] = bool(page["in_sitemap"])
         if not isinstance(page["history"], list):
             page["history"] = []
         return page

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawler.store.base import PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, Store
+from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_FIELDS, SITEMAP_KEY, Store,
+                                sitemap_entries, sitemap_update)
 from crawler.urls import url_site
 
 __all__ = ["SQLiteStore"]
@@ -42,6 +43,9 @@ CREATE TABLE IF NOT EXISTS sites (
     errors INTEGER NOT NULL DEFAULT 0, first_seen REAL, discovered_from TEXT,
     links INTEGER NOT NULL DEFAULT 0, mirror_of TEXT
 );
+CREATE TABLE IF NOT EXISTS sitemap_urls (
+    url TEXT PRIMARY KEY, lastmod REAL, changefreq TEXT, sitemap TEXT
+) WITHOUT ROWID;
 """
 
 # Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
@@ -51,7 +55,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and those of focused crawling (crawler/topic.py)
                     "topic_score": "REAL", "on_topic": "INTEGER",
                     # and canonical links (crawler/canonical.py)
-                    "canonical": "TEXT"}
+                    "canonical": "TEXT",
+                    # and sitemaps (crawler/sitemaps.py)
+                    "in_sitemap": "INTEGER", "lastmod": "REAL", "changefreq": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -64,7 +70,7 @@ _UPSERT_PAGE = (
     f"INSERT INTO pages ({', '.join(PAGE_FIELDS)}) "
     f"VALUES ({', '.join('?' for _ in PAGE_FIELDS)}) "
     f"ON CONFLICT (url) DO UPDATE SET "
-    + ", ".join(f"{f} = excluded.{f}" for f in PAGE_FIELDS if f != "url")
+    + ", ".join(f"{f} = excluded.{f}" for f in PAGE_FIELDS if f != "url" and f not in SITEMAP_FIELDS)
 )
 
 
@@ -106,7 +112,12 @@ class SQLiteStore(Store):
             page_columns = {r[1] for r in self._conn.execute("PRAGMA table_info(pages)")}
             for name, kind in _REVISIT_COLUMNS.items():
                 if name not in page_columns:
-                    self._conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+                    try:
+                        self._conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+                    except sqlite3.OperationalError as exc:
+                        # Another worker opening the same store added it first.
+                        if "duplicate column" not in str(exc):
+                            raise
             self._conn.execute("CREATE INDEX IF NOT EXISTS pages_next_fetch ON pages (next_fetch_at)")
             columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sites)")}
             if "links" not in columns:
@@ -126,7 +137,9 @@ class SQLiteStore(Store):
         return isinstance(exc, (sqlite3.OperationalError, OSError))
 
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
-        if not pages:
+        listed = sitemap_entries([p for p in pages if SITEMAP_KEY in p])
+        pages = [p for p in pages if SITEMAP_KEY not in p]
+        if not pages and not listed:
             return
         now = time.time()
         page_rows = [tuple(_column(f, p.get(f)) for f in PAGE_FIELDS) for p in pages]
@@ -195,10 +208,33 @@ class SQLiteStore(Store):
                 )
                 conn.executemany("UPDATE sites SET mirror_of = ? WHERE site = ?",
                                  [(p["mirror_of"], p["site"]) for p in pages if p.get("mirror_of")])
+                conn.executemany(
+                    "INSERT INTO sitemap_urls (url, lastmod, changefreq, sitemap) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (url) DO UPDATE SET lastmod = excluded.lastmod, changefreq = excluded.changefreq, "
+                    "sitemap = excluded.sitemap", listed)
+                self._apply_sitemaps(conn, list(new_rows) + [e[0] for e in listed])
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    @staticmethod
+    def _apply_sitemaps(conn: sqlite3.Connection, urls: list[str]) -> None:
+        """The sitemap fields of the stored pages among ``urls`` that a
+        listing names (in the write's transaction)."""
+        updates = []
+        for start in range(0, len(urls), 500):
+            chunk = urls[start:start + 500]
+            for url, state, history, fetched_at, lastmod, freq in conn.execute(
+                "SELECT p.url, p.state, p.history, p.fetched_at, s.lastmod, s.changefreq FROM pages p "
+                f"JOIN sitemap_urls s ON s.url = p.url WHERE p.url IN ({', '.join('?' * len(chunk))})", chunk
+            ):
+                interval = sitemap_update(state, history, fetched_at, lastmod, freq)
+                at = fetched_at + interval if interval is not None else None
+                updates.append((lastmod, freq, interval, at, url))
+        conn.executemany("UPDATE pages SET in_sitemap = 1, lastmod = ?, changefreq = ?, "
+                         "revisit_interval = COALESCE(?, revisit_interval), "
+                         "next_fetch_at = COALESCE(?, next_fetch_at) WHERE url = ?", updates)
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -334,4 +370,6 @@ def _page(row: sqlite3.Row) -> dict[str, Any]:
                 page[name] = empty  # edited by hand: read as none (the evidence is rebuilt from the history)
     if page.get("on_topic") is not None:
         page["on_topic"] = bool(page["on_topic"])
+    if "in_sitemap" in page:
+        page["in_sitemap"] = bool(page["in_sitemap"])
     return page

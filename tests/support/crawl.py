@@ -37,7 +37,10 @@ def crawl_cmd(args: list[str], settings: dict[str, object], crawl_dir: Path, spi
     base = {"DOWNLOAD_DELAY": 0, "CRAWL_DIR": str(crawl_dir), "LOG_LEVEL": "INFO",
             "NETWORK_ALLOWLIST": "127.0.0.0/8",
             "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "FRONTIER_RETRY_BACKOFF": 0.05,
-            "FRONTIER_DELAY_MARGIN": 0}
+            "FRONTIER_DELAY_MARGIN": 0,
+            # Crawls of tests about other things read no sitemaps: their
+            # fetches are exactly their pages (tests/test_sitemaps.py reads them).
+            "SITEMAP_ENABLED": False}
     for k, v in {**base, **settings}.items():
         cmd += ["-s", f"{k}={v}"]
     return cmd

@@ -370,8 +370,8 @@ def serve_file(root: Path, path: str) -> web.StreamResponse:
         target = target / "index.html"
     if not target.is_file():
         return web.Response(status=404, text="not found")
-    ctype = "text/html" if target.suffix in (".html", ".htm") else (
-        "text/plain" if target.suffix == ".txt" else "application/octet-stream")
+    ctype = {".html": "text/html", ".htm": "text/html", ".txt": "text/plain", ".xml": "application/xml",
+             ".gz": "application/gzip"}.get(target.suffix, "application/octet-stream")
     return web.Response(body=target.read_bytes(), content_type=ctype)
 
 

@@ -136,8 +136,10 @@ end
 -- says what the visit was: 'V' a re-crawl's revisit of a stored page (counted
 -- as revisits and revisit_errors, not as pages and errors: a page is a page
 -- however often it is fetched), 'A' a URL settled as an error before and
--- done now (a seed given again: one error less). False if the lease
--- is not held (acknowledged late, after it was reaped).
+-- done now (a seed given again: one error less), 'S' a sitemap (not a
+-- page: its failure is counted as a sitemap_error, its success by the
+-- worker that read it). False if the lease is not held (acknowledged late,
+-- after it was reaped).
 local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
   local v = redis.call('HGET', lkey, id)
   if not v then return false end
@@ -155,14 +157,20 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
   elseif outcome == 'E' then
     move('leased', nil, 1)
     -- An error's URL failing again ('A') is counted once, as it was.
-    if kind ~= 'A' then redis.call('HINCRBY', STATS, kind == 'V' and 'revisit_errors' or 'errors', 1) end
-    redis.call('HINCRBY', P .. 'node:' .. node, 'errors', 1)
+    if kind == 'S' then
+      redis.call('HINCRBY', STATS, 'sitemap_errors', 1)
+    else
+      if kind ~= 'A' then redis.call('HINCRBY', STATS, kind == 'V' and 'revisit_errors' or 'errors', 1) end
+      redis.call('HINCRBY', P .. 'node:' .. node, 'errors', 1)
+    end
     redis.call('LPUSH', ERRORS, cjson.encode({site = site, reason = reason, at = now,
                                               entry = string.sub(entry, 1, 2048)}))
     redis.call('LTRIM', ERRORS, 0, 999)
   else
     move('leased', nil, 1)
-    if kind == 'V' then
+    if kind == 'S' then
+      -- a sitemap read: counted by its reader (sitemapqueue.py)
+    elseif kind == 'V' then
       redis.call('HINCRBY', STATS, 'revisits', 1)
     else
       redis.call('HINCRBY', STATS, 'done', 1)
@@ -170,7 +178,7 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
         redis.call('HINCRBY', STATS, 'errors', -1)
       end
     end
-    redis.call('HINCRBY', P .. 'node:' .. node, 'pages', 1)
+    if kind ~= 'S' then redis.call('HINCRBY', P .. 'node:' .. node, 'pages', 1) end
     if outcome == 'T' then  -- done, and a focused crawl's page on its topic
       redis.call('HINCRBY', STATS, 'on_topic', 1)
       redis.call('HINCRBY', P .. 'node:' .. node, 'on_topic', 1)

@@ -95,6 +95,8 @@ class Page:
     links: list[tuple[str, str]] = field(default_factory=list)  # (href, anchor)
     base_href: str | None = None
     canonical: str | None = None  # <link rel="canonical">'s href, as written
+    lang: str | None = None  # the declared language, as written (crawler/pagehead.py)
+    alternates: list[tuple[str, str]] = field(default_factory=list)  # (hreflang, href), as written
     robots: frozenset[str] = frozenset()
     features: dict[str, float] = field(default_factory=dict)
     ld_types: frozenset[str] = frozenset()
@@ -179,7 +181,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
         return page
     head = read_head(root)
     page.title, page.robots, page.ld_types, page.base_href = head.title, head.robots, head.ld_types, head.base_href
-    page.canonical = head.canonical
+    page.canonical, page.lang, page.alternates = head.canonical, head.lang, head.alternates
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
     # One check of all the text, and the rare page that needs it cleaned:
     # cheaper than checking each string written back below.

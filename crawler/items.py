@@ -59,6 +59,10 @@ class PageItem:
     # seconds) and changefreq it gives: set by the store from the sitemaps'
     # listings (crawler/sitemaps.py), whichever was written first.
     in_sitemap: bool = False
+    # The page's language (a primary subtag: en, de, zh) and its hreflang
+    # alternates (language tag -> URL), crawler/variants.py.
+    lang: str | None = None
+    alternates: dict[str, str] | None = None
     lastmod: float | None = None
     changefreq: str | None = None
     # A focused crawl's (-a topic=PATH, crawler/topic.py): the page's

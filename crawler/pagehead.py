@@ -1,5 +1,6 @@
 """What a page's head says: its title, robots directives, description,
-Open Graph and schema.org types and base URL. Pure logic, no Scrapy.
+Open Graph and schema.org types, base URL, canonical link, declared
+language and language alternates (hreflang). Pure logic, no Scrapy.
 
 ``read_head`` reads them from the parsed page (``crawler.htmlparse``)
 before its scripts and head are stripped; ``parse_robots_directives`` reads
@@ -12,10 +13,11 @@ No settings, no stats.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.htmlparse import clean, scrub
+from crawler.language import MAX_ALTERNATES
 
 __all__ = ["Head", "parse_robots_directives", "read_head"]
 
@@ -37,11 +39,17 @@ class Head:
     ld_types: frozenset[str] = frozenset()
     base_href: str | None = None
     canonical: str | None = None  # the first <link rel="canonical" href>, as written
+    lang: str | None = None  # <html lang> (or xml:lang), else <meta http-equiv="Content-Language">, as written
+    # <link rel="alternate" hreflang href>: (hreflang as written, href as written)
+    alternates: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_head(root: Any) -> Head:
     head = Head()
     ld_types: set[str] = set()
+    lang = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang")
+    if lang and lang.strip():
+        head.lang = lang.strip()[:64]
     for el in root.iter("title", "meta", "base", "script", "link"):
         tag = el.tag
         if tag == "title":
@@ -56,6 +64,8 @@ def read_head(root: Any) -> Head:
                 head.description = clean(scrub(content))
             elif name == "og:type":
                 ld_types.add(content.strip().lower())
+            elif head.lang is None and (el.get("http-equiv") or "").lower() == "content-language" and content.strip():
+                head.lang = content.strip()[:64]
         elif tag == "base":
             href = el.get("href")
             if head.base_href is None and href and href.strip(_C0_OR_SPACE):
@@ -66,6 +76,9 @@ def read_head(root: Any) -> Head:
             href = el.get("href")
             if head.canonical is None and "canonical" in rel and href and href.strip(_C0_OR_SPACE):
                 head.canonical = href.strip(_C0_OR_SPACE)[:2000]
+            elif ("alternate" in rel and el.get("hreflang") and href and href.strip(_C0_OR_SPACE)
+                  and len(head.alternates) < MAX_ALTERNATES):
+                head.alternates.append((str(el.get("hreflang"))[:64], href.strip(_C0_OR_SPACE)[:2000]))
         elif tag == "script":
             if (el.get("type") or "").lower() == "application/ld+json" and el.text:
                 ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))

@@ -61,24 +61,19 @@ import re
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from crawler.datafile import DataFileError, read_data_file
+from crawler.language import identifier, identify
 from crawler.textfeatures import count_words as _count_words
-
-if TYPE_CHECKING:
-    from py3langid.langid import LanguageIdentifier
 
 __all__ = ["Siblings", "Topic", "TopicError", "follow_links", "load_topic", "parse_topic"]
 
 MAX_TERMS = 10_000  # keywords and patterns of one topic
 MAX_WEIGHT = 100.0
 MAX_SCAN_CHARS = 200_000  # of a page's text scored (a hostile page has megabytes)
-MIN_LANGUAGE_CHARS = 40  # shorter texts have no reliable language
-LANGUAGE_SAMPLE_CHARS = 3_000
 CONTEXT_CHARS = 240  # of a link's surroundings read
 
 # Scripts written without spaces between words: a term in them matches as a substring.
@@ -153,11 +148,11 @@ class Topic:
         languages (1.0 without languages; 0.0 for text too short to tell)."""
         if not self.languages:
             return 1.0
-        sample = text[:LANGUAGE_SAMPLE_CHARS]
-        if len(sample.strip()) < MIN_LANGUAGE_CHARS:
+        found = identify(text)
+        if found is None:
             return 0.0
-        lang, confidence = _identifier().classify(sample)
-        return float(confidence) if lang in self.languages else 0.0
+        lang, confidence = found
+        return confidence if lang in self.languages else 0.0
 
     def score(self, title: str, text: str) -> float:
         """The page's relevance, 0 to 1 (see the module's docstring)."""
@@ -249,16 +244,8 @@ class Siblings:
         return len(self._dirs)
 
 
-@lru_cache(maxsize=1)
-def _identifier() -> LanguageIdentifier:
-    # Loaded once, on the first page of a topic with languages (0.7 s).
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-
-
 def known_languages() -> frozenset[str]:
-    return frozenset(_identifier().nb_classes)
+    return frozenset(identifier().nb_classes)
 
 
 # -- the topic file

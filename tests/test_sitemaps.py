@@ -2,7 +2,7 @@
 text sitemap, a gzipped urlset, pages reachable only through sitemaps,
 listed URLs out of location, denied and off scope, an index naming itself,
 nesting past the limit, an HTML page and a gzip bomb posing as sitemaps.
-Exact fetches (the server's log), their order, what was stored, and what
+An index that loops back is read once. Exact fetches (the server's log), their order, what was stored, and what
 ``scrapy status`` counts; then two workers on one crawl, and a crawl with
 ``-a sitemaps=0``."""
 
@@ -66,7 +66,10 @@ def site(tmp_path: Path):
         "private/x.html": html("private"),
         "deep/leaf.html": html("leaf"),
         "sitemap_index.xml": index(u("/maps/a.xml.gz"), u("/sitemap_index.xml"), u("/maps/nested.xml"),
-                                   u("/maps/html.xml"), u("/maps/bomb.xml.gz"), u("/x.xml", host="127.0.0.2")),
+                                   u("/maps/html.xml"), u("/maps/bomb.xml.gz"), u("/maps/loop.xml"),
+                                   u("/x.xml", host="127.0.0.2")),
+        # An index naming its parent, itself and a file read already: nothing read twice.
+        "maps/loop.xml": index(u("/sitemap_index.xml"), u("/maps/loop.xml"), u("/maps/a.xml.gz")),
         "maps/a.xml.gz": gzip.compress(urlset(
             (u("/only-in-sitemap.html"), "<lastmod>2026-01-01</lastmod><changefreq>daily</changefreq>"),
             (u("/index.html"), "<lastmod>2026-02-01T00:00:00Z</lastmod>"),
@@ -90,7 +93,7 @@ def site(tmp_path: Path):
 
 
 SITEMAPS_IN_ORDER = ["/sitemap_index.xml", "/sitemap.txt", "/maps/a.xml.gz", "/maps/nested.xml", "/maps/html.xml",
-                     "/maps/bomb.xml.gz", "/maps/deep.xml"]
+                     "/maps/bomb.xml.gz", "/maps/loop.xml", "/maps/deep.xml"]
 PAGES = ["/index.html", "/docs/page.html", "/only-in-sitemap.html", "/text-only.html"]
 
 
@@ -123,7 +126,7 @@ def test_a_crawl_reads_its_sitemaps_one_at_a_time_within_the_limits(site, tmp_pa
         assert only["revisit_interval"] == 86400 and only["next_fetch_at"] == pytest.approx(only["fetched_at"] + 86400)
 
         st = status(crawl_dir)
-        assert st["sitemaps"] == {"read": 5, "errors": 3, "listed": 6, "taken": 4}
+        assert st["sitemaps"] == {"read": 6, "errors": 3, "listed": 6, "taken": 4}
         assert (st["totals"]["pages"], st["totals"]["errors"]) == (4, 0)
         assert st["control"]["sitemaps"] == "1"
         assert st["errors"] == {"sitemap": 3}
@@ -133,7 +136,7 @@ def test_a_crawl_reads_its_sitemaps_one_at_a_time_within_the_limits(site, tmp_pa
         assert (f"Sitemap {site.url('/maps/deep.xml')}: a sitemap index 3 levels below robots.txt "
                 "(SITEMAP_MAX_DEPTH is 2): its 1 files not read") in log
         for stat, n in (("sitemap/urls_off_location", 2), ("rules/denied", 1),
-                        ("sitemap/urls_taken", 4), ("sitemap/read", 5), ("sitemap/failed", 2)):
+                        ("sitemap/urls_taken", 4), ("sitemap/read", 6), ("sitemap/failed", 2)):
             assert f"'{stat}': {n}," in log or f"'{stat}': {n}}}" in log, stat
 
         # Run again: nothing new, no sitemap read twice.

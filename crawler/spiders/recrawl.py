@@ -50,7 +50,8 @@ from crawler.config import ConfigError
 from crawler.crawldir import crawl_name
 from crawler.items import PageItem
 from crawler.progress import duration
-from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider, content_length
+from crawler.responses import content_length
+from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, normalize, url_site
 

@@ -16,7 +16,9 @@ Arguments (``-a``):
   crawl, whose pages are scored and whose links are followed by topic.
 - ``allow``, ``deny``, ``rules``: URL rules (``crawler/rules.py``);
   ``sitemaps``: ``1`` (default) or ``0``, whether the crawl reads sitemaps
-  (``crawler/sitemaps.py``). Both are the crawl's, recorded like ``follow``.
+  (``crawler/sitemaps.py``); ``languages``: ``en,de``, the languages whose
+  pages' links are followed (``crawler/variants.py``). All are the crawl's,
+  recorded like ``follow``.
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts).
@@ -29,6 +31,7 @@ order the page lives, each in the module named for it::
     topic score             crawler/topic.py (-a topic)
     page check              crawler/pagecheck.py: duplicate check + template count, one Redis round trip
     page type               crawler/pagetype.py: index or info, and the site's first pages typed again
+    canonical, language     crawler/variants.py: a copy of its canonical URL? its language, hreflang alternates
     store                   yield the item (crawler/pipelines.py); robots noindex: not stored
     follow                  crawler/follow.py: scope, follow policy, URL cache, depth, topic priorities
 
@@ -61,11 +64,10 @@ from scrapy import Request, Spider
 from scrapy.http import Response, TextResponse
 
 from crawler import fingerprint
-from crawler.canonical import TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.encoding import EncodingHints, decode_html
-from crawler.extract import Page, analyze
+from crawler.extract import analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
 from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
@@ -78,12 +80,15 @@ from crawler.pagecheck import PageCheck
 from crawler.pagehead import parse_robots_directives
 from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
+from crawler.responses import content_length, header, is_html, revisit_due
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
 from crawler.rules import RulesError, UrlRules, read_rules_file
 from crawler.seeds import read_seeds, seeds_again
 from crawler.sitemaps import Sitemaps
+from crawler.language import parse_languages
 from crawler.topic import Topic, TopicError, load_topic
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, normalize, url_site
+from crawler.variants import Variants
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -108,7 +113,7 @@ class SiteSpider(Spider):
     frontier_callbacks = frozenset({"parse", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "sitemap_failed"})
     arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
-                                  "sitemaps")
+                                  "sitemaps", "languages")
     # Whether this spider records its -a follow as the crawl's policy (the
     # re-crawl reads the crawl's, and may be asked another for one pass).
     records_follow = True
@@ -117,7 +122,8 @@ class SiteSpider(Spider):
     def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
                         scope: str | None = None, follow: str | None = None, topic: str | None = None,
                         allow: str | None = None, deny: str | None = None, rules: str | None = None,
-                        sitemaps: str | None = None, **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
+                        sitemaps: str | None = None, languages: str | None = None,
+                        **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         """The seeds (normal form) and the bad seeds with their reasons;
         ``ConfigError`` for an argument the spider cannot run with."""
         unknown = sorted(set(kwargs) - _RUNNER_ARGUMENTS)
@@ -132,6 +138,7 @@ class SiteSpider(Spider):
             raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
         if sitemaps is not None and sitemaps not in ("0", "1"):
             raise ConfigError(f"-a sitemaps={sitemaps!r} is not 0 or 1")
+        cls.crawl_languages(languages)
         if topic is not None:
             cls.read_topic(topic)
         raw_seeds = read_seeds(seeds, seeds_file)
@@ -153,6 +160,17 @@ class SiteSpider(Spider):
             if url_rules.verdict(seed) is not None:
                 raise ConfigError(f"seed {seed} is excluded by the URL rules: {url_rules.describe(seed)}")
         return list(dict.fromkeys(good)), bad
+
+    @staticmethod
+    def crawl_languages(languages: str | None) -> str | None:
+        """``-a languages=en,de`` as the crawl records it ("de,en"; None: not
+        asked); ``ConfigError`` for an entry that is no language code."""
+        if languages is None:
+            return None
+        try:
+            return ",".join(parse_languages(languages)) or None
+        except ValueError as exc:
+            raise ConfigError(f"-a languages: {exc}") from None
 
     @staticmethod
     def url_rules(allow: str | None, deny: str | None, rules: str | None) -> UrlRules:
@@ -191,11 +209,13 @@ class SiteSpider(Spider):
         deny: str | None = None,
         rules: str | None = None,
         sitemaps: str | None = None,
+        languages: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, None, allow, deny, rules,
-                                                         sitemaps, **kwargs)
+                                                         sitemaps, languages, **kwargs)
         self.asked_sitemaps = sitemaps
+        self.asked_languages = self.crawl_languages(languages)
         self.rules = self.url_rules(allow, deny, rules)
         self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
         super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
@@ -205,7 +225,6 @@ class SiteSpider(Spider):
         self.follow = follow
         self._resolver = LinkResolver()
         self._encodings = EncodingHints()
-        self._canonical_trust = CanonicalTrust()
         # The steps of a page's life, built from the crawler's settings
         # (from_crawler): a spider made without a crawler only makes requests.
         self.follower: Follower
@@ -214,6 +233,7 @@ class SiteSpider(Spider):
         self.max_text_chars: int
         self.max_redirects: int
         self.sitemaps: Sitemaps
+        self.variants: Variants
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -225,8 +245,9 @@ class SiteSpider(Spider):
         spider.follower = Follower(crawler, spider._request, scope=spider.scope, follow=spider.follow,
                                    seed_urls=spider.seed_urls, topic=spider.topic, rules=spider.rules,
                                    records_policy=cls.records_follow,
-                                   choices={"sitemaps": spider.asked_sitemaps})
+                                   choices={"sitemaps": spider.asked_sitemaps, "languages": spider.asked_languages})
         spider.sitemaps = Sitemaps(crawler, spider.follower, spider)
+        spider.variants = Variants(crawler, spider.follower)
         crawler.signals.connect(spider.sitemaps.robots_read, signal=ROBOTS_READ)
         spider.pagecheck = PageCheck(crawler)
         spider.typer = PageTyper(crawler)
@@ -278,8 +299,8 @@ class SiteSpider(Spider):
         item = PageItem(
             url=url, site=url_site(url), depth=int(response.meta.get("depth", 0)), status=response.status,
             fetched_at=time.time(),
-            etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
-            referer=response.meta.get("referer_url"), revisit=_revisit(response.meta),
+            etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
+            referer=response.meta.get("referer_url"), revisit=revisit_due(response.meta),
             content_length=content_length(response),
         )
         if response.status in REDIRECT_STATUSES:
@@ -287,7 +308,7 @@ class SiteSpider(Spider):
             return
         robots = parse_robots_directives(
             ",".join(v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")))
-        if not isinstance(response, TextResponse) or not _is_html(response):
+        if not isinstance(response, TextResponse) or not is_html(response):
             item.page_type = self.typer.other_type()
             item.encoding = getattr(response, "encoding", None)
             # What a re-crawl compares: the bytes, as they came.
@@ -300,7 +321,7 @@ class SiteSpider(Spider):
     def _html(self, response: Response, item: PageItem, robots: frozenset[str]) -> Iterator[Any]:
         url, stats, topic = item.url, self.crawler.stats, self.topic
         # Decode and extract.
-        text, item.encoding = decode_html(response.body, _header(response, b"Content-Type"),
+        text, item.encoding = decode_html(response.body, header(response, b"Content-Type"),
                                           self._encodings.get(item.site))
         self._encodings.remember(item.site, item.encoding)
         page = analyze(parse_html(text), url, link_context=topic is not None)
@@ -321,7 +342,8 @@ class SiteSpider(Spider):
         checked = self.pagecheck.check(item, keys)
         typed = self.typer.type_page(url, page, blocks, keys, checked.template, item.site)
         item.page_type = typed.page_type
-        canonical, canonical_copy = self._canonical(response, page, item)
+        canonical, canonical_copy = self.variants.canonical(response, page, item)
+        language_followed = self.variants.language(response, page, item, page.text)
 
         # Store it.
         if "noindex" in robots:
@@ -336,7 +358,7 @@ class SiteSpider(Spider):
             # Typed alone for want of the site's template: kept to be typed
             # again once it is known; its links with it, to follow then if
             # it turns out to be an index page.
-            later = (not self.follower.follow_all and topic is None and item.page_type != INDEX
+            later = (not self.follower.follow_all and topic is None and item.page_type != INDEX and language_followed
                      and not checked.duplicate and not canonical_copy and "nofollow" not in robots)
             self.typer.keep_first_page(item, typed, "noindex" not in robots,
                                        [u for u in out if u != refresh] if later else [], response.meta)
@@ -345,6 +367,7 @@ class SiteSpider(Spider):
         if "nofollow" in robots:
             stats.inc_value("robots/nofollow")
             return
+        yield from self.variants.alternates(item)
         if refresh is not None and not checked.duplicate:
             # A meta refresh is a redirect: followed whatever the page's type,
             # under the same loop and hop limits. The page itself, which has
@@ -352,49 +375,14 @@ class SiteSpider(Spider):
             follow, _ = self._hop(response, item, refresh)
             if follow is not None:
                 yield follow
-        if checked.duplicate or canonical_copy:
-            return  # a copy's links only repeat work (the textbook's reason)
+        if checked.duplicate or canonical_copy or not language_followed:
+            return  # a copy's links only repeat work (the textbook's reason); another language's are not wanted
         links = (u for u in out if u != refresh)  # the refresh target was judged as a hop above
         if topic is not None and item.topic_score is not None:
             yield from self.follower.follow_topic(topic, url, item.depth, item.topic_score, bool(item.on_topic),
                                                   meta_int(response.meta, "topic_hops"), links, out, contexts)
             return
         yield from self.follower.page_links(item.page_type == INDEX, url, item.depth, links)
-
-    def _canonical(self, response: Response, page: Page, item: PageItem) -> tuple[Request | None, bool]:
-        """The page's canonical link (``crawler/canonical.py``; the ``Link``
-        header's, else the markup's), stored as ``canonical``. When it is
-        another URL in scope that the rules allow, on a site whose
-        canonicals are not untrusted, the page is a copy of it (``dup_of``,
-        unless it copies another page already) and the URL is queued (the
-        request returned). True when the page's links are not to be
-        followed: a copy of a page of its own site, the site's canonicals
-        trusted (while they are being learned, they are followed)."""
-        raw = link_header_canonical(v.decode("latin-1") for v in response.headers.getlist(b"Link")) \
-            or page.canonical
-        if raw is None:
-            return None, False
-        stats = self.crawler.stats
-        try:
-            base = normalize(page.base_href, item.url) if page.base_href else item.url
-            target = normalize(raw, base)
-        except InvalidURL:
-            stats.inc_value("canonical/invalid")
-            return None, False
-        item.canonical = target
-        if target == item.url:
-            return None, False
-        if not self.follower.in_scope(target) or self.follower.allows(target) is not None:
-            stats.inc_value("canonical/ignored")
-            return None, False
-        verdict = self._canonical_trust.record(item.site, target)
-        if verdict == UNTRUSTED:
-            stats.inc_value("canonical/untrusted")
-            return None, False
-        stats.inc_value("canonical/copy")
-        item.dup_of = item.dup_of or target
-        follow = list(self.follower.follow([target], item.url, item.depth, priority=1))
-        return (follow[0] if follow else None), verdict == TRUSTED and url_site(target) == item.site
 
     def _score(self, topic: Topic, response: Response, item: PageItem, title: str, own_text: str) -> None:
         """A focused crawl's page: its topic score, and the tunnel figures."""
@@ -426,7 +414,7 @@ class SiteSpider(Spider):
         """A 3xx answer: the source is stored (status, and its target as its
         one link); the target is judged by ``_hop``. A missing Location, a
         loop and the hop limit make the source an error record."""
-        location = _header(response, b"Location")
+        location = header(response, b"Location")
         target = location_target(location, item.url)
         if target is None:
             item.state = "E"
@@ -490,32 +478,7 @@ class SiteSpider(Spider):
             url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)),
             state="E", status=response.status if response is not None else None,
             fetched_at=time.time(), error=failure_reason(failure),
-            referer=request.meta.get("referer_url"), revisit=_revisit(request.meta),
-            etag=_header(response, b"ETag") if response is not None else None,
-            last_modified=_header(response, b"Last-Modified") if response is not None else None,
+            referer=request.meta.get("referer_url"), revisit=revisit_due(request.meta),
+            etag=header(response, b"ETag") if response is not None else None,
+            last_modified=header(response, b"Last-Modified") if response is not None else None,
         )
-
-
-def _revisit(meta: dict[str, Any]) -> int | None:
-    """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
-    due = meta.get("revisit")
-    return due if isinstance(due, int) and not isinstance(due, bool) else None
-
-
-def content_length(response: Response) -> int | None:
-    """The response's Content-Length header as sent (None: absent or not a
-    length). For a HEAD, the length a GET would have had."""
-    value = response.headers.get(b"Content-Length")
-    if not value or not value.isdigit() or len(value) > 15:
-        return None
-    return int(value)
-
-
-def _header(response: Response, name: bytes) -> str | None:
-    value = response.headers.get(name)
-    return value.decode("latin-1") if value else None
-
-
-def _is_html(response: TextResponse) -> bool:
-    ctype = (response.headers.get(b"Content-Type") or b"text/html").split(b";")[0].strip().lower()
-    return ctype in (b"text/html", b"application/xhtml+xml", b"text/plain") or not ctype

@@ -33,7 +33,7 @@ PAGE_FIELDS = (
     "abstract", "simhash", "content_hash", "dup_of", "fetched_at", "etag",
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
-    "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
+    "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq", "lang", "alternates",
 )
 # Fields the stores set from the sitemaps' listings, not from the page.
 SITEMAP_FIELDS = ("in_sitemap", "lastmod", "changefreq")
@@ -52,6 +52,7 @@ REVISIT_FIELDS = (
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
     "content_length", "evidence", "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
+    "lang", "alternates",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most

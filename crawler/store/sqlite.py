@@ -57,7 +57,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and canonical links (crawler/canonical.py)
                     "canonical": "TEXT",
                     # and sitemaps (crawler/sitemaps.py)
-                    "in_sitemap": "INTEGER", "lastmod": "REAL", "changefreq": "TEXT"}
+                    "in_sitemap": "INTEGER", "lastmod": "REAL", "changefreq": "TEXT",
+                    # and languages (crawler/variants.py)
+                    "lang": "TEXT", "alternates": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -357,7 +359,7 @@ def _column(name: str, value: Any) -> Any:
     return value
 
 
-_JSON: dict[str, Any] = {"history": [], "evidence": None}  # JSON columns, and what a missing or unreadable one reads as
+_JSON: dict[str, Any] = {"history": [], "evidence": None, "alternates": None}  # JSON columns, and what a missing or unreadable one reads as
 
 
 def _page(row: sqlite3.Row) -> dict[str, Any]:

@@ -1,0 +1,35 @@
+"""What the spiders read of a response's headers and meta: pure helpers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapy.http import Response, TextResponse
+
+__all__ = ["content_length", "header", "is_html", "revisit_due"]
+
+
+def revisit_due(meta: dict[str, Any]) -> int | None:
+    """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
+    due = meta.get("revisit")
+    return due if isinstance(due, int) and not isinstance(due, bool) else None
+
+
+def content_length(response: Response) -> int | None:
+    """The response's Content-Length header as sent (None: absent or not a
+    length). For a HEAD, the length a GET would have had."""
+    value = response.headers.get(b"Content-Length")
+    if not value or not value.isdigit() or len(value) > 15:
+        return None
+    return int(value)
+
+
+def header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def is_html(response: TextResponse) -> bool:
+    ctype = (response.headers.get(b"Content-Type") or b"text/html").split(b";")[0].strip().lower()
+    return ctype in (b"text/html", b"application/xhtml+xml", b"text/plain") or not ctype

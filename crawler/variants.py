@@ -1,0 +1,136 @@
+"""A page's other URLs and its language, in a crawl: its canonical link
+(``crawler/canonical.py``) and its language alternates (``hreflang``), and
+whether the crawl's languages let its links be followed.
+
+- **Canonical**: the ``Link`` header's, else the markup's, stored as
+  ``canonical``. Another URL in scope that the rules allow, on a site whose
+  canonicals are not untrusted, makes the page a copy of it (``dup_of``,
+  unless it copies another page already) and is queued; a copy of a page of
+  its own site, the site's canonicals trusted, has its links left alone.
+- **Language** (``crawler/language.py``): ``lang``, the declared language
+  checked against the text, and ``alternates`` (hreflang -> URL, from the
+  markup and the ``Link`` header; values that are no URL are dropped and
+  counted). Alternates in scope, allowed by the rules and, with ``-a
+  languages``, in one of the crawl's languages (or ``x-default``) are
+  queued, one level deeper than the page.
+- **-a languages=en,de**: the crawl's languages (recorded in its meta like
+  its rules): a page in another language is stored, its links are not
+  followed (a page whose language is unknown is followed).
+
+Stats: ``canonical/copy``, ``canonical/untrusted``, ``canonical/ignored``,
+``canonical/invalid``; ``lang/declared``, ``lang/overruled``,
+``lang/identified``, ``lang/unknown``, ``lang/alternates_invalid``,
+``lang/alternates_queued``, ``lang/not_followed`` (pages in another
+language whose links were not followed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from crawler.canonical import TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
+from crawler.language import link_header_alternates, page_language, tag
+from crawler.urls import InvalidURL, normalize, url_site
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from crawler.extract import Page
+    from crawler.follow import Follower
+    from crawler.items import PageItem
+
+__all__ = ["Variants"]
+
+
+class Variants:
+    def __init__(self, crawler: Crawler, follower: Follower) -> None:
+        self.crawler = crawler
+        self.follower = follower
+        self.trust = CanonicalTrust()
+
+    @property
+    def languages(self) -> frozenset[str]:
+        """The crawl's languages (empty: any), as settled at start."""
+        raw = self.follower.choices.get("languages") or ""
+        return frozenset(x for x in raw.split(",") if x)
+
+    def _base(self, page: Page, url: str) -> str:
+        try:
+            return normalize(page.base_href, url) if page.base_href else url
+        except InvalidURL:
+            return url
+
+    # -- canonical -----------------------------------------------------------------------
+    def canonical(self, response: Response, page: Page, item: PageItem) -> tuple[Request | None, bool]:
+        """The page's canonical link (see the module): the request for it
+        when it is queued, and whether the page's links are to be left alone."""
+        raw = link_header_canonical(v.decode("latin-1") for v in response.headers.getlist(b"Link")) \
+            or page.canonical
+        if raw is None:
+            return None, False
+        stats = self.crawler.stats
+        try:
+            target = normalize(raw, self._base(page, item.url))
+        except InvalidURL:
+            stats.inc_value("canonical/invalid")
+            return None, False
+        item.canonical = target
+        if target == item.url:
+            return None, False
+        if not self.follower.in_scope(target) or self.follower.allows(target) is not None:
+            stats.inc_value("canonical/ignored")
+            return None, False
+        verdict = self.trust.record(item.site, target)
+        if verdict == UNTRUSTED:
+            stats.inc_value("canonical/untrusted")
+            return None, False
+        stats.inc_value("canonical/copy")
+        item.dup_of = item.dup_of or target
+        follow = list(self.follower.follow([target], item.url, item.depth, priority=1))
+        return (follow[0] if follow else None), verdict == TRUSTED and url_site(target) == item.site
+
+    # -- language ------------------------------------------------------------------------
+    def language(self, response: Response, page: Page, item: PageItem, text: str) -> bool:
+        """Set the page's ``lang`` and ``alternates``; whether the crawl's
+        languages let its links be followed."""
+        stats = self.crawler.stats
+        declared = page.lang or _header(response, b"Content-Language")
+        item.lang, how = page_language(declared, text)
+        stats.inc_value(f"lang/{how}")
+        raw = [*page.alternates,
+               *link_header_alternates(v.decode("latin-1") for v in response.headers.getlist(b"Link"))]
+        alternates: dict[str, str] = {}
+        base = self._base(page, item.url)
+        for hreflang, href in raw:
+            lang = tag(hreflang)
+            try:
+                url = normalize(href, base) if lang is not None else None
+            except InvalidURL:
+                url = None
+            if lang is None or url is None:
+                stats.inc_value("lang/alternates_invalid")
+                continue
+            alternates.setdefault(lang, url)
+        item.alternates = alternates or None
+        wanted = self.languages
+        followed = not wanted or item.lang is None or item.lang in wanted
+        if not followed:
+            stats.inc_value("lang/not_followed")
+        return followed
+
+    def alternates(self, item: PageItem) -> Iterator[Request]:
+        """Requests for the page's alternates the crawl wants (see the module)."""
+        wanted = self.languages
+        urls = [url for lang, url in (item.alternates or {}).items()
+                if url != item.url and (not wanted or lang == "x-default" or lang.split("-", 1)[0] in wanted)]
+        for request in self.follower.follow(urls, item.url, item.depth + 1):
+            self.crawler.stats.inc_value("lang/alternates_queued")
+            yield request
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None

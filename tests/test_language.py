@@ -1,0 +1,70 @@
+"""A page's language and alternates (crawler/language.py, the head reader)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.extract import analyze
+from crawler.language import link_header_alternates, page_language, parse_languages, primary, tag
+
+EN = ("The harbour was quiet in the early morning, and the fishermen were mending their nets while the gulls "
+      "circled above the boats. Later in the day the market opened and people from the villages came to buy "
+      "bread, cheese and fresh vegetables from the farms along the river.")
+DE = ("Der Hafen war am frühen Morgen still, und die Fischer flickten ihre Netze, während die Möwen über den "
+      "Booten kreisten. Später am Tag öffnete der Markt, und die Leute aus den Dörfern kamen, um Brot, Käse und "
+      "frisches Gemüse von den Höfen entlang des Flusses zu kaufen.")
+FR = ("Le port était calme tôt le matin, et les pêcheurs réparaient leurs filets pendant que les mouettes "
+      "tournaient au-dessus des bateaux. Plus tard dans la journée, le marché ouvrait et les gens des villages "
+      "venaient acheter du pain, du fromage et des légumes frais des fermes le long de la rivière.")
+SQL = "SELECT id, name FROM t WHERE id = 1; INSERT INTO t VALUES (2, 'x'); CREATE INDEX i ON t (name); " * 4
+
+
+@pytest.mark.parametrize("value, t, p", [
+    ("en-GB", "en-gb", "en"), ("zh_Hant", "zh-hant", "zh"), (" DE ", "de", "de"), ("x-default", "x-default", None),
+    ("und", "und", None), ("english", None, None), ("", None, None), (None, None, None), ("e", None, None),
+    ("en, de", None, "en"),  # Content-Language may list several: the first
+])
+def test_tags_and_primary_subtags(value, t, p):
+    assert (tag(value), primary(value)) == (t, p)
+
+
+def test_crawl_languages_argument():
+    assert parse_languages("en,DE, en,") == ("de", "en")
+    with pytest.raises(ValueError, match="'english' is not a language code"):
+        parse_languages("en,english")
+    with pytest.raises(ValueError, match="'en-GB' is not a language code"):
+        parse_languages("en-GB")  # languages are compared by primary subtag
+
+
+@pytest.mark.parametrize("declared, text, expected", [
+    ("en", EN, ("en", "declared")),
+    ("de-AT", DE, ("de", "declared")),
+    ("de", EN, ("en", "overruled")),  # a template's lang copied to another language's pages
+    ("de", EN[:120], ("de", "declared")),  # too short to overrule
+    ("en", SQL, ("en", "declared")),  # the identifier is unsure of code: the markup stands
+    (None, FR, ("fr", "identified")),
+    ("no-such-tag!", DE, ("de", "identified")),
+    (None, SQL, (None, "unknown")),
+    (None, "short", (None, "unknown")),
+])
+def test_the_declared_language_is_checked_against_the_text(declared, text, expected):
+    assert page_language(declared, text) == expected
+
+
+def test_the_head_gives_the_declared_language_and_the_alternates():
+    page = analyze(f"""<html lang="fr-CA"><head><title>t</title>
+        <link rel="alternate" hreflang="de" href="/de/">
+        <link rel="alternate stylesheet" href="/s.css">
+        <link rel="alternate" hreflang="x-default" href=" https://a.org/ ">
+        <link rel="canonical" href="/fr/"></head><body><p>{FR}</p></body></html>""")
+    assert page.lang == "fr-CA" and page.canonical == "/fr/"
+    assert page.alternates == [("de", "/de/"), ("x-default", "https://a.org/")]
+    meta = analyze('<html><head><meta http-equiv="Content-Language" content="de"></head><body>x</body></html>')
+    assert meta.lang == "de"
+
+
+def test_link_header_alternates():
+    values = ['<https://a.org/de/>; rel="alternate"; hreflang="de", <https://a.org/>; rel=canonical',
+              "<https://a.org/fr/>; rel=alternate; hreflang=fr-CA", '<>; rel="alternate"; hreflang="es"',
+              '<https://a.org/x>; rel="alternate"; hreflang="not a tag"']
+    assert link_header_alternates(values) == [("de", "https://a.org/de/"), ("fr-ca", "https://a.org/fr/")]

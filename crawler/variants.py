@@ -8,7 +8,8 @@ whether the crawl's languages let its links be followed.
   unless it copies another page already) and is queued; a copy of a page of
   its own site, the site's canonicals trusted, has its links left alone.
 - **Language** (``crawler/language.py``): ``lang``, the declared language
-  checked against the text, and ``alternates`` (hreflang -> URL, from the
+  checked against the text (every page of a site until its first 20
+  declarations stood, then one in 16: this worker's count), and ``alternates`` (hreflang -> URL, from the
   markup and the ``Link`` header; values that are no URL are dropped and
   counted). Alternates in scope, allowed by the rules and, with ``-a
   languages``, in one of the crawl's languages (or ``x-default``) are
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from crawler.canonical import TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
-from crawler.language import link_header_alternates, page_language, tag
+from crawler.language import DeclarationTrust, link_header_alternates, page_language, tag
 from crawler.urls import InvalidURL, normalize, url_site
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Variants:
         self.crawler = crawler
         self.follower = follower
         self.trust = CanonicalTrust()
+        self.declarations = DeclarationTrust()
 
     @property
     def languages(self) -> frozenset[str]:
@@ -98,7 +100,10 @@ class Variants:
         languages let its links be followed."""
         stats = self.crawler.stats
         declared = page.lang or _header(response, b"Content-Language")
-        item.lang, how = page_language(declared, text)
+        check = self.declarations.should_check(item.site)
+        item.lang, how = page_language(declared, text, check)
+        if check and how in ("declared", "overruled"):
+            self.declarations.record(item.site, how == "declared")
         stats.inc_value(f"lang/{how}")
         raw = [*page.alternates,
                *link_header_alternates(v.decode("latin-1") for v in response.headers.getlist(b"Link"))]

@@ -68,3 +68,21 @@ def test_link_header_alternates():
               "<https://a.org/fr/>; rel=alternate; hreflang=fr-CA", '<>; rel="alternate"; hreflang="es"',
               '<https://a.org/x>; rel="alternate"; hreflang="not a tag"']
     assert link_header_alternates(values) == [("de", "https://a.org/de/"), ("fr-ca", "https://a.org/fr/")]
+
+
+def test_a_sites_declarations_are_trusted_once_they_stood_the_check():
+    from crawler.language import SPOT_CHECK, TRUST_AFTER, DeclarationTrust
+
+    trust = DeclarationTrust(max_sites=2)
+    for _ in range(TRUST_AFTER - 1):
+        assert trust.should_check("a.org")
+        trust.record("a.org", True)
+    assert trust.should_check("a.org")
+    trust.record("a.org", True)
+    checks = [trust.should_check("a.org") for _ in range(2 * SPOT_CHECK)]
+    assert checks.count(True) == 2 and checks[SPOT_CHECK - 1]  # one in SPOT_CHECK
+    trust.record("a.org", False)  # a spot check failed: every page checked again
+    assert all(trust.should_check("a.org") for _ in range(5))
+    trust.record("b.org", True)
+    trust.record("c.org", True)  # bounded: a.org, the least recent, forgotten
+    assert trust._sites.keys() == {"b.org", "c.org"}

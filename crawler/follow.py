@@ -41,6 +41,7 @@ import redis
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from crawler.frontier.service import FrontierService
+from crawler.importance import Importance
 from crawler.topic import Siblings, Topic, follow_links
 from crawler.rules import RulesError, UrlRules
 from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, in_scope, normalize, url_prefix, url_site
@@ -183,6 +184,7 @@ class Follower:
         self.seed_sites = frozenset(url_site(u) for u in seeds)
         self.seed_prefixes = frozenset(url_prefix(u) for u in seeds)
         self.seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
+        self.importance = Importance(crawler, 2 * settings.getint("FRONTIER_URL_CACHE"))
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.topic_tunnel = settings.getint("TOPIC_TUNNEL")
         self.siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
@@ -320,17 +322,21 @@ class Follower:
                                extra={"spider": self.crawler.spider})
 
     # -- following ---------------------------------------------------------------------------
-    def page_links(self, is_index: bool, url: str, depth: int, links: Iterable[str]) -> Iterator[Request]:
+    def page_links(self, is_index: bool, url: str, depth: int, links: Iterable[str],
+                   importance: Any = None) -> Iterator[Request]:
         """The links of a page of a crawl without a topic: followed from an
-        index page, or from any page under ``follow=all``."""
+        index page, or from any page under ``follow=all`` (``importance``:
+        the page's, in an importance crawl)."""
         if is_index or self.follow_all:
-            yield from self.follow(links, url, depth + 1)
+            yield from self.follow(links, url, depth + 1, importance=importance)
 
     def follow(self, links: Iterable[str], referer: str, depth: int, priority: int = 0,
                meta: dict[str, Any] | None = None,
-               link_meta: Callable[[str], dict[str, Any]] | None = None) -> Iterator[Request]:
+               link_meta: Callable[[str], dict[str, Any]] | None = None, importance: Any = None) -> Iterator[Request]:
         """Requests for the links not sent before, at ``depth`` (the number of
-        links from a seed: a redirect keeps its source's depth)."""
+        links from a seed: a redirect keeps its source's depth). In an
+        importance crawl each link gains a share of ``importance`` (the
+        page's), those sent before too (``crawler/importance.py``)."""
         stats = self.stats
         if self.depth_limit and depth > self.depth_limit:
             stats.inc_value("depth/request_ignored_count")
@@ -338,9 +344,16 @@ class Follower:
         stats.max_value("request_depth_max", depth)
         seen = self.seen
         new = parsed = 0
+        ranked = self.importance.enabled
+        cash = 0
+        if ranked:
+            links = [u for u in links if self.covers(u) or u in seen]
+            cash = self.importance.cash(importance, len(links))
         for link in links:
             parsed += 1
             if link in seen:
+                if ranked:
+                    self.importance.raise_sent(link, cash)
                 continue
             # Judged before it is remembered: a link out of scope now may be in
             # scope once another worker's seeds widen it.
@@ -360,6 +373,8 @@ class Follower:
                 request.meta.update(meta)
             if link_meta is not None:
                 request.meta.update(link_meta(link))
+            if ranked:
+                self.importance.mark(request, cash)
             yield request
         stats.inc_value("frontier/links_new", new)
         stats.inc_value("frontier/links_parsed", parsed)

@@ -62,6 +62,9 @@ class PageItem:
     # The page's language (a primary subtag: en, de, zh) and its hreflang
     # alternates (language tag -> URL), crawler/variants.py.
     lang: str | None = None
+    # An importance crawl's (-a order=importance, crawler/importance.py):
+    # the page's importance when it was leased.
+    importance: float | None = None
     alternates: dict[str, str] | None = None
     lastmod: float | None = None
     changefreq: str | None = None

@@ -16,7 +16,10 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "topic": null, or for a focused crawl {"on_topic", "pages",
      "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"},
      "control": {"scope", "follow", "rules", "sitemaps", "languages"} as
-     the crawl recorded them (null: not recorded), "sitemaps": {"read",
+     the crawl recorded them (null: not recorded), with "order" (bfs, dfs,
+     importance or topic) and "best_waiting" (the best priority queued: an
+     importance crawl's importance, a focused crawl's link priority; null
+     in a bfs or dfs crawl or with nothing queued), "sitemaps": {"read",
      "errors", "listed", "taken"} (sitemap files read and failed, URLs
      they listed, URLs in scope and allowed that were queued or known)}
 
@@ -58,6 +61,8 @@ from scrapy import Request
 from scrapy.utils.request import RequestFingerprinter
 
 from crawler.frontier.frontier import Frontier
+from crawler.frontier.meta import ORDER_NAMES
+from crawler.frontier.queues import IRANGE
 from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_to_json
 from crawler.rules import UrlRules
@@ -157,7 +162,14 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         for key in TOPIC_FIGURES:
             topic[key] = sum(int(_number((rec.get("topic") or {}).get(key), 0))
                              for rec in records.values() if isinstance(rec.get("topic"), dict))
-    control = {name: frontier.meta.crawl_policy(name) for name in CONTROL_NAMES}
+    control: dict[str, Any] = {name: frontier.meta.crawl_policy(name) for name in CONTROL_NAMES}
+    recorded = frontier.recorded_order() or "fifo"
+    rank = frontier.views.best_waiting() if recorded not in ("fifo", "lifo") else None
+    control["order"] = "topic" if recorded.startswith("topic:") else ORDER_NAMES.get(recorded, recorded)
+    # The best priority waiting: an importance crawl's importance, a focused
+    # crawl's link priority (0 to 1).
+    control["best_waiting"] = None if rank is None else (
+        (IRANGE - rank) / 100.0 if recorded == "importance" else (1000 - rank) / 1000.0)
     sitemaps = {"read": stats.get("sitemaps_read", 0), "errors": stats.get("sitemap_errors", 0),
                 "listed": stats.get("sitemap_listed", 0), "taken": stats.get("sitemap_taken", 0)}
     return {

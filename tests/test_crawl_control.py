@@ -14,7 +14,7 @@ import pytest
 from crawler.store import SQLiteStore
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
-from tests.support.servers import start_server
+from tests.support.servers import serve_pages
 
 pytestmark = pytest.mark.slow
 
@@ -42,13 +42,7 @@ def page(path: str, links: list[str]) -> str:
 
 @pytest.fixture
 def site(tmp_path: Path):
-    root = tmp_path / "www"
-    for path, links in PAGES.items():
-        f = root / path.lstrip("/")
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(page(path, links))
-    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
-    server = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    server = serve_pages(tmp_path, {path: page(path, links) for path, links in PAGES.items()})
     try:
         yield server
     finally:

@@ -58,7 +58,10 @@ def render(st: dict[str, Any]) -> RenderableType:
                     f"{r['changed']:,} changed, {r['gone']:,} gone, {r['moved']:,} moved")
     c = st.get("control") or {}
     if any(v is not None for v in c.values()):
-        head.append(f"\ncontrol: scope {c.get('scope') or 'site'}, follow {c.get('follow') or 'index'}, "
+        best = c.get("best_waiting")
+        head.append(f"\ncontrol: order {c.get('order') or 'bfs'}"
+                    + (f" (best waiting {best:g})" if best is not None else "")
+                    + f", scope {c.get('scope') or 'site'}, follow {c.get('follow') or 'index'}, "
                     f"sitemaps {'off' if c.get('sitemaps') == '0' else 'on'}, "
                     f"languages {c.get('languages') or 'any'}"
                     + (f", URL rules {c['rules']}" if c.get("rules") not in (None, '{"allow": [], "deny": []}') else ""))

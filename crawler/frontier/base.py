@@ -46,6 +46,7 @@ class Settings:
 class State:
     """What the worker learns of the crawl as it runs."""
 
-    ordered: bool = False  # a focused crawl's: queues by priority (CrawlMeta.check_layout)
+    ordered: bool = False  # a focused or importance crawl's: queues by priority (CrawlMeta.check_layout)
+    order: str = "fifo"  # the crawl's queue order: fifo, lifo, importance, topic:<digest>
     live_nodes: int = 1  # workers of the crawl alive at the last count
     stop_mode: str | None = None  # the operator's stop, as of the last heartbeat

@@ -17,7 +17,16 @@ if TYPE_CHECKING:
     from crawler.redis.gateway import Call, Gateway
     from crawler.redis.keys import Keys
 
-__all__ = ["CrawlMeta", "FrontierLayoutError"]
+__all__ = ["ORDERS", "ORDER_NAMES", "CrawlMeta", "FrontierLayoutError"]
+
+# -a order -> the queue order recorded in the crawl's meta, and back.
+ORDERS = {"bfs": "fifo", "dfs": "lifo", "importance": "importance"}
+ORDER_NAMES = {v: k for k, v in ORDERS.items()}
+
+
+def _asking(order: str) -> str:
+    """An order as a user asks for it, for messages."""
+    return "a topic (-a topic)" if order.startswith("topic:") else f"-a order={ORDER_NAMES.get(order, order)}"
 
 
 class FrontierLayoutError(RuntimeError):
@@ -69,10 +78,16 @@ class CrawlMeta:
         if order is not None:
             self._check_order(order)
         else:
-            recorded = client.hget(self.keys.meta, "order")
-            self.state.ordered = recorded is not None and _s(recorded) != "fifo"
+            raw = client.hget(self.keys.meta, "order")
+            recorded = _s(raw) if raw is not None else "fifo"
+            self.state.order = recorded
+            self.state.ordered = recorded not in ("fifo", "lifo")
 
     def _check_order(self, order: str) -> None:
+        """Record or check the crawl's queue order: "fifo" (-a order=bfs),
+        "lifo" (dfs), "importance", a focused crawl's "topic:<digest>", or
+        "any" (a worker without -a order nor topic: it takes the crawl's
+        order, unless the crawl is a focused one; a new crawl is "fifo")."""
         client = self.gateway.counted()
         recorded_raw = client.hget(self.keys.meta, "order")
         if recorded_raw is None:
@@ -81,29 +96,48 @@ class CrawlMeta:
             # anything is written, so a worker joining at the same moment
             # cannot make a new crawl look old.
             started = any(client.hexists(sk.stats, "enqueued") for sk in self.keys.site_shards)
-            if started and order != "fifo":
+            if started and order.startswith("topic:"):
                 raise FrontierLayoutError(
                     f"crawl {self.keys.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
                     f"of its own: start it with another -s CRAWL_NAME=...")
-            client.hsetnx(self.keys.meta, "order", "fifo" if started else order)
+            if started and order not in ("fifo", "any"):
+                raise FrontierLayoutError(
+                    f"crawl {self.keys.crawl!r} was started breadth-first (before -a order was recorded); "
+                    f"{_asking(order)} is a crawl of its own: start it with another -s CRAWL_NAME=...")
+            client.hsetnx(self.keys.meta, "order", "fifo" if started or order == "any" else order)
             recorded_raw = client.hget(self.keys.meta, "order")
         recorded = _s(recorded_raw or b"fifo")
+        topic_crawl = recorded.startswith("topic:")
+        if order == "any" and not topic_crawl:
+            order = recorded
         if recorded != order:
-            if order == "fifo":
+            if order in ("fifo", "any") and topic_crawl:
                 raise FrontierLayoutError(
                     f"crawl {self.keys.crawl!r} is a focused crawl: join it with -a topic= and the same topic file")
-            if recorded == "fifo":
+            if recorded == "fifo" and order.startswith("topic:"):
                 raise FrontierLayoutError(
                     f"crawl {self.keys.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
                     f"of its own: start it with another -s CRAWL_NAME=...")
+            if topic_crawl and order.startswith("topic:"):
+                raise FrontierLayoutError(
+                    f"crawl {self.keys.crawl!r} was started with another topic; join it with the same topic file, "
+                    f"or start a crawl of your own (-s CRAWL_NAME=...)")
+            if topic_crawl or order.startswith("topic:"):
+                raise FrontierLayoutError(
+                    f"crawl {self.keys.crawl!r} has {_asking(recorded)}; this worker asks {_asking(order)}: a focused "
+                    f"crawl keeps its topic order; start another crawl (-s CRAWL_NAME=...)")
             raise FrontierLayoutError(
-                f"crawl {self.keys.crawl!r} was started with another topic; join it with the same topic file, "
-                f"or start a crawl of your own (-s CRAWL_NAME=...)")
-        self.state.ordered = order != "fifo"
-        if order != "fifo":
-            # Each shard's scripts read the flag (one shard at a time: on a
-            # cluster the shards' keys lie in different slots).
-            self.gateway.run_many([("HSET", [sk.stats], ["ordered", "1"]) for sk in self.keys.site_shards])
+                f"crawl {self.keys.crawl!r} has -a order={ORDER_NAMES[recorded]} (recorded when it started); this "
+                f"worker asks -a order={ORDER_NAMES[order]}: join it with -a order={ORDER_NAMES[recorded]} (or without "
+                f"-a order), or start another crawl (-s CRAWL_NAME=...)")
+        self.state.order = recorded
+        self.state.ordered = recorded != "fifo" and recorded != "lifo"
+        # Each shard's scripts read the flags (one shard at a time: on a
+        # cluster the shards' keys lie in different slots).
+        flags = (["ordered", "1", "importance", "1"] if recorded == "importance" else ["ordered", "1"]
+                 if self.state.ordered else ["lifo", "1"] if recorded == "lifo" else [])
+        if flags:
+            self.gateway.run_many([("HSET", [sk.stats], flags) for sk in self.keys.site_shards])
 
     def crawl_policy(self, name: str, propose: str | None = None) -> str | None:
         """A per-crawl choice recorded in the crawl's meta (``follow``): with

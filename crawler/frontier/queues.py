@@ -38,7 +38,10 @@ if TYPE_CHECKING:
     from crawler.redis.gateway import Call, Gateway
     from crawler.redis.keys import Keys
 
-__all__ = ["CommitResult", "Lease", "LinkEntry", "Queues", "entry_priority", "fingerprint_slot"]
+__all__ = ["IRANGE", "CommitResult", "Lease", "LinkEntry", "Queues", "entry_priority", "fingerprint_slot"]
+
+# An importance crawl's ranks: IRANGE - importance in hundredths (lua/shard.lua).
+IRANGE = 100_000
 
 
 def fingerprint_slot(fp: bytes, buckets: int) -> tuple[str, str]:
@@ -60,6 +63,10 @@ class LinkEntry:
     entry: str
     head: bool = False
     priority: int = 0  # 0..1000, in an ordered (focused) crawl: more goes first
+    # An importance crawl's: "i<importance>:<cash>" (hundredths: the URL's
+    # importance if new, what it gains if queued already) or "b<cash>" (a
+    # URL this worker sent before: only raised). See lua/shard.lua.
+    place: str = ""
 
 
 @dataclass(slots=True)
@@ -68,6 +75,12 @@ class Lease:
     site: str
     entry: str
     gap: float = 0.0  # seconds the site's requests must be apart (0: no delay)
+    rank: int = -1  # in an ordered shard, the entry's rank when leased (smaller: better); -1 otherwise
+
+    @property
+    def importance(self) -> float | None:
+        """An importance crawl's entry: its importance when leased."""
+        return (IRANGE - self.rank) / 100.0 if self.rank >= 0 else None
 
 
 @dataclass(slots=True)
@@ -163,7 +176,7 @@ class Queues:
             for link in w.links:
                 keys += [sk.seen(link.bucket) if link.bucket else sk.queue(link.site), sk.queue(link.site)]
                 args += [link.member if link.bucket else "", link.site, link.entry,
-                         "h" if link.head else (str(link.priority) if link.priority else "")]
+                         "h" if link.head else link.place or (str(link.priority) if link.priority else "")]
             args.append(len(w.acks))
             for lease_id, state, reason in w.acks:
                 args += [lease_id, state, reason]
@@ -285,12 +298,12 @@ class Queues:
                                                   else min(wait / 1000.0, 0.5))
                 if wait == -1:
                     empty.append(index)
-                got = (len(out) - 1) // 4
+                got = (len(out) - 1) // 5
                 # Entries are decoded leniently: one that is not UTF-8 (written
                 # into Redis by someone else) must reach the scheduler to be
                 # refused and settled, not fail the whole batch here.
                 got_leases = [Lease(_s(out[i]), _s(out[i + 1]), _s(out[i + 2], "surrogateescape"),
-                                    int(out[i + 3]) / 1000.0) for i in range(1, len(out), 4)]
+                                    int(out[i + 3]) / 1000.0, int(out[i + 4])) for i in range(1, len(out), 5)]
                 for lease in got_leases:
                     held[lease.site] = held.get(lease.site, 0) + 1
                 leases += got_leases

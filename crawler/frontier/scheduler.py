@@ -206,9 +206,11 @@ class FrontierScheduler(BaseScheduler):
         else:
             bucket, member = self.service.frontier.slot(self._fingerprint(request))
         priority = request.meta.get("topic_priority", 0)
+        imp, cash = request.meta.get("imp"), request.meta.get("imp_cash", 0)
         self.book.enqueue(LinkEntry(bucket, member, queue_key(host_of(request.url), self.queue_by), entry,
                                     request.priority > 0,
-                                    priority if type(priority) is int and 0 <= priority <= 1000 else 0))
+                                    priority if type(priority) is int and 0 <= priority <= 1000 else 0,
+                                    f"i{imp}:{cash}" if type(imp) is int and type(cash) is int else ""))
         if len(self.book.links) >= 1000:
             self._flush()
         return True
@@ -280,6 +282,8 @@ class FrontierScheduler(BaseScheduler):
                 self.stats.inc_value("frontier/refused_entry")
                 continue
             request.meta[LEASE_META] = lease.id
+            if lease.importance is not None and self.service.frontier.state.order == "importance":
+                request.meta["importance"] = lease.importance
             if lease.gap > 0:
                 request.meta[GAP_META] = lease.gap  # SendSpacingMiddleware may hold it at the wire
             # Redirects go back through the frontier as new URLs (the spider

@@ -90,6 +90,11 @@ META_KEYS: dict[str, str] = {
     # and whether robots.txt named it (1) or not (0).
     "sitemap": "int",
     "sitemap_named": "int",
+    # An importance crawl (crawler/importance.py): the URL's importance when
+    # queued (hundredths) and its dedup member, by which links found later
+    # raise it in its queue.
+    "imp": "int",
+    "imp_key": "str",
 }
 
 

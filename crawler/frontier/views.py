@@ -36,6 +36,14 @@ class Views:
         calls = [("HMGET", [sk.stats], ["queued", "delayed", "leased"]) for sk in self.keys.site_shards]
         return sum(int(x or 0) for row in self.gateway.run_many(calls) for x in row)
 
+    def best_waiting(self) -> int | None:
+        """The best rank queued in an ordered crawl (smallest; None: nothing
+        queued, or the queues are not ordered)."""
+        rows = self.gateway.run_many([("ZRANGE", [sk.prefix + "best"], [0, 0, "WITHSCORES"])
+                                      for sk in self.keys.site_shards])
+        ranks = [float(row[1] if not isinstance(row[0], (list, tuple)) else row[0][1]) for row in rows if row]
+        return int(min(ranks)) if ranks else None
+
     def stats(self) -> dict[str, int]:
         """The crawl's counters, summed over its shards."""
         out: dict[str, int] = {}

@@ -17,8 +17,9 @@ Arguments (``-a``):
 - ``allow``, ``deny``, ``rules``: URL rules (``crawler/rules.py``);
   ``sitemaps``: ``1`` (default) or ``0``, whether the crawl reads sitemaps
   (``crawler/sitemaps.py``); ``languages``: ``en,de``, the languages whose
-  pages' links are followed (``crawler/variants.py``). All are the crawl's,
-  recorded like ``follow``.
+  pages' links are followed (``crawler/variants.py``); ``order``: ``bfs``
+  (default), ``dfs`` or ``importance`` (``crawler/importance.py``). All are
+  the crawl's, recorded like ``follow``.
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts).
@@ -71,6 +72,7 @@ from crawler.extract import analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
 from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
+from crawler.frontier.meta import ORDERS
 from crawler.frontier.signals import ROBOTS_READ
 from crawler.frontier.tracking import AGAIN_META
 from crawler.htmlparse import parse_html
@@ -113,7 +115,7 @@ class SiteSpider(Spider):
     frontier_callbacks = frozenset({"parse", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "sitemap_failed"})
     arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
-                                  "sitemaps", "languages")
+                                  "sitemaps", "languages", "order")
     # Whether this spider records its -a follow as the crawl's policy (the
     # re-crawl reads the crawl's, and may be asked another for one pass).
     records_follow = True
@@ -122,7 +124,7 @@ class SiteSpider(Spider):
     def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
                         scope: str | None = None, follow: str | None = None, topic: str | None = None,
                         allow: str | None = None, deny: str | None = None, rules: str | None = None,
-                        sitemaps: str | None = None, languages: str | None = None,
+                        sitemaps: str | None = None, languages: str | None = None, order: str | None = None,
                         **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
         """The seeds (normal form) and the bad seeds with their reasons;
         ``ConfigError`` for an argument the spider cannot run with."""
@@ -139,6 +141,10 @@ class SiteSpider(Spider):
         if sitemaps is not None and sitemaps not in ("0", "1"):
             raise ConfigError(f"-a sitemaps={sitemaps!r} is not 0 or 1")
         cls.crawl_languages(languages)
+        if order is not None and order not in ORDERS:
+            raise ConfigError(f"-a order={order!r} is not one of {', '.join(ORDERS)}")
+        if order is not None and topic is not None:
+            raise ConfigError("-a order and -a topic: a focused crawl keeps its topic order; give one of them")
         if topic is not None:
             cls.read_topic(topic)
         raw_seeds = read_seeds(seeds, seeds_file)
@@ -187,7 +193,9 @@ class SiteSpider(Spider):
     def frontier_order(self) -> str | None:
         """How this crawl's queues are ordered (``Frontier.check_layout``):
         first in, first out, or by priority under a topic."""
-        return "fifo" if self.topic is None else "topic:" + self.topic.digest
+        if self.topic is not None:
+            return "topic:" + self.topic.digest
+        return ORDERS[self.order] if self.order is not None else "any"
 
     @staticmethod
     def read_topic(path: str) -> Topic:
@@ -210,10 +218,14 @@ class SiteSpider(Spider):
         rules: str | None = None,
         sitemaps: str | None = None,
         languages: str | None = None,
+        order: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, None, allow, deny, rules,
-                                                         sitemaps, languages, **kwargs)
+                                                         sitemaps, languages, order, **kwargs)
+        if order is not None and topic is not None:
+            raise ConfigError("-a order and -a topic: a focused crawl keeps its topic order; give one of them")
+        self.order = order
         self.asked_sitemaps = sitemaps
         self.asked_languages = self.crawl_languages(languages)
         self.rules = self.url_rules(allow, deny, rules)
@@ -288,6 +300,8 @@ class SiteSpider(Spider):
                 request.meta[AGAIN_META] = again[url]
             if self.topic is not None:
                 request.meta["topic_priority"] = 1000  # where the crawl starts
+            elif follower.importance.enabled:
+                follower.importance.mark(request, 0, seed=True)
             yield request
 
     # -- a page's life ----------------------------------------------------------------------
@@ -301,7 +315,7 @@ class SiteSpider(Spider):
             fetched_at=time.time(),
             etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"), revisit=revisit_due(response.meta),
-            content_length=content_length(response),
+            content_length=content_length(response), importance=response.meta.get("importance"),
         )
         if response.status in REDIRECT_STATUSES:
             yield from self._redirect(response, item)
@@ -382,7 +396,7 @@ class SiteSpider(Spider):
             yield from self.follower.follow_topic(topic, url, item.depth, item.topic_score, bool(item.on_topic),
                                                   meta_int(response.meta, "topic_hops"), links, out, contexts)
             return
-        yield from self.follower.page_links(item.page_type == INDEX, url, item.depth, links)
+        yield from self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance)
 
     def _score(self, topic: Topic, response: Response, item: PageItem, title: str, own_text: str) -> None:
         """A focused crawl's page: its topic score, and the tunnel figures."""

@@ -34,6 +34,7 @@ PAGE_FIELDS = (
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
     "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq", "lang", "alternates",
+    "importance",
 )
 # Fields the stores set from the sitemaps' listings, not from the page.
 SITEMAP_FIELDS = ("in_sitemap", "lastmod", "changefreq")
@@ -52,7 +53,7 @@ REVISIT_FIELDS = (
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
     "content_length", "evidence", "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
-    "lang", "alternates",
+    "lang", "alternates", "importance",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most

@@ -59,7 +59,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and sitemaps (crawler/sitemaps.py)
                     "in_sitemap": "INTEGER", "lastmod": "REAL", "changefreq": "TEXT",
                     # and languages (crawler/variants.py)
-                    "lang": "TEXT", "alternates": "TEXT"}
+                    "lang": "TEXT", "alternates": "TEXT",
+                    # and crawl orders (crawler/importance.py)
+                    "importance": "REAL"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """

@@ -76,6 +76,17 @@ def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
     return Server(port=json.loads(line)["port"], log=log, proc=proc)
 
 
+def serve_pages(tmp: Path, pages: dict[str, str | bytes], robots: str = "User-agent: *\nAllow: /\n") -> Server:
+    """A test server on 127.0.0.1 serving ``pages`` (path -> body) and a
+    robots.txt from files under ``tmp/www``."""
+    root = tmp / "www"
+    for path, body in {**pages, "/robots.txt": robots}.items():
+        f = root / path.lstrip("/")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(body if isinstance(body, bytes) else body.encode())
+    return start_server(tmp, hosts="127.0.0.1", root=root)
+
+
 def start_secantus(storage: Path, port: int = 0) -> tuple[subprocess.Popen[str], int]:
     """A SecantusDB daemon (MongoDB's wire protocol) on 127.0.0.1: ``port`` 0
     for any free port, or a given one to restart a stopped server in place."""

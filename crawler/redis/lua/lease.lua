@@ -3,7 +3,8 @@
 -- may have at once: its share of the site's concurrency among the live
 -- workers), the node's downloads in flight by site ("site\tcount" lines),
 -- then the ids of this node's leases whose download is over.
--- Returns {wait_ms, id1, site1, entry1, gap1_ms, id2, ...};
+-- Returns {wait_ms, id1, site1, entry1, gap1_ms, rank1, id2, ...} (rank: the
+-- entry's in an ordered shard, -1 otherwise);
 -- wait_ms: how long until the shard's next site is ready (-1: none will be by
 -- time alone; -2: none, and a site with queued work waits for one of its
 -- concurrency slots, which a download's end, here or in another worker, frees).
@@ -62,7 +63,7 @@ if max_n > 0 then
     local more = held < share
     while more and taken < max_n do
       more = false
-      local entry = qpop(site)
+      local entry, rank = qpop(site)
       if not entry then
         redis.call('ZREM', READY, site)
       else
@@ -77,6 +78,7 @@ if max_n > 0 then
         out[#out + 1] = site
         out[#out + 1] = entry
         out[#out + 1] = gap
+        out[#out + 1] = rank
         taken = taken + 1
         held = held + 1
         more = gap == 0 and act < conc and held < share

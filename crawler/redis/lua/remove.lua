@@ -21,7 +21,13 @@ for _, e in ipairs(entries) do
 end
 if ORDERED and removed_q > 0 then
   for _, e in ipairs(entries) do
-    if wanted(e) then redis.call('ZREM', q, e) end
+    if wanted(e) then
+      redis.call('ZREM', q, e)
+      if IMPORTANCE then
+        local k = entry_importance(e)
+        if k then redis.call('HDEL', qkkey(site), k) end
+      end
+    end
   end
   move('queued', nil, removed_q)
   if #kept == 0 then

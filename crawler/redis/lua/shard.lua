@@ -19,6 +19,30 @@ local function qkey(site) return P .. 'q:' .. site end
 local ORDERED = redis.call('HGET', STATS, 'ordered') == '1'
 local BEST = P .. 'best'
 local PBASE = 4294967296
+-- An importance crawl's (-a order=importance) shards are ordered too, by
+-- rank IRANGE - importance (in hundredths, 0..IRANGE), and keep in
+-- 'qk:<site>' each queued entry by its URL's dedup member (meta imp_key),
+-- so that links found to a queued URL later raise its importance (bump).
+-- A depth-first crawl's (-a order=dfs) site queues are lists whose new
+-- links go first (last in, first out).
+local IMPORTANCE = ORDERED and redis.call('HGET', STATS, 'importance') == '1'
+local LIFO = (not ORDERED) and redis.call('HGET', STATS, 'lifo') == '1'
+local IRANGE = 100000
+
+local function qkkey(site) return P .. 'qk:' .. site end
+
+-- An importance entry's dedup member and importance at enqueue (hundredths).
+local function entry_importance(entry)
+  local ok, d = pcall(cjson.decode, entry)
+  if ok and type(d) == 'table' and type(d.m) == 'table' then
+    local p = tonumber(d.m.imp)
+    if p and p == p and p ~= math.huge and p ~= -math.huge then p = math.max(0, math.min(IRANGE, math.floor(p))) else p = 0 end
+    local k = d.m.imp_key
+    if type(k) ~= 'string' then k = nil end
+    return k, p
+  end
+  return nil, 0
+end
 
 local function qlen(site)
   if ORDERED then return redis.call('ZCARD', qkey(site)) end
@@ -43,7 +67,16 @@ local function qpush(site, entry, head, prio)
     if head then redis.call('LPUSH', qkey(site), entry) else redis.call('RPUSH', qkey(site), entry) end
     return 1
   end
-  local rank = 1000 - (prio or entry_priority(entry))
+  local rank
+  if IMPORTANCE then
+    local k, p = entry_importance(entry)
+    rank = IRANGE - (prio or p)
+    -- A mirror's pages come last.
+    if redis.call('HEXISTS', MIRRORS, site) == 1 then rank = IRANGE end
+    if k then redis.call('HSET', qkkey(site), k, entry) end
+  else
+    rank = 1000 - (prio or entry_priority(entry))
+  end
   local seq = 0
   if not head then seq = redis.call('HINCRBY', STATS, 'qseq', 1) % PBASE end
   local added = redis.call('ZADD', qkey(site), rank * PBASE + seq, entry)
@@ -51,8 +84,9 @@ local function qpush(site, entry, head, prio)
   return added
 end
 
+-- The site's next entry, and its rank in an ordered shard (-1 otherwise).
 local function qpop(site)
-  if not ORDERED then return redis.call('LPOP', qkey(site)) end
+  if not ORDERED then return redis.call('LPOP', qkey(site)), -1 end
   local r = redis.call('ZPOPMIN', qkey(site))
   local first = redis.call('ZRANGE', qkey(site), 0, 0, 'WITHSCORES')
   if first[2] then
@@ -60,7 +94,34 @@ local function qpop(site)
   else
     redis.call('ZREM', BEST, site)
   end
-  return r[1] or false
+  if not r[1] then return false, -1 end
+  if IMPORTANCE then
+    local k = entry_importance(r[1])
+    if k then redis.call('HDEL', qkkey(site), k) end
+  end
+  return r[1], math.floor(tonumber(r[2]) / PBASE)
+end
+
+-- Raise a queued URL's importance by cash (hundredths): a link to it found
+-- after it was queued. Nothing for a URL no longer queued, or a mirror's.
+local function bump(site, m, cash)
+  if not IMPORTANCE or not cash or cash ~= cash or cash <= 0 then return end
+  local entry = redis.call('HGET', qkkey(site), m)
+  if not entry then return end
+  local s = redis.call('ZSCORE', qkey(site), entry)
+  if not s then
+    redis.call('HDEL', qkkey(site), m)
+    return
+  end
+  if redis.call('HEXISTS', MIRRORS, site) == 1 then return end
+  s = tonumber(s)
+  local rank = math.floor(s / PBASE)
+  local newrank = math.max(0, rank - math.floor(cash))
+  if newrank < rank then
+    redis.call('ZADD', qkey(site), 'XX', newrank * PBASE + (s - rank * PBASE), entry)
+    redis.call('ZADD', BEST, 'LT', newrank, site)
+    redis.call('HINCRBY', STATS, 'bumped', 1)
+  end
 end
 
 -- The pending counts (queued, leased, delayed) change here and only here.
@@ -198,22 +259,34 @@ end
 -- index i, KEYS pairs (seen bucket, queue) from index ki. An empty member
 -- means "do not dedup" (dont_filter); place "h" puts the request first in
 -- its site queue (raised priority: redirects), a number (0..1000) is its
--- priority in an ordered shard. Returns added, dup, capped.
+-- priority in an ordered shard; in an importance shard "i<importance>:<cash>"
+-- (hundredths: a new URL's importance, and what a URL already queued gains),
+-- and "b<cash>" raises a URL this worker sent before (no dedup, no count).
+-- Returns added, dup, capped.
 local function enqueue(i, ki, n, cap, conc)
   local added, dup, capped = 0, 0, 0
   for k = 0, n - 1 do
     local j = i + k * 4
     local m, site, entry, place = ARGV[j], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3]
     local seen = KEYS[ki + k * 2]
-    if m ~= '' and redis.call('SADD', seen, m) == 0 then
+    local cash = nil
+    if string.sub(place, 1, 1) == 'i' then
+      local total, c = string.match(place, '^i(%d+):(%d+)$')
+      place, cash = total or '0', tonumber(c)
+    end
+    if string.sub(place, 1, 1) == 'b' then
+      bump(site, m, tonumber(string.sub(place, 2)))
+    elseif m ~= '' and redis.call('SADD', seen, m) == 0 then
+      bump(site, m, cash)
       dup = dup + 1
     elseif m ~= '' and cap > 0 and redis.call('HINCRBY', SITECOUNT, site, 1) > cap then
       capped = capped + 1
     else
       local prio = tonumber(place)
-      if prio and prio == prio then prio = math.max(0, math.min(1000, math.floor(prio))) else prio = 0 end
+      local top = IMPORTANCE and IRANGE or 1000
+      if prio and prio == prio then prio = math.max(0, math.min(top, math.floor(prio))) else prio = 0 end
       if place == 'h' then prio = nil end  -- first of its priority, which the entry carries
-      if qpush(site, entry, place == 'h', prio) == 1 then
+      if qpush(site, entry, place == 'h' or LIFO, prio) == 1 then
         if not redis.call('ZSCORE', READY, site) then wake(site, conc) end
         added = added + 1
       else

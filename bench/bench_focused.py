@@ -1,6 +1,7 @@
 """Focused crawling against breadth-first order, in the same run.
 
     python -m bench.bench_focused [--web-pages 2400] [--seed 1] [--reference DIR] [--lang ja] [--plot PATH]
+                                  [--min-priority 0,0.2,...]
 
 Two webs, each crawled twice by the product (embedded defaults, no delay,
 ``CONCURRENT_REQUESTS_PER_DOMAIN=2``, robots.txt obeyed), the order of the
@@ -30,7 +31,10 @@ Reported per web: on-topic pages reached; harvest rate (on-topic fetches /
 fetches) over the first 20 % of the fetch budget (the breadth-first crawl's
 total fetches); on-topic share found by the time breadth-first has found
 50 %; on-topic pages the focused crawl never fetched; and the crawler's own
-on_topic against the truth. With ``--plot``, the share of on-topic pages
+on_topic against the truth. With ``--min-priority``, focused crawls left
+to finish with each ``TOPIC_MIN_PRIORITY``: pages fetched, precision
+(on-topic pages / pages fetched) against breadth-first's (the on-topic
+share of all the pages reachable) and on-topic recall. With ``--plot``, the share of on-topic pages
 found against fetches, both orders, both webs (matplotlib, the bench extra).
 """
 
@@ -191,14 +195,15 @@ class Web:
 
 
 # -- crawling -----------------------------------------------------------------------------------
-def crawl(seeds: list[str], work: Path, server, topic: Path | None) -> tuple[list[str], dict[str, bool]]:
+def crawl(seeds: list[str], work: Path, server, topic: Path | None,
+          min_priority: float = 0.0) -> tuple[list[str], dict[str, bool]]:
     """The fetched URLs in order (from the server's log), and the crawler's
     own on_topic of each stored page."""
     crawl_dir = work / ("focused" if topic else "bfs")
     shutil.rmtree(crawl_dir, ignore_errors=True)
     args = ["-a", f"seeds={','.join(seeds)}"] + (["-a", f"topic={topic}"] if topic else ["-a", "follow=all"])
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", *args]
-    for k, v in {**SETTINGS, "CRAWL_DIR": crawl_dir}.items():
+    for k, v in {**SETTINGS, "CRAWL_DIR": crawl_dir, "TOPIC_MIN_PRIORITY": min_priority}.items():
         cmd += ["-s", f"{k}={v}"]
     mark = server.mark()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
@@ -247,6 +252,23 @@ def report(name: str, bfs: list[str], focused: list[str], truth: dict[str, bool]
     return {"name": name, "bfs": cb, "focused": cf, "total": total_on, "budget": budget}
 
 
+def stopping(name: str, bfs: list[str], runs: dict[float, list[str]], truth: dict[str, bool]) -> None:
+    """Focused crawls left to finish, by TOPIC_MIN_PRIORITY: precision (on-topic
+    pages / pages fetched) and recall (on-topic pages fetched / on-topic
+    pages reachable), against breadth-first's precision (the whole web's)."""
+    bfs = first_fetches(bfs)
+    total_on = sum(1 for u in set(bfs) if truth.get(u))
+    p_bfs = total_on / max(1, len(bfs))
+    print(f"\n{name}: focused crawls left to finish; breadth-first precision {p_bfs:.3f} "
+          f"({total_on} of {len(bfs)} pages on topic)")
+    for threshold, order in sorted(runs.items()):
+        fetched = first_fetches(order)
+        on = sum(1 for u in fetched if truth.get(u))
+        precision, recall = on / max(1, len(fetched)), on / max(1, total_on)
+        print(f"  TOPIC_MIN_PRIORITY {threshold:g}: {len(fetched)} fetched, precision {precision:.3f} "
+              f"({precision / p_bfs:.2f}x breadth-first's), on-topic recall {recall:.3f}")
+
+
 def plot(results: list[dict], path: Path) -> None:
     """Top: the harvest rate (on-topic pages / pages fetched so far); bottom:
     the share of on-topic pages found; both against pages fetched."""
@@ -282,7 +304,11 @@ def main() -> None:
     ap.add_argument("--reference", type=Path, default=Path("/usr/share/doc/debian-reference-common/docs"))
     ap.add_argument("--lang", default="ja")
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--min-priority", default="",
+                    help="comma-separated TOPIC_MIN_PRIORITY values: focused crawls left to finish, their "
+                         "precision and recall")
     args = ap.parse_args()
+    thresholds = [float(x) for x in args.min_priority.split(",") if x.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-focused-"))
     results = []
     try:
@@ -296,6 +322,9 @@ def main() -> None:
             focused, judged = crawl(web.seeds(), work, server, topic)
             results.append(report(f"generated web ({len(web.html)} pages, 4 sites)", bfs, focused, web.truth,
                                   judged))
+            if thresholds:
+                stopping(f"generated web, seed {args.seed}", bfs,
+                         {t: crawl(web.seeds(), work, server, topic, t)[0] for t in thresholds}, web.truth)
         finally:
             server.stop()
         if (args.reference / "index.html").exists():
@@ -311,6 +340,10 @@ def main() -> None:
                 truth = {u: bool(lang.search(u)) for u in set(bfs) | set(focused)}
                 results.append(report(f"Debian Reference, 11 languages, topic {args.lang}", bfs, focused, truth,
                                       judged))
+                if thresholds:
+                    runs = {t: crawl([seed], work, server, topic, t)[0] for t in thresholds}
+                    truth = {u: bool(lang.search(u)) for u in set(bfs).union(*runs.values())}
+                    stopping(f"Debian Reference, topic {args.lang}", bfs, runs, truth)
             finally:
                 server.stop()
         else:

@@ -267,6 +267,7 @@ SPECS: dict[str, Check] = {
     "CLASSIFIER_THRESHOLD": _number(float, 0, 1, optional=True),
     "CLASSIFIER_TEMPLATE": _bool,
     "TOPIC_TUNNEL": _number(int, 0, 1000),
+    "TOPIC_MIN_PRIORITY": _number(float, 0, 1),
     "TOPIC_SIBLINGS": POSITIVE_COUNT,
     "SITEMAP_ENABLED": _bool,
     "SITEMAP_MAX_DEPTH": _number(int, 0, 7),

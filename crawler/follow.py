@@ -20,14 +20,17 @@ followed is decided here, per worker, for the spiders:
 - **Depth** (``DEPTH_LIMIT``): kept here rather than by Scrapy's
   ``DepthMiddleware``, which counts a redirect the spider follows as one
   more level (a redirect keeps its source's depth).
-- **Focused crawls** (``-a topic``, ``TOPIC_TUNNEL``, ``TOPIC_SIBLINGS``):
-  links of on-topic pages and seeds are followed whatever the page's type,
-  those of off-topic pages within the tunnel; each carries its priority
-  (``follow_topic``).
+- **Focused crawls** (``-a topic``, ``TOPIC_TUNNEL``, ``TOPIC_SIBLINGS``,
+  ``TOPIC_MIN_PRIORITY``): links of on-topic pages and seeds are followed
+  whatever the page's type, those of off-topic pages within the tunnel;
+  each carries its priority (``follow_topic``), and a link whose priority
+  is below ``TOPIC_MIN_PRIORITY`` is set aside (not queued, not remembered:
+  a better page may link to it later), so a focused crawl ends once what
+  is left is not worth fetching.
 
 Stats: ``depth/request_ignored_count``, ``request_depth_max``,
 ``frontier/links_new`` (links never sent before: Requests built),
-``frontier/links_parsed``, ``topic/tunnel_stopped``.
+``frontier/links_parsed``, ``topic/tunnel_stopped``, ``topic/below_min_priority``.
 """
 
 from __future__ import annotations
@@ -187,6 +190,7 @@ class Follower:
         self.importance = Importance(crawler, 2 * settings.getint("FRONTIER_URL_CACHE"))
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.topic_tunnel = settings.getint("TOPIC_TUNNEL")
+        self.topic_min_priority = settings.getfloat("TOPIC_MIN_PRIORITY")
         self.siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
@@ -390,11 +394,22 @@ class Follower:
             self.stats.inc_value("topic/tunnel_stopped")
             return
         siblings = self.siblings
-
-        def meta(link: str) -> dict[str, Any]:
+        priorities: dict[str, float] = {}
+        wanted: list[str] = []
+        for link in links:
+            if link in self.seen:
+                continue
             priority = topic.link_priority(link, anchors.get(link, ""), contexts.get(link, ""), score,
                                            siblings.rate(link, score))
-            return {"topic_hops": hops, "topic_parent": round(score * 1000),
-                    "topic_priority": round(priority * 1000)}
+            if priority < self.topic_min_priority and depth > 0:
+                # Set aside, not remembered: a better page may link to it later.
+                self.stats.inc_value("topic/below_min_priority")
+                continue
+            priorities[link] = priority
+            wanted.append(link)
 
-        yield from self.follow(links, url, depth + 1, link_meta=meta)
+        def meta(link: str) -> dict[str, Any]:
+            return {"topic_hops": hops, "topic_parent": round(score * 1000),
+                    "topic_priority": round(priorities[link] * 1000)}
+
+        yield from self.follow(wanted, url, depth + 1, link_meta=meta)

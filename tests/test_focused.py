@@ -83,10 +83,12 @@ def web(tmp_path_factory):
     srv.stop()
 
 
-def crawl(web, tmp_path, tunnel):
+def crawl(web, tmp_path, tunnel, min_priority=0.0):
+    """The tunnel alone (TOPIC_MIN_PRIORITY 0), unless ``min_priority``."""
     srv, topic = web
     result = run_crawl(srv, tmp_path, [f"seeds={srv.url('/')}", f"topic={topic}"],
-                       {"TOPIC_TUNNEL": tunnel, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO"})
+                       {"TOPIC_TUNNEL": tunnel, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO",
+                        "TOPIC_MIN_PRIORITY": min_priority})
     assert result.returncode == 0, result.log[-3000:]
     return result
 
@@ -136,6 +138,17 @@ def test_a_tunnel_of_three_reaches_both_clusters(web, tmp_path):
     result = crawl(web, tmp_path, 3)
     # /d/ behind three off-topic pages; /b/3.html is the region's fourth: fetched, its links not followed
     assert fetched(result) == Counter(set(WEB) - {"/b/4.html"})
+
+
+def test_links_below_the_min_priority_wait_and_the_crawl_ends(web, tmp_path):
+    """With TOPIC_MIN_PRIORITY (the default 0.2), a tunnel of three is spent
+    only where a link's priority says it pays: the off-topic pages' links,
+    whose anchors ("page 1") and parents say nothing of the topic, are set
+    aside, and the crawl ends with the on-topic cluster the seed links to."""
+    result = crawl(web, tmp_path, 3, 0.2)
+    assert fetched(result) == Counter(COMMON)
+    assert stats(result) == {"topic/pages_scored": "7", "topic/on_topic": "3", "topic/off_topic": "4",
+                             "topic/below_min_priority": "3"}  # /b/1.html, /t/2.html, /u/2.html
 
 
 def test_a_bad_topic_file_stops_the_start(web, tmp_path):

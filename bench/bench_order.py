@@ -9,9 +9,9 @@ ordering", WWW 1998) and Baeza-Yates, Castillo, Marin and Rodriguez
 ordering", WWW 2005): the share of the whole graph's PageRank (networkx
 ``pagerank``, alpha 0.85) held by the first 10 % and the first 20 % of the
 pages fetched. ``N`` pages in the graph: the first ``ceil(0.1 N)`` distinct
-pages in fetch order, read from the local server's log (``/robots.txt``
-and whatever is not a page left out); a fetched page not in the graph
-counts 0.
+pages in fetch order, read from the local server's log (a page: a URL
+the crawl stored as a page, state C, not ``/robots.txt``, a style sheet,
+an image or a 404); a fetched page not in the graph counts 0.
 
 Every crawl is ``scrapy crawl site`` as a user runs it, one at a time, to
 completion, in a fresh ``CRAWL_DIR`` (its own embedded Redis and SQLite
@@ -109,15 +109,21 @@ def read_log(log: Path, since: int) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def stored_pages(crawl_dir: Path, work: Path) -> list[str]:
+    """The URLs a finished crawl stored as pages (state C), as ``scrapy export`` writes them."""
+    pages_file = work / f"{crawl_dir.name}-pages.jsonl"
+    scrapy(["export", "--state", "C", "-o", str(pages_file), "-s", f"CRAWL_DIR={crawl_dir}"],
+           work / f"{crawl_dir.name}-export.log")
+    with pages_file.open() as f:
+        return [json.loads(line)["url"] for line in f if line.strip()]
+
+
 def crawl_graph(crawl_dir: Path, work: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """The stored pages (state C) and every link of a finished crawl, as
     ``scrapy export`` and ``scrapy graph`` write them."""
-    pages_file, links_file = work / f"{crawl_dir.name}-pages.jsonl", work / f"{crawl_dir.name}-links.csv"
-    scrapy(["export", "--state", "C", "-o", str(pages_file), "-s", f"CRAWL_DIR={crawl_dir}"],
-           work / f"{crawl_dir.name}-export.log")
+    links_file = work / f"{crawl_dir.name}-links.csv"
+    pages = stored_pages(crawl_dir, work)
     scrapy(["graph", "-o", str(links_file), "-s", f"CRAWL_DIR={crawl_dir}"], work / f"{crawl_dir.name}-graph.log")
-    with pages_file.open() as f:
-        pages = [json.loads(line)["url"] for line in f if line.strip()]
     with links_file.open(newline="") as f:
         links = [(row["source"], row["target"]) for row in csv.DictReader(f)]
     return pages, links
@@ -235,24 +241,9 @@ def run_web(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
 
 
 # -- real trees ----------------------------------------------------------------------------------------
-def tree_page_key(root: Path, host: str, path: str) -> str | None:
-    """The request's key if it asked for an HTML page of the tree (what the
-    mockserver answers with an HTML file), else None."""
-    plain = unquote(urlsplit(path).path)
-    target = (root / plain.lstrip("/")).resolve()
-    if not str(target).startswith(str(root.resolve())):
-        return None
-    if target.is_dir():
-        target = target / "index.html"
-    if not target.is_file() or target.suffix not in (".html", ".htm"):
-        return None
-    return host + plain
-
-
 def run_tree(tree, work: Path, keep: bool) -> tuple[bool, str]:
     t0 = time.monotonic()
-    root = Path(tree.root)
-    server = start_server(work, hosts="127.0.0.2", root=root)
+    server = start_server(work, hosts="127.0.0.2", root=Path(tree.root))
     try:
         seed = server.url("/" + tree.start, host="127.0.0.2")
         results = {}
@@ -262,8 +253,6 @@ def run_tree(tree, work: Path, keep: bool) -> tuple[bool, str]:
         for order in ORDERS:
             mark = server.mark()
             crawl_dir, seconds = crawl([seed], order, work)
-            fetched = [k for r in server.requests(mark)
-                       if (k := tree_page_key(root, str(r["host"]), str(r["path"]))) is not None]
             if order == "bfs":
                 pages, links = crawl_graph(crawl_dir, work)
                 nodes = list(dict.fromkeys(url_key(u) for u in pages))
@@ -273,6 +262,13 @@ def run_tree(tree, work: Path, keep: bool) -> tuple[bool, str]:
                 pr = pagerank(nodes, edges)
                 top = set(sorted(pr, key=pr.get, reverse=True)[:math.ceil(FRACTIONS[0] * len(pr))])
                 graph = (len(nodes), len(edges))
+            else:
+                pages = stored_pages(crawl_dir, work)
+            # Pages: what this crawl stored as pages (HTML, and the text
+            # files some trees link to); not style sheets, images, 404s.
+            stored = {url_key(u) for u in pages}
+            fetched = [k for r in server.requests(mark)
+                       if (k := url_key(f"http://{r['host']}{r['path']}")) in stored]
             results[order] = {**measure(fetched, pr, top), "seconds": seconds}
             if not keep:
                 shutil.rmtree(crawl_dir, ignore_errors=True)

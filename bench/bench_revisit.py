@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawler.revisit import ChangeEvidence, Policy, Visit, append, observe
-from crawler.revisitplan import Plan, RateModel, interval_for, multiplier_for_rates, nutch_interval
+from crawler.revisitplan import Plan, RateModel, importance_weight, interval_for, multiplier_for_rates, nutch_interval
 
 HOUR, DAY = 3600.0, 86400.0
 POLICY = Policy(min_interval=HOUR, max_interval=30 * DAY, default_interval=DAY)
@@ -135,10 +135,12 @@ def run_nutch(pages: list[Page], name: str, scale: float, horizon: float) -> Non
         page.visits[name] = visits
 
 
-def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> None:
+def run_ours(pages: list[Page], name: str, budget: float, horizon: float,
+             importance: list[float] | None = None) -> None:
     """crawler.revisit as the re-crawl uses it, one event queue for all pages:
     a plan (the prior fitted to the pages' evidence, the budget's
-    multiplier) made every simulated day, each visit scheduled by it."""
+    multiplier) made every simulated day, each visit scheduled by it; with
+    ``importance`` (a weight a page), the budget weighs pages by it."""
     rng = random.Random(97)
     histories: list[list[Visit]] = [[] for _ in pages]
     evidence = [ChangeEvidence() for _ in pages]
@@ -166,9 +168,11 @@ def run_ours(pages: list[Page], name: str, budget: float, horizon: float) -> Non
         evidence[i] = observe(evidence[i], h, visit, POLICY.evidence)
         histories[i] = append(h, visit, POLICY)
         if t - plan_at >= DAY:  # the re-crawl makes one every 10 minutes; daily is enough here
-            plan = Plan.make((e for e, ok in zip(evidence, live) if ok), POLICY, budget, previous=plan.model)
+            plan = Plan.make((e for e, ok in zip(evidence, live) if ok), POLICY, budget, previous=plan.model,
+                             importance=None if importance is None else
+                             [w for w, ok in zip(importance, live) if ok])
             plan_at = t
-        _, interval = plan.schedule(evidence[i], POLICY)
+        _, interval = plan.schedule(evidence[i], POLICY, 1.0 if importance is None else importance[i])
         page.learned = interval
         heapq.heappush(heap, (t + interval, i))
 
@@ -181,11 +185,13 @@ class Score:
     missed: float
 
 
-def score(pages: list[Page], name: str, start: float, end: float) -> Score:
-    """Freshness, age and missed changes of a schedule over [start, end]."""
+def score(pages: list[Page], name: str, start: float, end: float, weights: list[float] | None = None) -> Score:
+    """Freshness, age and missed changes of a schedule over [start, end];
+    with ``weights``, freshness is the weighted mean (by importance)."""
     fresh_total = age_total = 0.0
+    weight_total = 0.0
     fetches = changes = seen = 0
-    for page in pages:
+    for index, page in enumerate(pages):
         visits = page.visits[name]
         inside = [v for v in visits if start < v < end]
         fetches += len(inside)
@@ -205,7 +211,9 @@ def score(pages: list[Page], name: str, start: float, end: float) -> Score:
                 if c < b:
                     age += ((b - c) ** 2 - (stale_from - c) ** 2) / 2
             last_visit = b
-        fresh_total += fresh / (end - start)
+        w = 1.0 if weights is None else weights[index]
+        fresh_total += fresh / (end - start) * w
+        weight_total += w
         age_total += age / (end - start)
         changes += sum(1 for c in page.changes if start < c <= end)
         prev = None
@@ -214,7 +222,7 @@ def score(pages: list[Page], name: str, start: float, end: float) -> Score:
                 seen += 1
             prev = v
     n = len(pages)
-    return Score(fetches, fresh_total / n, age_total / n / HOUR, 1 - seen / changes if changes else 0.0)
+    return Score(fetches, fresh_total / weight_total, age_total / n / HOUR, 1 - seen / changes if changes else 0.0)
 
 
 def calibrate(run, score_of, target: float, lo: float, hi: float, steps: int = 18) -> float:
@@ -319,6 +327,39 @@ def plot(results: list[dict[str, object]], path: Path, args: argparse.Namespace)
     fig.savefig(path, dpi=100)
 
 
+def importance_seed(args: argparse.Namespace, seed: int) -> None:
+    """``--importance``: each page gets an in-degree (Pareto, shape 1.2,
+    independent of its change rate, as on the web) and the weight the
+    re-crawl gives it (``importance_weight``); ours with the budget weighed
+    by importance against ours without, at equal fetches (the weighted
+    schedule's budget scaled until it spends the same): plain freshness
+    and freshness weighted by importance (the targets: weighted at least
+    10 % above, plain within 5 %)."""
+    warm, days = args.warmup * DAY, args.days * DAY
+    horizon = warm + days
+    pages = make_web(args.pages, horizon, seed, args.static)
+    rng = random.Random(seed * 7919)
+    indegree = [min(100_000, int(rng.paretovariate(1.2)) - 1) for _ in pages]
+    weights = [importance_weight(d, 0) if args.weight_exponent is None else (1.0 + d) ** args.weight_exponent
+               for d in indegree]
+    budget = len(pages) / (args.budget_days * DAY)
+    run_ours(pages, "plain", budget, horizon)
+    # At equal fetches: the weighted schedule's budget scaled until it spends what the plain one spent.
+    calibrate(lambda k: run_ours(pages, "weighted", budget / k, horizon, weights),
+              lambda: score(pages, "weighted", warm, horizon), score(pages, "plain", warm, horizon).fetches,
+              0.5, 2.0, steps=8)
+    rows = {name: (score(pages, name, warm, horizon), score(pages, name, warm, horizon, weights))
+            for name in ("plain", "weighted")}
+    print(f"\nseed {seed}, importance (in-degree: Pareto 1.2; weights {min(weights):.2f} to {max(weights):.2f}):")
+    print(f"{'schedule':<28}{'fetches':>10}{'freshness':>11}{'weighted':>10}")
+    for name, (plain, weighted) in rows.items():
+        print(f"{'ours, ' + name:<28}{plain.fetches:>10,}{plain.freshness:>11.4f}{weighted.freshness:>10.4f}")
+    (p0, w0), (p1, w1) = rows["plain"], rows["weighted"]
+    print(f"  weighted freshness {w1.freshness / w0.freshness:.3f}x the unweighted schedule's (target >= 1.10), "
+          f"plain freshness {p1.freshness / p0.freshness:.3f}x (target >= 0.95), fetches "
+          f"{p1.fetches / p0.fetches:.3f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=10_000)
@@ -330,9 +371,17 @@ def main() -> None:
     ap.add_argument("--static", type=float, default=0.15,
                     help="share of pages that never change (the others keep their proportions)")
     ap.add_argument("--quick", action="store_true", help="1,000 pages, 60 + 30 days, seed 2")
+    ap.add_argument("--importance", action="store_true",
+                    help="the re-crawl's budget weighed by importance against unweighted (importance_seed)")
+    ap.add_argument("--weight-exponent", type=float, default=None,
+                    help="--importance: weights (1 + in-degree) ** this instead of importance_weight's")
     args = ap.parse_args()
     if args.quick:
         args.pages, args.days, args.warmup, args.seeds = 1000, 30, 30, "2"
+    if args.importance:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            importance_seed(args, seed)
+        return
     print(f"{args.pages:,} pages, warm-up {args.warmup:g} days, measured {args.days:g} days, "
           f"ours with a budget of one fetch a page every {args.budget_days:g} days", flush=True)
     results = []

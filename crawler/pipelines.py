@@ -64,7 +64,7 @@ from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import ITEMS_WAITING, WORKER_IDLE, GiveBack
 from crawler.recrawl import Revisits, evidence_of
 from crawler.revisit import Policy
-from crawler.revisitplan import Plan, RateModel
+from crawler.revisitplan import Plan, RateModel, importance_weight
 from crawler.store import StoreUnavailable, open_store
 from crawler.store.buffer import WriteBuffer
 
@@ -143,6 +143,7 @@ class StorePipeline:
         budget = s.getfloat("REVISIT_BUDGET")
         sample = s.getint("REVISIT_SAMPLE")
         every = s.getfloat("REVISIT_PLAN_INTERVAL")
+        weighed = s.getbool("REVISIT_IMPORTANCE")
         # Remade every REVISIT_PLAN_INTERVAL, by the writer thread only.
         current, made_at = Plan(RateModel()), -math.inf
 
@@ -154,7 +155,9 @@ class StorePipeline:
                 try:
                     total, pages = self.buffer.store.revisit_sample(sample)
                     current = Plan.make([evidence_of(p) for p in pages], policy,
-                                        budget / 86400 if budget > 0 else None, total, previous=current.model)
+                                        budget / 86400 if budget > 0 else None, total, previous=current.model,
+                                        importance=[importance_weight(p.get("indegree"), p.get("mirror_degree"))
+                                                    for p in pages] if weighed else None)
                 except Exception as exc:  # the pages in hand are still merged, with the plan before
                     self.stats.inc_value("revisit/plan_failed")
                     logger.error("Re-crawl plan not made again (the last one stands): %(exc)r", {"exc": exc},
@@ -165,7 +168,7 @@ class StorePipeline:
                         self.stats.set_value("revisit/plan_multiplier", current.mu)
             return current
 
-        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan)
+        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan, importance=weighed)
 
     def open_spider(self) -> None:
         assert self.crawler.spider is not None

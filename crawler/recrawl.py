@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from crawler.revisit import ChangeEvidence, Policy, Visit, append, compare, observe
-from crawler.revisitplan import Plan, RateModel
+from crawler.revisitplan import Plan, RateModel, importance_weight
 from crawler.store.base import OUTCOME_KEY
 
 __all__ = ["OUTCOME_KEY", "Revisits", "evidence_of", "first_visit", "visits"]
@@ -82,8 +82,10 @@ def first_visit(page: dict[str, Any], policy: Policy) -> None:
 class Revisits:
     """Merges re-fetched pages with their stored versions (see the module)."""
 
-    def __init__(self, policy: Policy, gone_after: int = 2, plan: Callable[[], Plan] | None = None) -> None:
+    def __init__(self, policy: Policy, gone_after: int = 2, plan: Callable[[], Plan] | None = None,
+                 importance: bool = False) -> None:
         self.policy = policy
+        self.importance = importance  # the budget weighs pages by importance_weight (REVISIT_IMPORTANCE)
         self.gone_after = max(1, gone_after)
         default = Plan(RateModel())
         self.plan: Callable[[], Plan] = plan or (lambda: default)
@@ -150,7 +152,8 @@ class Revisits:
             # stands (as of the version that crawl stored).
             if page.get(name) is None:
                 page[name] = old.get(name)
-        rate, interval = (plan or self.plan()).schedule(evidence, self.policy)
+        weight = importance_weight(old.get("indegree"), old.get("mirror_degree")) if self.importance else 1.0
+        rate, interval = (plan or self.plan()).schedule(evidence, self.policy, weight)
         page.update(history=[v.to_json() for v in history], evidence=evidence.to_json(), gone_count=gone,
                     change_rate=rate,
                     revisit_interval=interval, next_fetch_at=at + interval)

@@ -48,7 +48,8 @@ import numpy as np
 
 from crawler.revisit import BINS_PER_OCTAVE, ChangeEvidence, Policy
 
-__all__ = ["NUTCH_DEC_RATE", "NUTCH_INC_RATE", "RATES", "Plan", "Posterior", "RateModel", "interval_for", "loglik",
+__all__ = ["NUTCH_DEC_RATE", "NUTCH_INC_RATE", "RATES", "Plan", "Posterior", "RateModel", "importance_weight",
+           "interval_for", "loglik",
            "multiplier_for_budget", "multiplier_for_rates", "nutch_interval"]
 
 def _bisect(below: Callable[[float], bool], lo: float, hi: float) -> float:
@@ -255,16 +256,21 @@ class RateModel:
 
 
 def multiplier_for_budget(posteriors: Sequence[Posterior | None], budget_per_second: float, policy: Policy,
-                          weight: float = 1.0) -> float:
+                          weight: float = 1.0, importance: Sequence[float] | None = None) -> float:
     """The ``mu`` at which the pages' visits (``1 / Posterior.interval``)
     add up to ``budget_per_second``, each of ``posteriors`` standing for
     ``weight`` pages (a sample of a larger crawl); a page of no posterior yet
-    counts at the default interval. Outside what the bounds allow, the
-    nearest feasible ``mu``."""
+    counts at the default interval. With ``importance`` (a weight a page,
+    ``importance_weight``), a page's gain counts that many times: its
+    interval is where its gain reaches ``mu / importance``, so that
+    freshness weighted by importance is what the budget maximises. Outside
+    what the bounds allow, the nearest feasible ``mu``."""
     intervals, g, _ = _tables(policy.min_interval, policy.max_interval)
     known = [p.weights for p in posteriors if p is not None]
+    w = (np.array([x for x, p in zip(importance, posteriors) if p is not None], dtype=float)[:, None]
+         if importance is not None and known else 1.0)
     unknown = (len(posteriors) - len(known)) / policy.default_interval
-    gains = np.vstack(known) @ g.T if known else np.zeros((0, len(intervals)))  # n x steps
+    gains = (np.vstack(known) @ g.T) * w if known else np.zeros((0, len(intervals)))  # n x steps
     log_i = np.log(intervals)
 
     def fetches(mu: float) -> float:
@@ -292,20 +298,26 @@ class Plan:
     model: RateModel
     mu: float | None = None
 
-    def schedule(self, evidence: ChangeEvidence, policy: Policy) -> tuple[float | None, float]:
+    def schedule(self, evidence: ChangeEvidence, policy: Policy,
+                 importance: float = 1.0) -> tuple[float | None, float]:
         """(change_rate, interval) of a page with this evidence: the median
-        rate (None: not known yet) and the seconds until its next visit."""
+        rate (None: not known yet) and the seconds until its next visit;
+        under a budget, a page of ``importance`` (``importance_weight``)
+        counts that many times."""
         posterior = self.model.posterior(evidence)
         if posterior is None:
             return None, policy.default_interval
-        return posterior.rate, posterior.interval(policy, self.mu)
+        mu = self.mu / max(importance, 1e-9) if self.mu is not None else None
+        return posterior.rate, posterior.interval(policy, mu)
 
     @staticmethod
     def make(evidence: Iterable[ChangeEvidence], policy: Policy, budget_per_second: float | None = None,
-             total: int | None = None, previous: RateModel | None = None) -> Plan:
+             total: int | None = None, previous: RateModel | None = None,
+             importance: Sequence[float] | None = None) -> Plan:
         """The plan for a crawl of ``total`` pages of which ``evidence`` is
         a sample (all of them when ``total`` is None): the prior fitted to
-        the sample, and the multiplier that spends the budget on all."""
+        the sample, and the multiplier that spends the budget on all
+        (``importance``: the sample's pages' weights, in the same order)."""
         logliks = [loglik(e) for e in evidence]
         model = (previous or RateModel()).fit(logliks)
         if not budget_per_second or budget_per_second <= 0:
@@ -317,7 +329,23 @@ class Plan:
             return Plan(model)
         weight = (total if total is not None else len(logliks)) / len(logliks)
         posteriors = [None if ll is None else model._posterior(ll) for ll in logliks]
-        return Plan(model, multiplier_for_budget(posteriors, budget_per_second, policy, weight))
+        return Plan(model, multiplier_for_budget(posteriors, budget_per_second, policy, weight, importance))
+
+
+def importance_weight(indegree: object, mirror_degree: object) -> float:
+    """A page's weight in the re-crawl's budget: (1 + its in-links + its
+    mirrors' copies of it) ** 0.8, 1 for a page nothing links to (the
+    textbook: in-degree and mirror degree, computed for every stored page
+    before a re-collection, decide what is revisited first). The exponent
+    trades the two figures bench/bench_revisit.py --importance reports:
+    linear weights kept important pages 17 % fresher but all pages 8.5 %
+    less fresh, square roots 4 % and 2 %; 0.8 about 11 % and 5 % (a
+    simulated web, never the judged manuals). Values that are not counts
+    read as 0."""
+    def count(x: object) -> float:
+        return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0
+
+    return float((1.0 + count(indegree) + count(mirror_degree)) ** 0.8)
 
 
 # Nutch's AdaptiveFetchSchedule (db.fetch.schedule.adaptive.inc_rate and

@@ -142,6 +142,11 @@ REVISIT_DEFAULT_INTERVAL = 86400.0
 # pages' change rates (crawler/revisit.py); without, each page is revisited
 # when it has changed with even odds.
 REVISIT_BUDGET = 0
+# With a budget, weigh each page by its importance (in-links and mirrors'
+# copies of it, computed for every stored page before a re-collection):
+# freshness weighted by importance is what the budget maximises
+# (crawler/revisitplan.py importance_weight).
+REVISIT_IMPORTANCE = True
 # Visits remembered per page (fetched_at, outcome, SimHash distance).
 REVISIT_HISTORY = 32
 # Intervals between visits whose evidence (changed or not, and how long)

@@ -296,3 +296,24 @@ def test_nutch_adaptive_schedule():
     assert nutch_interval(1000 * 3600, changed=False, policy=Policy(max_interval=1e9)) == pytest.approx(1400 * 3600)
     assert nutch_interval(100 * 3600, changed=True, policy=POLICY) == pytest.approx(80 * 3600)
     assert nutch_interval(3600, changed=True, policy=POLICY) == POLICY.min_interval
+
+def test_an_important_page_is_visited_more_often_under_a_budget():
+    """REVISIT_IMPORTANCE: a page's gain counts importance_weight times,
+    so of two pages alike, the one with many in-links gets the shorter
+    interval, and the budget is still spent."""
+    from crawler.revisitplan import importance_weight
+
+    assert importance_weight(0, 0) == 1.0 and importance_weight(None, "x") == 1.0
+    assert importance_weight(99, 0) == pytest.approx(100 ** 0.8)
+    assert importance_weight(49, 50) == importance_weight(99, 0)
+    policy = Policy(min_interval=3600, max_interval=30 * 86400, default_interval=86400)
+    evidence = [ChangeEvidence.of([Visit(0, "new"), Visit(86400, "changed"), Visit(2 * 86400, "unchanged"),
+                                   Visit(3 * 86400, "changed")])] * 10
+    weights = [1.0] * 9 + [importance_weight(200, 0)]
+    plain = Plan.make(evidence, policy, 10 / (2 * 86400))
+    weighed = Plan.make(evidence, policy, 10 / (2 * 86400), importance=weights)
+    _, i_plain = plain.schedule(evidence[0], policy)
+    _, i_low = weighed.schedule(evidence[0], policy, 1.0)
+    _, i_high = weighed.schedule(evidence[0], policy, weights[-1])
+    assert i_high < i_plain < i_low
+    assert 9 / i_low + 1 / i_high == pytest.approx(10 / i_plain, rel=0.05)  # the same budget

@@ -352,3 +352,21 @@ def test_sitemap_listings_mark_pages_whichever_is_written_first(store):
     again = store.get_page("http://a.test/before")
     assert (again["in_sitemap"], again["lastmod"], again["changefreq"], again["revisit_interval"]) == (
         True, 500.0, "hourly", 50000.0)
+
+
+def test_in_degree_and_mirror_degree_computed_for_every_page(store):
+    """Before a re-collection (crawler/spiders/recrawl.py): links to each
+    stored page and pages stored as copies of it; a page written again
+    keeps them until the next computation."""
+    store.write([page("http://a.test/", links=[("http://a.test/x", "X"), ("http://a.test/y", "Y")]),
+                 page("http://a.test/x", links=[("http://a.test/y", "Y")]),
+                 page("http://a.test/y", links=[]),
+                 page("http://b.test/y", site="b.test", dup_of="http://a.test/y", links=[("http://a.test/", "")])])
+    store.compute_degrees()
+    got = {p["url"]: (p["indegree"], p["mirror_degree"]) for p in store.iter_pages()}
+    assert got == {"http://a.test/": (1, 0), "http://a.test/x": (1, 0), "http://a.test/y": (2, 1),
+                   "http://b.test/y": (0, 0)}
+    store.write([page("http://a.test/y", links=[])])
+    assert (store.get_page("http://a.test/y")["indegree"], store.get_page("http://a.test/y")["mirror_degree"]) == (2, 1)
+    total, sample = store.revisit_sample(10)
+    assert total == 4 and sorted((p["indegree"], p["mirror_degree"]) for p in sample) == [(0, 0), (1, 0), (1, 0), (2, 1)]

@@ -23,7 +23,7 @@ from typing import Any
 
 from crawler.revisit import sitemap_interval
 
-__all__ = ["OUTCOME_KEY", "PAGE_FIELDS", "REVISIT_FIELDS", "SITEMAP_FIELDS", "SITEMAP_KEY", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error",
+__all__ = ["DEGREE_FIELDS", "KEPT_FIELDS", "OUTCOME_KEY", "PAGE_FIELDS", "REVISIT_FIELDS", "SITEMAP_FIELDS", "SITEMAP_KEY", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error",
            "sitemap_entries", "sitemap_update"]
 
 # Stored fields of a page, in column order. ``links`` (out-links) is written
@@ -34,10 +34,15 @@ PAGE_FIELDS = (
     "last_modified", "next_fetch_at", "revisit_interval", "error", "encoding",
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
     "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq", "lang", "alternates",
-    "importance",
+    "importance", "indegree", "mirror_degree",
 )
 # Fields the stores set from the sitemaps' listings, not from the page.
 SITEMAP_FIELDS = ("in_sitemap", "lastmod", "changefreq")
+# Fields the store computes for every page before a re-collection
+# (``compute_degrees``): the links to it and the copies of it (dup_of).
+DEGREE_FIELDS = ("indegree", "mirror_degree")
+# Fields a page's write leaves as they are stored.
+KEPT_FIELDS = SITEMAP_FIELDS + DEGREE_FIELDS
 # A record of the write batch that is a sitemap's listing (crawler/sitemaps.py):
 # {"_sitemap": its URL, "entries": [[url, lastmod, changefreq], ...]}.
 SITEMAP_KEY = "_sitemap"
@@ -53,7 +58,7 @@ REVISIT_FIELDS = (
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
     "revisit_interval", "encoding", "referer", "change_rate", "changed_at", "history", "gone_count",
     "content_length", "evidence", "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
-    "lang", "alternates", "importance",
+    "lang", "alternates", "importance", "indegree", "mirror_degree",
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most
@@ -165,11 +170,19 @@ class Store(ABC):
 
     @abstractmethod
     def revisit_sample(self, size: int) -> tuple[int, list[dict[str, Any]]]:
-        """How many pages are in state C, and the ``evidence`` and
-        ``history`` of at most ``size`` of them drawn at random (each as
+        """How many pages are in state C, and the ``evidence``, ``history``,
+        ``indegree`` and ``mirror_degree`` of at most ``size`` of them drawn at random (each as
         stored: possibly malformed or absent, checked where it is read):
         what the re-crawl learns the crawl's change rates and spreads its
         budget from."""
+
+    @abstractmethod
+    def compute_degrees(self) -> None:
+        """Set every stored page's ``indegree`` (links to it from stored
+        pages) and ``mirror_degree`` (pages stored as copies of it,
+        ``dup_of``): what the re-crawl's budget weighs pages by
+        (``crawler.revisitplan.importance_weight``), computed before each
+        re-collection."""
 
     @abstractmethod
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:

@@ -27,7 +27,7 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
-from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_FIELDS, SITEMAP_KEY, Store,
+from crawler.store.base import (KEPT_FIELDS, PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store,
                                 StoreUnavailable, short_error, sitemap_entries, sitemap_update)
 from crawler.urls import redact_credentials, url_site
 
@@ -109,7 +109,7 @@ class MongoStore(Store):
         for link in self.links.find({"src": {"$in": urls}}, {"_id": 0, "src": 1, "dst": 1, "anchor": 1}):
             old[link["src"]][link["dst"]] = link.get("anchor") or ""
         page_ops = [UpdateOne({"url": p["url"]}, {"$set": {
-                        **{f: p.get(f) for f in PAGE_FIELDS if f not in SITEMAP_FIELDS},
+                        **{f: p.get(f) for f in PAGE_FIELDS if f not in KEPT_FIELDS},
                         **({} if p.get("links") is None else
                            {"nlinks": len({link["url"] for link in p.get("links") or ()})})}}, upsert=True)
                     for p in pages]
@@ -285,9 +285,22 @@ class MongoStore(Store):
         if size <= 0 or total == 0:
             return total, []
         # Projected first: $sample then shuffles small records, not whole pages.
-        docs = self.pages.aggregate([{"$match": {"state": "C"}}, {"$project": {"_id": 0, "evidence": 1, "history": 1}},
+        docs = self.pages.aggregate([{"$match": {"state": "C"}},
+                                     {"$project": {"_id": 0, "evidence": 1, "history": 1, "indegree": 1,
+                                                   "mirror_degree": 1}},
                                      {"$sample": {"size": size}}])
-        return total, [{"evidence": d.get("evidence"), "history": d.get("history")} for d in docs]
+        return total, [{"evidence": d.get("evidence"), "history": d.get("history"), "indegree": d.get("indegree"),
+                        "mirror_degree": d.get("mirror_degree")} for d in docs]
+
+    def compute_degrees(self) -> None:
+        indegree = {d["_id"]: d["n"] for d in self.links.aggregate([{"$group": {"_id": "$dst", "n": {"$sum": 1}}}])}
+        mirrors = {d["_id"]: d["n"] for d in self.pages.aggregate([
+            {"$match": {"dup_of": {"$type": "string"}, **_STORED}}, {"$group": {"_id": "$dup_of", "n": {"$sum": 1}}}])}
+        ops = [UpdateOne({"_id": d["_id"]}, {"$set": {"indegree": indegree.get(d["url"], 0),
+                                                      "mirror_degree": mirrors.get(d["url"], 0)}})
+               for d in self.pages.find(_STORED, {"_id": 1, "url": 1})]
+        for start in range(0, len(ops), 1000):
+            self.pages.bulk_write(ops[start:start + 1000], ordered=False)
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
         return int(self.pages.count_documents(self._due_query(now, default_interval, site, False)))

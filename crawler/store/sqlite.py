@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_FIELDS, SITEMAP_KEY, Store,
+from crawler.store.base import (KEPT_FIELDS, PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store,
                                 sitemap_entries, sitemap_update)
 from crawler.urls import url_site
 
@@ -61,7 +61,7 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and languages (crawler/variants.py)
                     "lang": "TEXT", "alternates": "TEXT",
                     # and crawl orders (crawler/importance.py)
-                    "importance": "REAL"}
+                    "importance": "REAL", "indegree": "INTEGER", "mirror_degree": "INTEGER"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -74,7 +74,7 @@ _UPSERT_PAGE = (
     f"INSERT INTO pages ({', '.join(PAGE_FIELDS)}) "
     f"VALUES ({', '.join('?' for _ in PAGE_FIELDS)}) "
     f"ON CONFLICT (url) DO UPDATE SET "
-    + ", ".join(f"{f} = excluded.{f}" for f in PAGE_FIELDS if f != "url" and f not in SITEMAP_FIELDS)
+    + ", ".join(f"{f} = excluded.{f}" for f in PAGE_FIELDS if f != "url" and f not in KEPT_FIELDS)
 )
 
 
@@ -336,9 +336,23 @@ class SQLiteStore(Store):
 
     def revisit_sample(self, size: int) -> tuple[int, list[dict[str, Any]]]:
         total = int(self._query("SELECT COUNT(*) FROM pages WHERE state = 'C'")[0][0])
-        rows = self._query("SELECT evidence, history FROM pages WHERE state = 'C' ORDER BY random() LIMIT ?",
+        rows = self._query("SELECT evidence, history, indegree, mirror_degree FROM pages WHERE state = 'C' "
+                           "ORDER BY random() LIMIT ?",
                            (max(0, size),))
         return total, [_page(r) for r in rows]
+
+    def compute_degrees(self) -> None:
+        with self._lock:
+            conn = self.conn
+            conn.execute("CREATE INDEX IF NOT EXISTS pages_dup_of ON pages (dup_of)")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("UPDATE pages SET indegree = (SELECT COUNT(*) FROM links WHERE dst = pages.url), "
+                             "mirror_degree = (SELECT COUNT(*) FROM pages c WHERE c.dup_of = pages.url)")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def count_due(self, now: float, default_interval: float, site: str | None = None) -> int:
         where, args = self._due_where(now, default_interval, site, False)

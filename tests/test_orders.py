@@ -23,20 +23,22 @@ SITE = {
     "/index.html": ["/a/", "/b/", "/c/"],
     "/a/index.html": ["/a/1.html", "/a/2.html", "/a/3.html"],
     "/b/index.html": ["/b/1.html", "/x/deep/p.html"],
-    "/c/index.html": ["/x/deep/p.html", "/c/1.html"],
+    "/c/index.html": ["/x/deep/p.html", "/c/1.html", "/b/1.html"],
     "/a/1.html": [], "/a/2.html": [], "/a/3.html": [], "/b/1.html": [], "/c/1.html": [], "/x/deep/p.html": [],
 }
 ORDERS = {
     "bfs": ["/", "/a/", "/b/", "/c/", "/a/1.html", "/a/2.html", "/a/3.html", "/b/1.html", "/x/deep/p.html",
             "/c/1.html"],
     # The newest link of the site first.
-    "dfs": ["/", "/c/", "/c/1.html", "/x/deep/p.html", "/b/", "/b/1.html", "/a/", "/a/3.html", "/a/2.html",
+    "dfs": ["/", "/c/", "/b/1.html", "/c/1.html", "/x/deep/p.html", "/b/", "/a/", "/a/3.html", "/a/2.html",
             "/a/1.html"],
-    # /x/deep/p.html: 33.33 for its depth, 191.66 from /b/ and as much again
-    # from /c/ once queued; /b/1.html and /c/1.html 50 + 191.66; /a/'s three
-    # links 50 + 383.33 / 3.
-    "importance": ["/", "/a/", "/b/", "/c/", "/x/deep/p.html", "/b/1.html", "/c/1.html", "/a/1.html", "/a/2.html",
-                   "/a/3.html"],
+    # /, /a/, /b/, /c/: a seed's 1,000 split three ways, plus 50 for the
+    # depth; /b/1.html 50 + 383.33 / 2 from /b/, raised by 383.33 / 3 from
+    # /c/ once queued; /x/deep/p.html 33.33 for its depth + 383.33 / 2 +
+    # 383.33 / 3; /a/'s links and /c/1.html 50 + 383.33 / 3 (in the order
+    # queued).
+    "importance": ["/", "/a/", "/b/", "/c/", "/b/1.html", "/x/deep/p.html", "/a/1.html", "/a/2.html", "/a/3.html",
+                   "/c/1.html"],
 }
 
 
@@ -78,11 +80,11 @@ def test_each_order_fetches_in_its_order(site, tmp_path, order):
         with SQLiteStore(result.store_path) as store:
             stored = {p["url"].split(str(site.port), 1)[1]: p["importance"] for p in store.iter_pages()}
         if order == "importance":
-            assert stored == {"/": 1000.0, "/a/": 383.33, "/b/": 383.33, "/c/": 383.33, "/x/deep/p.html": 416.65,
-                              "/b/1.html": 241.66, "/c/1.html": 241.66, "/a/1.html": 177.77, "/a/2.html": 177.77,
-                              "/a/3.html": 177.77}
-            # /c/'s link to /x/deep/p.html, which this worker had sent: raised without a request.
-            assert "'importance/raised_sent': 1," in result.log
+            assert stored == {"/": 1000.0, "/a/": 383.33, "/b/": 383.33, "/c/": 383.33, "/b/1.html": 369.43,
+                              "/x/deep/p.html": 352.76, "/a/1.html": 177.77, "/a/2.html": 177.77, "/a/3.html": 177.77,
+                              "/c/1.html": 177.77}
+            # /c/'s links to /x/deep/p.html and /b/1.html, which this worker had sent: raised without requests.
+            assert "'importance/raised_sent': 2," in result.log
         else:
             assert set(stored.values()) == {None}
         st = json.loads(subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s",
@@ -96,4 +98,30 @@ def test_each_order_fetches_in_its_order(site, tmp_path, order):
             f"Error: crawl 'site' has -a order={order} (recorded when it started); this worker asks -a order={other}: "
             f"join it with -a order={order} (or without -a order), or start another crawl (-s CRAWL_NAME=...)")
     finally:
+        stop_embedded_redis(crawl_dir)
+
+
+@pytest.mark.parametrize("order", ["dfs", "importance"])
+def test_two_workers_share_the_crawls_order(site, tmp_path, order):
+    """The second worker brings no -a order: it takes the crawl's, and the
+    site's fetches (one at a time, cluster-wide) keep the order exactly."""
+    import subprocess as sp
+
+    from tests.support.crawl import crawl_cmd
+
+    crawl_dir = tmp_path / "crawl"
+    settings = {"DOWNLOAD_DELAY": 0.3}
+    mark = site.mark()
+    first = sp.Popen(crawl_cmd([f"seeds={site.url('/')}", "follow=all", f"order={order}"], settings, crawl_dir),
+                     cwd=ROOT, stdout=sp.PIPE, stderr=sp.STDOUT, text=True)
+    try:
+        second = run_crawl(site, crawl_dir, ["follow=all"], settings)
+        out, _ = first.communicate(timeout=120)
+        assert first.returncode == 0 and second.returncode == 0, (out[-2000:], second.log[-2000:])
+        assert "No seeds: joining crawl site" in second.log
+        fetched = [str(r["path"]) for r in site.requests(mark) if r["path"] != "/robots.txt"]
+        assert fetched == ORDERS[order], " ".join(fetched)
+    finally:
+        if first.poll() is None:
+            first.kill()
         stop_embedded_redis(crawl_dir)

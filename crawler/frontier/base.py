@@ -48,5 +48,6 @@ class State:
 
     ordered: bool = False  # a focused or importance crawl's: queues by priority (CrawlMeta.check_layout)
     order: str = "fifo"  # the crawl's queue order: fifo, lifo, importance, topic:<digest>
+    order_known: bool = True  # False: joined before the crawl recorded its order (CrawlMeta.refresh_order)
     live_nodes: int = 1  # workers of the crawl alive at the last count
     stop_mode: str | None = None  # the operator's stop, as of the last heartbeat

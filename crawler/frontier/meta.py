@@ -96,6 +96,13 @@ class CrawlMeta:
             # anything is written, so a worker joining at the same moment
             # cannot make a new crawl look old.
             started = any(client.hexists(sk.stats, "enqueued") for sk in self.keys.site_shards)
+            if order == "any" and not started:
+                # A worker that only joins records nothing: the crawl's first
+                # worker (with seeds, perhaps with -a order) may be starting
+                # at this moment. Until it records, this one reads the crawl
+                # as breadth-first and looks again (refresh_order).
+                self.state.order, self.state.ordered, self.state.order_known = "fifo", False, False
+                return
             if started and order.startswith("topic:"):
                 raise FrontierLayoutError(
                     f"crawl {self.keys.crawl!r} was started without a topic; a focused crawl (-a topic) is a crawl "
@@ -132,12 +139,24 @@ class CrawlMeta:
                 f"-a order), or start another crawl (-s CRAWL_NAME=...)")
         self.state.order = recorded
         self.state.ordered = recorded != "fifo" and recorded != "lifo"
+        self.state.order_known = True
         # Each shard's scripts read the flags (one shard at a time: on a
         # cluster the shards' keys lie in different slots).
         flags = (["ordered", "1", "importance", "1"] if recorded == "importance" else ["ordered", "1"]
                  if self.state.ordered else ["lifo", "1"] if recorded == "lifo" else [])
         if flags:
             self.gateway.run_many([("HSET", [sk.stats], flags) for sk in self.keys.site_shards])
+
+    def refresh_order(self) -> None:
+        """A worker that joined before the crawl's order was recorded: read
+        it again (with each heartbeat, until it is there)."""
+        if self.state.order_known:
+            return
+        raw = self.gateway.run("HGET", [self.keys.meta], ["order"])
+        if raw is not None:
+            recorded = _s(raw)
+            self.state.order, self.state.order_known = recorded, True
+            self.state.ordered = recorded not in ("fifo", "lifo")
 
     def crawl_policy(self, name: str, propose: str | None = None) -> str | None:
         """A per-crawl choice recorded in the crawl's meta (``follow``): with

@@ -263,6 +263,10 @@ class FrontierScheduler(BaseScheduler):
         n = max(1, min(self.lease_batch, self.max_concurrency - active, room))
         downloaded, self.book.downloaded = self.book.downloaded, []
         try:
+            if not self.service.frontier.state.order_known:
+                # Joined before the crawl recorded its order: there is work
+                # only once it has, so read it before the first lease.
+                self.service.frontier.meta.refresh_order()
             leases, wait = self.service.frontier.lease(n, downloaded, self.book.in_flight())
         except redis.RedisError as exc:
             self.book.downloaded[:0] = downloaded

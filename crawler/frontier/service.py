@@ -282,6 +282,7 @@ class FrontierService:
         """Beat, give back orphaned leases, then send ``HEARTBEAT``."""
         frontier = self.frontier
         try:
+            frontier.meta.refresh_order()
             reaped, nodes, held = frontier.heartbeat(self._node_record())
         except redis.RedisError as exc:
             self.redis_error(exc)

@@ -2,6 +2,7 @@
 and ``importance`` in the same run.
 
     python -m bench.bench_order [--web-pages 20000] [--sites 100] [--trees sphinx,cmake,glib] [--seed 1] [--keep]
+                                [--plot bench/order.png]
 
 The measure of Cho, Garcia-Molina and Page ("Efficient crawling through URL
 ordering", WWW 1998) and Baeza-Yates, Castillo, Marin and Rodriguez
@@ -161,6 +162,13 @@ def measure(fetched: list[str], pr: dict[str, float], top: set[str]) -> dict:
     out["top_hit"] = len(set(head) & top) / max(1, len(top))
     out["depth"] = sum(depth(k) for k in head) / max(1, len(head))
     out["head"] = head
+    # The share held after each 1 % of the graph's pages fetched (the plot).
+    shares, total, step = [], 0.0, max(1, n // 100)
+    for i, k in enumerate(first[:n]):
+        total += pr.get(k, 0.0)
+        if (i + 1) % step == 0:
+            shares.append(total)
+    out["curve"] = shares
     return out
 
 
@@ -176,7 +184,39 @@ def pagerank(nodes: list[str], edges: list[tuple[str, str]]) -> dict[str, float]
     return nx.pagerank(g)
 
 
+CURVES: dict[str, dict[str, list[float]]] = {}  # graph -> order -> shares, for --plot
+
+
+def plot(path: Path) -> None:
+    """The share of each graph's PageRank held against the share of its pages
+    fetched, one panel a graph (matplotlib, the bench extra)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(CURVES), figsize=(4.5 * len(CURVES), 4), squeeze=False)
+    for ax, (title, curves) in zip(axes[0], CURVES.items()):
+        for order, style in (("bfs", "--"), ("dfs", ":"), ("importance", "-"), ("PR order", "-.")):
+            if order in curves:
+                ys = curves[order]
+                ax.plot([(i + 1) / len(ys) for i in range(len(ys))], ys, style, label=order)
+        for f in FRACTIONS:
+            ax.axvline(f, color="grey", lw=0.6, ls=":")
+        ax.set_title(title.split(":")[0][:40], fontsize=9)
+        ax.set_xlabel("share of pages fetched")
+        ax.set_ylabel("share of PageRank fetched")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"plot: {path}")
+
+
 def table(title: str, pr: dict[str, float], results: dict[str, dict]) -> None:
+    CURVES[title] = {("PR order" if k == "best" else k): v["curve"]
+                     for k, v in {**results, "best": best(pr)}.items()}
     print(f"\n{title}")
     print(f"  {'order':<11} {'fetched':>7} {'seconds':>7} {'PR@10%':>8} {'PR@20%':>8} {'/bfs@10%':>8} "
           f"{'/bfs@20%':>8} {'top10%hit':>9} {'depth@10%':>9}")
@@ -297,6 +337,7 @@ def main() -> None:
     ap.add_argument("--trees", default="sphinx,cmake,glib", help="comma-separated names of bench_reach's TREES")
     ap.add_argument("--no-web", action="store_true", help="the real trees only")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--plot", type=Path, default=None, help="draw the PageRank share curves (matplotlib)")
     args = ap.parse_args()
     names = [n for n in args.trees.split(",") if n]
     by_name = {t.name: t for t in TREES}
@@ -325,6 +366,8 @@ def main() -> None:
     print()
     for _, line in verdicts:
         print(line)
+    if args.plot:
+        plot(args.plot)
     print(f"total {time.monotonic() - t0:.0f} s")
 
 

@@ -32,11 +32,11 @@ ORDERS = {
     # The newest link of the site first.
     "dfs": ["/", "/c/", "/b/1.html", "/c/1.html", "/x/deep/p.html", "/b/", "/a/", "/a/3.html", "/a/2.html",
             "/a/1.html"],
-    # /, /a/, /b/, /c/: a seed's 1,000 split three ways, plus 50 for the
-    # depth; /b/1.html 50 + 383.33 / 2 from /b/, raised by 383.33 / 3 from
-    # /c/ once queued; /x/deep/p.html 33.33 for its depth + 383.33 / 2 +
-    # 383.33 / 3; /a/'s links and /c/1.html 50 + 383.33 / 3 (in the order
-    # queued).
+    # Each link adds 10 and its page's importance split among its links:
+    # /a/, /b/, /c/ 50 for the depth + 10 + 1,000 / 3; /b/1.html 50 + 10 +
+    # 393.33 / 2 from /b/, raised by 10 + 393.33 / 3 from /c/ once queued;
+    # /x/deep/p.html 33.33 for its depth + the same two; /a/'s links and
+    # /c/1.html 50 + 10 + 393.33 / 3 (in the order queued).
     "importance": ["/", "/a/", "/b/", "/c/", "/b/1.html", "/x/deep/p.html", "/a/1.html", "/a/2.html", "/a/3.html",
                    "/c/1.html"],
 }
@@ -80,9 +80,9 @@ def test_each_order_fetches_in_its_order(site, tmp_path, order):
         with SQLiteStore(result.store_path) as store:
             stored = {p["url"].split(str(site.port), 1)[1]: p["importance"] for p in store.iter_pages()}
         if order == "importance":
-            assert stored == {"/": 1000.0, "/a/": 383.33, "/b/": 383.33, "/c/": 383.33, "/b/1.html": 369.43,
-                              "/x/deep/p.html": 352.76, "/a/1.html": 177.77, "/a/2.html": 177.77, "/a/3.html": 177.77,
-                              "/c/1.html": 177.77}
+            assert stored == {"/": 1000.0, "/a/": 393.33, "/b/": 393.33, "/c/": 393.33, "/b/1.html": 397.77,
+                              "/x/deep/p.html": 381.1, "/a/1.html": 191.11, "/a/2.html": 191.11, "/a/3.html": 191.11,
+                              "/c/1.html": 191.11}
             # /c/'s links to /x/deep/p.html and /b/1.html, which this worker had sent: raised without requests.
             assert "'importance/raised_sent': 2," in result.log
         else:

@@ -222,3 +222,30 @@ def test_python_reads_an_entrys_priority_as_the_scripts_do(priority, expected):
     from crawler.frontier.frontier import entry_priority
 
     assert entry_priority(json.dumps({"u": "http://a/", "m": {"topic_priority": priority}})) == expected
+
+
+def ilink(f: Frontier, url: str, site: str, importance: int, cash: int = 0) -> LinkEntry:
+    """An importance crawl's link (crawler/importance.py): its importance and
+    dedup member in the entry's meta, its place "i<importance>:<cash>"."""
+    bucket, member = f.slot(hashlib.sha1(url.encode()).digest())
+    e = json.dumps({"u": url, "m": {"imp": importance, "imp_key": member}}, separators=(",", ":"))
+    return LinkEntry(bucket, member, site, e, place=f"i{importance}:{cash}")
+
+
+def test_importance_order_raises_queued_urls_and_puts_mirrors_last(client, crawl_name):
+    f = make(client, crawl_name, order="importance", shards=1)  # one lease at a time: the best first
+    f.enqueue([ilink(f, "http://a/low", "a", 1000), ilink(f, "http://a/high", "a", 5000),
+               ilink(f, "http://m/top", "m", 90000), ilink(f, "http://b/mid", "b", 3000)])
+    # A link found later to a queued URL raises it (its cash), whichever
+    # worker found it; one to a URL not queued any more changes nothing.
+    f.enqueue([ilink(f, "http://a/low", "a", 1000, cash=4500)])
+    # Site m turns out to mirror another: its pages queued from now on come last.
+    client.hset(f.keys.site("m").mirrors, "m", "x")
+    f.enqueue([ilink(f, "http://m/next", "m", 99000)])
+    got = drain(f)
+    assert got[:3] == ["http://m/top", "http://a/low", "http://a/high"]  # 90.00; 55.00; 50.00
+    assert got[3:] == ["http://b/mid", "http://m/next"]
+    assert int(f.views.stats()["bumped"]) == 1
+    f.enqueue([ilink(f, "http://c/x", "c", 12345)])
+    leases, _ = f.lease(1)
+    assert [lease.importance for lease in leases] == [123.45]

@@ -330,8 +330,10 @@ class Queues:
             raise errors[0]
         if self.state.ordered:
             # Each shard served its most promising sites first; across the
-            # shards asked, the most promising requests go first too.
-            leases.sort(key=lambda lease: -entry_priority(lease.entry))
+            # shards asked, the most promising requests go first too (by the
+            # rank each had in its queue: a focused crawl's priority, an
+            # importance crawl's importance, as raised after it was queued).
+            leases.sort(key=lambda lease: lease.rank if lease.rank >= 0 else 1 << 62)
         return leases, max(min(self._shard_ready) - time.monotonic(), 0.0)
 
     def release(self, lease_ids: Sequence[str]) -> int:

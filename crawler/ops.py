@@ -156,7 +156,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
             value = int(_number(figures.get(key), 0))
             recrawl[key] = max(recrawl[key], value) if key == "due" else recrawl[key] + value
     topic: dict[str, Any] | None = None
-    if (frontier.recorded_order() or "fifo") != "fifo":
+    if (frontier.recorded_order() or "fifo").startswith("topic:"):
         topic = {"on_topic": stats.get("on_topic", 0), "pages": stats.get("done", 0),
                  "harvest_rate": harvest_rate(stats.get("on_topic", 0), stats.get("done", 0))}
         for key in TOPIC_FIGURES:

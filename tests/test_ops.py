@@ -206,3 +206,28 @@ def test_seed_refuses_what_the_crawls_url_rules_exclude(frontier):
         {"url": "http://a.example/blog/",
          "reason": "excluded by the crawl's URL rules: no -a allow pattern matches it (/docs/)"}]
     assert queued_urls(frontier, "a.example") == ["http://a.example/docs/x"]
+
+
+def test_status_of_an_importance_crawl_shows_its_order_and_best_waiting_not_a_topic(redis_url, crawl_name):
+    """scrapy status (JSON and text) of an -a order=importance crawl: the
+    order, the best importance waiting, no focused-crawl figures."""
+    import redis as redis_module
+    from rich.console import Console
+
+    from crawler.commands.status import render
+    from crawler.frontier import Frontier
+    from tests.test_frontier_order import ilink
+
+    client = redis_module.Redis.from_url(redis_url)
+    try:
+        f = Frontier(client, crawl_name, node="n1")
+        f.check_layout("importance")
+        f.enqueue([ilink(f, "http://a/x", "a", 12345), ilink(f, "http://b/y", "b", 500)])
+        st = ops.status(f, 10)
+        assert (st["control"]["order"], st["control"]["best_waiting"], st["topic"]) == ("importance", 123.45, None)
+        console = Console(width=200, record=True)
+        console.print(render(st))
+        text = console.export_text()
+        assert "control: order importance (best waiting 123.45), scope site" in text and "focused" not in text
+    finally:
+        client.close()

@@ -37,3 +37,25 @@ def test_files_wait_in_order_and_are_read_once(redis_url, crawl_name):
         assert (stats["sitemaps_read"], stats["sitemap_listed"], stats["sitemap_taken"]) == (2, 10, 7)
     finally:
         client.close()
+
+
+def test_malformed_members_written_into_redis_are_set_aside(redis_url, crawl_name):
+    """Members the crawler never writes (another scheme, not in normal
+    form, not UTF-8, an infinite score) become no request: set
+    aside as read and counted; the good file behind them is the next."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        f = Frontier(client, crawl_name, node="n1")
+        q = f.sitemaps
+        key = q._key("a.org")
+        client.zadd(key, {"file:///etc/passwd": 0, "HTTP://A.org/x.xml#frag": 1, b"\xff\xfe": 2,
+                          "javascript:alert(1)": 2.5})
+        q.add("a.org", [SitemapFile("https://a.org/good.xml", 1, True)], max_files=0)
+        assert q.next("a.org") == SitemapFile("https://a.org/good.xml", 1, True)
+        assert int(f.views.stats()["sitemap_refused"]) == 4
+        assert client.zscore(key, "file:///etc/passwd") == -1
+        q.done("a.org", "https://a.org/good.xml")
+        client.zadd(key, {"https://a.org/inf.xml": float("inf")})  # no place a file the crawler adds has
+        assert q.next("a.org") is None and int(f.views.stats()["sitemap_refused"]) == 5
+    finally:
+        client.close()

@@ -17,16 +17,25 @@ file again after a crash, queue the same next file, which the frontier's
 dedup keeps to one request. ``sitemaps:count`` (a hash, site -> files
 known) bounds the files of a site (``SITEMAP_MAX_FILES``).
 
+Whatever is read back is checked: a member that is not an http(s) URL in
+the crawler's normal form, or whose score is not a finite place, is set
+aside as read and counted (``sitemap_refused``): nothing written into Redis
+by someone else becomes a request but a URL the crawler could have queued
+itself, which the network guard and robots.txt still judge.
+
 Counters in the shard's ``stats``: ``sitemaps_read``, ``sitemap_listed``,
-``sitemap_taken`` (``scrapy status``); ``sitemap_errors`` is counted with
+``sitemap_taken`` (``scrapy status``), ``sitemap_refused``; ``sitemap_errors`` is counted with
 the acknowledgement of a file that failed (``lua/shard.lua``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from crawler.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
     from crawler.redis.gateway import Gateway
@@ -43,6 +52,24 @@ class SitemapFile:
     url: str
     level: int = 0
     named: bool = False
+
+
+def _file(member: bytes, score: object) -> SitemapFile | None:
+    """A waiting file as the crawler wrote it, else None."""
+    try:
+        url = member.decode("utf-8")
+        s = float(score)  # type: ignore[arg-type]
+    except (UnicodeDecodeError, TypeError, ValueError):
+        return None
+    if not math.isfinite(s) or s < 0 or s >= 2 ** 52 or len(url) > 8192:
+        return None
+    try:
+        if normalize(url) != url:
+            return None
+    except InvalidURL:
+        return None
+    n = int(s)
+    return SitemapFile(url, (n % 16) // 2, bool(n % 2))
 
 
 def _score(seq: int, f: SitemapFile) -> int:
@@ -85,14 +112,22 @@ class SitemapQueue:
         return refused
 
     def next(self, site: str) -> SitemapFile | None:
-        """The first file of ``site`` still waiting to be read."""
-        row = self.gateway.run("ZRANGEBYSCORE", [self._key(site)], [0, "+inf", "WITHSCORES", "LIMIT", 0, 1])
-        if not row:
-            return None
-        member, score = row[0] if isinstance(row[0], (list, tuple)) else (row[0], row[1])
-        url = member.decode("utf-8", "replace") if isinstance(member, bytes) else str(member)
-        s = int(float(score))
-        return SitemapFile(url, (s % 16) // 2, bool(s % 2))
+        """The first file of ``site`` still waiting to be read. A member that
+        is not a URL the crawler would have written there (an http(s) URL
+        in its normal form, a finite score; written into Redis by someone
+        else) is set aside as read, counted, and the next one taken."""
+        for _ in range(100):
+            row = self.gateway.run("ZRANGEBYSCORE", [self._key(site)], [0, "+inf", "WITHSCORES", "LIMIT", 0, 1])
+            if not row:
+                return None
+            member, score = row[0] if isinstance(row[0], (list, tuple)) else (row[0], row[1])
+            raw = member if isinstance(member, bytes) else str(member).encode("utf-8", "surrogateescape")
+            found = _file(raw, score)
+            if found is not None:
+                return found
+            self.gateway.run_many([("ZADD", [self._key(site)], ["XX", _DONE, raw]),
+                                   ("HINCRBY", [self.keys.site(site).stats], ["sitemap_refused", 1])])
+        return None
 
     def done(self, site: str, url: str) -> None:
         """``url`` is read (or given up on): never queued again."""

@@ -383,6 +383,29 @@ class Follower:
         stats.inc_value("frontier/links_new", new)
         stats.inc_value("frontier/links_parsed", parsed)
 
+    def listed_links(self, links: list[str], referer: str) -> Iterator[Request]:
+        """URLs a sitemap lists (``crawler/sitemaps.py``), at depth 1. In a
+        focused crawl each is judged as a link without an anchor from a page
+        of unknown score: its priority from its URL and its siblings, set
+        aside below ``TOPIC_MIN_PRIORITY`` (a sitemap must not bring a
+        focused crawl every page of a site)."""
+        topic = self.topic
+        if topic is None:
+            yield from self.follow(links, referer, 1)
+            return
+        siblings = self.siblings
+        priorities: dict[str, float] = {}
+        for link in links:
+            if link in self.seen:
+                continue
+            priority = topic.link_priority(link, "", "", 0.0, siblings.rate(link, 0.0))
+            if priority < self.topic_min_priority:
+                self.stats.inc_value("topic/below_min_priority")
+                continue
+            priorities[link] = priority
+        yield from self.follow(list(priorities), referer, 1, link_meta=lambda link: {
+            "topic_hops": 1, "topic_priority": round(priorities[link] * 1000)})
+
     def follow_topic(self, topic: Topic, url: str, depth: int, score: float, on_topic: bool,
                      hops_so_far: int, links: Iterable[str], anchors: dict[str, str],
                      contexts: dict[str, str]) -> Iterator[Request]:

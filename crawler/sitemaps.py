@@ -17,7 +17,9 @@ turns them off for the crawl, recorded in its meta like its rules).
 - **What enters the frontier**: the URLs a file lists within its location
   (``crawler/sitemapparse.py``), in the crawl's scope and allowed by its
   URL rules, at depth 1 with the sitemap as referer; the dedup keeps each
-  URL to one fetch. Index files add their files (``SITEMAP_MAX_DEPTH``
+  URL to one fetch. In a focused crawl each is judged by its URL and its
+  siblings as a link without an anchor (``Follower.listed_links``), so a
+  sitemap brings a focused crawl only the URLs that look on topic. Index files add their files (``SITEMAP_MAX_DEPTH``
   levels of indexes at most, ``SITEMAP_MAX_FILES`` files a site).
 - **Stored**: each taken URL's ``lastmod`` and ``changefreq``, with the
   sitemap that listed it (``SitemapItem``); the stores mark the pages
@@ -220,7 +222,7 @@ class Sitemaps:
                     continue
                 taken.append(e)
             self.stats.inc_value("sitemap/urls_taken", len(taken))
-            yield from self.follower.follow([e.url for e in taken], url, 1)
+            yield from self.follower.listed_links([e.url for e in taken], url)
             for start in range(0, len(taken), ITEM_ENTRIES):
                 yield SitemapItem(url, [[e.url, e.lastmod, e.changefreq] for e in taken[start:start + ITEM_ENTRIES]])
         try:

@@ -76,9 +76,12 @@ def web(tmp_path_factory):
         f = root / (path.lstrip("/") + ("index.html" if path.endswith("/") else ""))
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(page_html(path, on, links))
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\nSitemap: /sitemap.txt\n")
     topic = root.parent / "topic.yaml"
     topic.write_text("name: PostgreSQL maintenance\nkeywords:\n  vacuum: 1\n  postgresql: 1\nthreshold: 0.3\n")
     srv = start_server(tmp_path_factory.mktemp("websrv"), hosts="127.0.0.1", root=root)
+    # Every page, for the crawls that read sitemaps (the others do not: SITEMAP_ENABLED off).
+    (root / "sitemap.txt").write_text("".join(f"{srv.url(p)}\n" for p in WEB))
     yield srv, topic
     srv.stop()
 
@@ -149,6 +152,22 @@ def test_links_below_the_min_priority_wait_and_the_crawl_ends(web, tmp_path):
     assert fetched(result) == Counter(COMMON)
     assert stats(result) == {"topic/pages_scored": "7", "topic/on_topic": "3", "topic/off_topic": "4",
                              "topic/below_min_priority": "3"}  # /b/1.html, /t/2.html, /u/2.html
+
+
+def test_a_sitemap_brings_a_focused_crawl_only_what_looks_on_topic(web, tmp_path):
+    """Sitemaps on (as by default): robots.txt names a sitemap listing every
+    page of the web; none of them is added, since no listed URL's words or
+    siblings say it is on topic: the crawl fetches what it fetches without
+    the sitemap, and the sitemap."""
+    srv, topic = web
+    result = run_crawl(srv, tmp_path, [f"seeds={srv.url('/')}", f"topic={topic}"],
+                       {"TOPIC_TUNNEL": 3, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO", "SITEMAP_ENABLED": True})
+    assert result.returncode == 0, result.log[-3000:]
+    assert fetched(result) == Counter(COMMON | {"/sitemap.txt"})
+    # The tunnel's 3, and at least every listed page the crawl never reached
+    # (pages it had not yet met when it read the sitemap are set aside too).
+    assert int(stats(result)["topic/below_min_priority"]) >= 3 + len(WEB) - len(COMMON)
+    assert f"'sitemap/urls_taken': {len(WEB)}," in result.log
 
 
 def test_a_bad_topic_file_stops_the_start(web, tmp_path):

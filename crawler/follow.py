@@ -389,22 +389,30 @@ class Follower:
         of unknown score: its priority from its URL and its siblings, set
         aside below ``TOPIC_MIN_PRIORITY`` (a sitemap must not bring a
         focused crawl every page of a site)."""
-        topic = self.topic
-        if topic is None:
+        if self.topic is None:
             yield from self.follow(links, referer, 1)
             return
+        priorities = self._priorities(self.topic, links, {}, {}, 0.0, gate=True)
+        yield from self.follow(list(priorities), referer, 1, link_meta=lambda link: {
+            "topic_hops": 1, "topic_priority": round(priorities[link] * 1000)})
+
+    def _priorities(self, topic: Topic, links: Iterable[str], anchors: dict[str, str], contexts: dict[str, str],
+                    score: float, gate: bool) -> dict[str, float]:
+        """The priority of each link not sent before (in their order); with
+        ``gate``, those below ``TOPIC_MIN_PRIORITY`` set aside (not
+        remembered: a better page may link to them later) and counted."""
         siblings = self.siblings
         priorities: dict[str, float] = {}
         for link in links:
             if link in self.seen:
                 continue
-            priority = topic.link_priority(link, "", "", 0.0, siblings.rate(link, 0.0))
-            if priority < self.topic_min_priority:
+            priority = topic.link_priority(link, anchors.get(link, ""), contexts.get(link, ""), score,
+                                           siblings.rate(link, score))
+            if gate and priority < self.topic_min_priority:
                 self.stats.inc_value("topic/below_min_priority")
                 continue
             priorities[link] = priority
-        yield from self.follow(list(priorities), referer, 1, link_meta=lambda link: {
-            "topic_hops": 1, "topic_priority": round(priorities[link] * 1000)})
+        return priorities
 
     def follow_topic(self, topic: Topic, url: str, depth: int, score: float, on_topic: bool,
                      hops_so_far: int, links: Iterable[str], anchors: dict[str, str],
@@ -416,23 +424,11 @@ class Follower:
         if not go:
             self.stats.inc_value("topic/tunnel_stopped")
             return
-        siblings = self.siblings
-        priorities: dict[str, float] = {}
-        wanted: list[str] = []
-        for link in links:
-            if link in self.seen:
-                continue
-            priority = topic.link_priority(link, anchors.get(link, ""), contexts.get(link, ""), score,
-                                           siblings.rate(link, score))
-            if priority < self.topic_min_priority and depth > 0:
-                # Set aside, not remembered: a better page may link to it later.
-                self.stats.inc_value("topic/below_min_priority")
-                continue
-            priorities[link] = priority
-            wanted.append(link)
+        # A seed's links are never set aside either.
+        priorities = self._priorities(topic, links, anchors, contexts, score, gate=depth > 0)
 
         def meta(link: str) -> dict[str, Any]:
             return {"topic_hops": hops, "topic_parent": round(score * 1000),
                     "topic_priority": round(priorities[link] * 1000)}
 
-        yield from self.follow(wanted, url, depth + 1, link_meta=meta)
+        yield from self.follow(list(priorities), url, depth + 1, link_meta=meta)

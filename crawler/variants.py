@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from crawler.canonical import TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
 from crawler.language import DeclarationTrust, link_header_alternates, page_language, tag
+from crawler.responses import header
 from crawler.urls import InvalidURL, normalize, url_site
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class Variants:
         """Set the page's ``lang`` and ``alternates``; whether the crawl's
         languages let its links be followed."""
         stats = self.crawler.stats
-        declared = page.lang or _header(response, b"Content-Language")
+        declared = page.lang or header(response, b"Content-Language")
         check = self.declarations.should_check(item.site)
         item.lang, how = page_language(declared, text, check)
         if check and how in ("declared", "overruled"):
@@ -135,7 +136,3 @@ class Variants:
             self.crawler.stats.inc_value("lang/alternates_queued")
             yield request
 
-
-def _header(response: Response, name: bytes) -> str | None:
-    value = response.headers.get(name)
-    return value.decode("latin-1") if value else None

@@ -37,6 +37,11 @@ touches one slot only:
   ``first:<bucket>`` hash URL (8 bytes of its hash) -> the order key of its first
                      near-duplicate check (a re-crawl keeps its first place in time)
   ``robots:body:<host>``, ``robots:lock:<host>``: the shared robots.txt cache
+  ``sitemaps:<site>`` zset: the site's sitemap files, read one at a time
+                     (``crawler/frontier/sitemapqueue.py``); ``sitemaps:count``
+                     hash site -> files known
+  ``qk:<site>``      hash: an importance crawl's queued entries by dedup member,
+                     so later links raise them (``lua/shard.lua``)
 
 - **duplicate-index shards**, tag ``{<crawl>:d<N>.<t>}``: the exact and
   near-duplicate indexes are spread by fingerprint bits

@@ -340,15 +340,22 @@ def importance_seed(args: argparse.Namespace, seed: int) -> None:
     pages = make_web(args.pages, horizon, seed, args.static)
     rng = random.Random(seed * 7919)
     indegree = [min(100_000, int(rng.paretovariate(1.2)) - 1) for _ in pages]
-    weights = [importance_weight(d, 0) if args.weight_exponent is None else (1.0 + d) ** args.weight_exponent
-               for d in indegree]
+    # What is measured: freshness weighted by importance, 1 + in-degree (the
+    # textbook's in-degree; no mirrors here), whatever weights the schedule uses.
+    measure = [1.0 + d for d in indegree]
+    if args.weight_exponent is not None:
+        weights = [(1.0 + d) ** args.weight_exponent for d in indegree]
+    elif args.weight_mix is not None:
+        weights = [1.0 + args.weight_mix * d for d in indegree]
+    else:
+        weights = [importance_weight(d, 0) for d in indegree]
     budget = len(pages) / (args.budget_days * DAY)
     run_ours(pages, "plain", budget, horizon)
     # At equal fetches: the weighted schedule's budget scaled until it spends what the plain one spent.
     calibrate(lambda k: run_ours(pages, "weighted", budget / k, horizon, weights),
               lambda: score(pages, "weighted", warm, horizon), score(pages, "plain", warm, horizon).fetches,
               0.5, 2.0, steps=8)
-    rows = {name: (score(pages, name, warm, horizon), score(pages, name, warm, horizon, weights))
+    rows = {name: (score(pages, name, warm, horizon), score(pages, name, warm, horizon, measure))
             for name in ("plain", "weighted")}
     print(f"\nseed {seed}, importance (in-degree: Pareto 1.2; weights {min(weights):.2f} to {max(weights):.2f}):")
     print(f"{'schedule':<28}{'fetches':>10}{'freshness':>11}{'weighted':>10}")
@@ -375,6 +382,8 @@ def main() -> None:
                     help="the re-crawl's budget weighed by importance against unweighted (importance_seed)")
     ap.add_argument("--weight-exponent", type=float, default=None,
                     help="--importance: weights (1 + in-degree) ** this instead of importance_weight's")
+    ap.add_argument("--weight-mix", type=float, default=None,
+                    help="--importance: weights 1 + this * in-degree instead of importance_weight's")
     args = ap.parse_args()
     if args.quick:
         args.pages, args.days, args.warmup, args.seeds = 1000, 30, 30, "2"

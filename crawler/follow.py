@@ -352,7 +352,7 @@ class Follower:
         cash = 0
         if ranked:
             links = [u for u in links if self.covers(u) or u in seen]
-            cash = self.importance.cash(importance, len(links))
+            cash = self.importance.cash(importance, len(links), referer)
         for link in links:
             parsed += 1
             if link in seen:

@@ -7,9 +7,12 @@ importance computation", WWW 2003; Nutch's ``scoring-opic``).
   depth) (``/`` and ``/a.html``: 100; ``/docs/a.html``: 50), as the
   textbook says only the depth is known before a page is fetched; a seed's
   is ``MAX_IMPORTANCE`` (1,000).
-- A fetched page passes its importance on: each link it follows gains the
-  page's importance (as leased) divided by the number of links it follows,
-  so links from important pages count more, and 10 for the link itself
+- A fetched page passes on what it gained: each link it follows gains the
+  page's importance (as leased) less its depth prior, divided by the
+  number of links it follows, so links from important pages count more
+  (the prior is not passed on: passed on, it made every page with few links
+  pass on more than it received, and the crawl went deep along them
+  ahead of an index's other entries), and 10 for the link itself
   (``IN_LINK``: the in-links found, as the textbook says). A link to a URL already queued
   raises that URL's priority in Redis (``lua/shard.lua``'s ``bump``); a URL
   this worker sent before (its URL cache) is raised without building a
@@ -75,12 +78,15 @@ class Importance:
         service = FrontierService.of(self.crawler)
         return service.is_open and service.frontier.state.order == "importance"
 
-    def cash(self, parent: Any, links: int) -> int:
-        """What each of ``links`` links of a page of importance ``parent``
-        gains, in hundredths."""
+    def cash(self, parent: Any, links: int, url: str = "") -> int:
+        """What each of ``links`` links of the page at ``url``, of importance
+        ``parent``, gains, in hundredths: ``IN_LINK`` and a share of what
+        the page gained from its own in-links (its importance less its
+        depth prior, which was never passed to it and is not passed on)."""
         if links <= 0 or not isinstance(parent, (int, float)) or isinstance(parent, bool) or parent <= 0:
             return IN_LINK
-        return IN_LINK + int(min(float(parent), MAX_IMPORTANCE) * 100 // links)
+        gained = min(float(parent), MAX_IMPORTANCE) * 100 - (depth_prior(url) if url else 0)
+        return IN_LINK + max(0, int(gained // links))
 
     def mark(self, request: Request, cash: int, seed: bool = False) -> None:
         """A new URL's request: its importance and dedup member in its meta

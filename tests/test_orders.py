@@ -32,11 +32,12 @@ ORDERS = {
     # The newest link of the site first.
     "dfs": ["/", "/c/", "/b/1.html", "/c/1.html", "/x/deep/p.html", "/b/", "/a/", "/a/3.html", "/a/2.html",
             "/a/1.html"],
-    # Each link adds 10 and its page's importance split among its links:
-    # /a/, /b/, /c/ 50 for the depth + 10 + 1,000 / 3; /b/1.html 50 + 10 +
-    # 393.33 / 2 from /b/, raised by 10 + 393.33 / 3 from /c/ once queued;
-    # /x/deep/p.html 33.33 for its depth + the same two; /a/'s links and
-    # /c/1.html 50 + 10 + 393.33 / 3 (in the order queued).
+    # Each link adds 10 and what its page gained (its importance less its
+    # depth prior) split among its links: /a/, /b/, /c/ 50 for the depth +
+    # 10 + (1,000 - 100) / 3 = 360; /b/1.html 50 + 10 + 310 / 2 from /b/,
+    # raised by 10 + 310 / 3 from /c/ once queued; /x/deep/p.html 33.33 for
+    # its depth + the same two; /a/'s links and /c/1.html 50 + 10 + 310 / 3
+    # (in the order queued).
     "importance": ["/", "/a/", "/b/", "/c/", "/b/1.html", "/x/deep/p.html", "/a/1.html", "/a/2.html", "/a/3.html",
                    "/c/1.html"],
 }
@@ -80,9 +81,9 @@ def test_each_order_fetches_in_its_order(site, tmp_path, order):
         with SQLiteStore(result.store_path) as store:
             stored = {p["url"].split(str(site.port), 1)[1]: p["importance"] for p in store.iter_pages()}
         if order == "importance":
-            assert stored == {"/": 1000.0, "/a/": 393.33, "/b/": 393.33, "/c/": 393.33, "/b/1.html": 397.77,
-                              "/x/deep/p.html": 381.1, "/a/1.html": 191.11, "/a/2.html": 191.11, "/a/3.html": 191.11,
-                              "/c/1.html": 191.11}
+            assert stored == {"/": 1000.0, "/a/": 360.0, "/b/": 360.0, "/c/": 360.0, "/b/1.html": 328.33,
+                              "/x/deep/p.html": 311.66, "/a/1.html": 163.33, "/a/2.html": 163.33, "/a/3.html": 163.33,
+                              "/c/1.html": 163.33}
             # /c/'s links to /x/deep/p.html and /b/1.html, which this worker had sent: raised without requests.
             assert "'importance/raised_sent': 2," in result.log
         else:

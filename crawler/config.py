@@ -213,6 +213,10 @@ SPECS: dict[str, Check] = {
     else (None if _number(int, 1, 256)(v) is None else "must be a number of processes from 1 to 256, or auto"),
     "STORE_PATH": _path,
     "STORE_SPILL_PATH": _path,
+    # WARC output (crawler/warc/)
+    "WARC_DIR": _path,
+    "WARC_MAX_SIZE": POSITIVE_COUNT,
+    "WARC_PREFIX": _name,
     # robots.txt
     "ROBOTSTXT_DOWNLOAD_TIMEOUT": POSITIVE_SECONDS,
     "ROBOTSTXT_MAX_RETRY_TIMES": COUNT,

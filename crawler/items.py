@@ -65,6 +65,15 @@ class PageItem:
     # An importance crawl's (-a order=importance, crawler/importance.py):
     # the page's importance when it was leased.
     importance: float | None = None
+    # WARC output (-s WARC_DIR, crawler/warc/): the record of the response
+    # (or revisit) the page was stored from: its file, offset, WARC-Date and
+    # payload digest. ``warc`` carries the pending write to the WARC
+    # pipeline, which fills the four in before the store sees the page.
+    warc: Any = None
+    warc_file: str | None = None
+    warc_offset: int | None = None
+    warc_date: str | None = None
+    warc_digest: str | None = None
     alternates: dict[str, str] | None = None
     lastmod: float | None = None
     changefreq: str | None = None

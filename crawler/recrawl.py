@@ -48,7 +48,9 @@ __all__ = ["OUTCOME_KEY", "Revisits", "evidence_of", "first_visit", "visits"]
 
 # Fields a 304 or an error leaves as they were (the stored version stands).
 _KEPT = ("depth", "status", "page_type", "title", "text", "abstract", "simhash", "content_hash", "dup_of",
-         "encoding", "referer", "etag", "last_modified", "changed_at", "error", "content_length", "canonical")
+         "encoding", "referer", "etag", "last_modified", "changed_at", "error", "content_length", "canonical",
+         # the response record the stored version came from (a 304's revisit names it)
+         "warc_file", "warc_offset", "warc_date", "warc_digest")
 
 
 def visits(raw: Any) -> list[Visit]:

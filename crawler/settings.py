@@ -242,6 +242,16 @@ SITEMAP_MAX_DEPTH = 2
 # Sitemap files read a site (an index may name 50,000).
 SITEMAP_MAX_FILES = 1000
 
+# --- WARC output (crawler/warc/, docs/warc.md) ---------------------------------------
+# A directory: every fetch written there as WARC/1.1 (request and response
+# records, revisits for identical payloads and 304s). Empty: none written.
+WARC_DIR = ""
+# A file is closed (renamed without .open) once it reaches this many bytes.
+WARC_MAX_SIZE = 1_000_000_000
+# The files' name prefix (IIPC: <prefix>-<timestamp>-<serial>-<pid>~<host>.warc.gz);
+# empty: the crawl's name.
+WARC_PREFIX = ""
+
 # --- Duplicates (crawler.fingerprint, the frontier's index) -------------------------
 # A page whose main text's word 3-shingles resemble those of a page seen
 # before (anywhere in the cluster) at least this much (Broder's resemblance,
@@ -307,6 +317,8 @@ EXTENSIONS = {
     # Progress lines in the log (PROGRESS_INTERVAL) and Prometheus metrics
     # (PROMETHEUS_PORT): crawler/progress.py.
     "crawler.progress.Progress": 20,
+    # WARC output (WARC_DIR): the writer thread (crawler/warc/service.py).
+    "crawler.warc.service.WarcService": 30,
 }
 # Scrapy's own extensions but the remote control and the telnet console (see
 # REMOTE_CONTROL_ENABLED above): out of the base list rather than set to None
@@ -334,8 +346,13 @@ DOWNLOADER_MIDDLEWARES = {
     # Last before the download handler: the gap between two requests to a
     # site, at the wire, for the whole cluster.
     "crawler.middlewares.SendSpacingMiddleware": 950,
+    # WARC output: every fetch as it came, before HttpCompressionMiddleware
+    # (590) decodes it, after every middleware that sets request headers.
+    "crawler.warc.service.WarcMiddleware": 900,
 }
 ITEM_PIPELINES = {
+    # A page is stored once its WARC record is written (WARC_DIR).
+    "crawler.warc.service.WarcPipeline": 790,
     "crawler.pipelines.StorePipeline": 800,
 }
 

@@ -2,7 +2,9 @@
 write what the store holds.
 
 ``FILE`` ends in ``.jsonl`` (one JSON object a page, every stored field) or
-``.csv`` (the same fields, a header row). Reads the crawl's store as
+``.csv`` (the same fields, a header row), or ``.cdxj`` (or ``--cdxj``): the
+CDXJ index of the crawl's WARC files in ``WARC_DIR``, as pywb reads it
+(``crawler/warc/cdxj.py``). Reads the crawl's store as
 ``scrapy graph`` does (``CRAWL_DIR``, ``CRAWL_NAME``; ``STORE_PATH``;
 ``MONGO_URI``, ``MONGO_DATABASE``). Feed exports (``scrapy crawl -o``) hold
 only the pages fetched in that run; this holds the whole crawl. The file is
@@ -28,7 +30,7 @@ from crawler.store.base import PAGE_FIELDS
 if TYPE_CHECKING:
     import argparse
 
-FORMATS = (".jsonl", ".csv")
+FORMATS = (".jsonl", ".csv", ".cdxj")
 TYPES = ("index", "info")
 
 
@@ -38,10 +40,10 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "-o FILE [--site SITE] [--type index|info] [--state C|E]"
+        return "-o FILE [--site SITE] [--type index|info] [--state C|E] | --cdxj -o FILE"
 
     def short_desc(self) -> str:
-        return "Export the stored pages (JSON lines or CSV)"
+        return "Export the stored pages (JSON lines or CSV), or the CDXJ index of the crawl's WARC files"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -49,6 +51,8 @@ class Command(ScrapyCommand):
         parser.add_argument("--site", help="only this site's pages")
         parser.add_argument("--type", choices=TYPES, help="only index (navigation) or info (content) pages")
         parser.add_argument("--state", choices=("C", "E"), help="only pages crawled (C) or errors (E)")
+        parser.add_argument("--cdxj", action="store_true",
+                            help="the CDXJ index of the WARC files in WARC_DIR (as -o FILE.cdxj)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
@@ -56,6 +60,9 @@ class Command(ScrapyCommand):
         suffix = path.suffix.lower()
         if suffix not in FORMATS:
             raise UsageError(f"-o {opts.output}: the file must end in {', '.join(FORMATS)}", print_help=False)
+        if opts.cdxj or suffix == ".cdxj":
+            self._cdxj(path)
+            return
         try:
             store = open_store(self.settings, crawl_name(self.settings, "site"), create=False)
         except (StoreNotFound, StoreUnavailable) as exc:
@@ -82,3 +89,18 @@ class Command(ScrapyCommand):
                 n += 1
         os.replace(tmp, path)
         print(f"wrote {path}: {n} pages")
+
+    def _cdxj(self, path: Path) -> None:
+        from crawler.warc.cdxj import write_cdxj
+
+        assert self.settings is not None
+        directory = self.settings.get("WARC_DIR")
+        if not directory or not Path(directory).is_dir():
+            print(f"scrapy export: --cdxj indexes the WARC files of WARC_DIR: "
+                  f"{'set -s WARC_DIR=DIR' if not directory else repr(directory) + ' is not a directory'}",
+                  file=sys.stderr)
+            self.exitcode = 1
+            return
+        files, lines, still_open = write_cdxj(Path(directory), path)
+        print(f"wrote {path}: {lines} records of {files} WARC files"
+              + (f" ({still_open} file(s) still being written left out)" if still_open else ""))

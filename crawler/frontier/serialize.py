@@ -95,6 +95,10 @@ META_KEYS: dict[str, str] = {
     # raise it in its queue.
     "imp": "int",
     "imp_key": "str",
+    # WARC output (crawler/warc/service.py): a re-crawl's conditional GET
+    # names the stored record [uri, WARC-Date, payload digest] its 304
+    # revisit refers to (checked again when read).
+    "warc_original": "strs",
 }
 
 

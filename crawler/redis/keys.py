@@ -55,6 +55,9 @@ touches one slot only:
   ``nsk:<b>``        hash SimHash (8 bytes) -> the bottom-k sample of its first page's shingles
   ``shurl:<b>``      hash SimHash -> "<site tag><order>\\t<url>" of its first page;
                      "<simhash>\\t<site tag>" -> "<order>\\t<url>", the first on that site
+  ``warc:<b>``       hash payload digest (its first 16 base-32 characters) -> "<the other
+                     16> <WARC-Date> <URI>" of the first response archived with that
+                     payload (``-s WARC_DIR``: ``crawler/warc/digests.py``)
   (``<b>``: one of ``DUPEFILTER_BUCKETS`` small hashes, which Redis keeps in its
   compact listpack encoding; a site tag is 10 hex digits, ``dupindex.site_tag``)
 
@@ -151,6 +154,9 @@ class ShardKeys:
 
     def shurl(self, bucket: int) -> str:
         return f"{self.prefix}shurl:{bucket}"
+
+    def archived(self, bucket: int) -> str:
+        return f"{self.prefix}warc:{bucket}"
 
 
 class Keys:

@@ -54,6 +54,7 @@ from crawler.responses import content_length
 from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, normalize, url_site
+from crawler.warc.service import ORIGINAL_META, WarcService
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -170,7 +171,10 @@ class RecrawlSpider(SiteSpider):
             if not self.follower.covers(url):
                 outside.append(url)
             n += 1
-            meta = {"revisit": due, "depth": int(page.get("depth") or 0)}
+            meta: dict[str, Any] = {"revisit": due, "depth": int(page.get("depth") or 0)}
+            if headers and page.get("warc_date") and page.get("warc_digest"):
+                # A 304's revisit record names the stored response (crawler/warc/).
+                meta[ORIGINAL_META] = [url, str(page["warc_date"]), str(page["warc_digest"])]
             length = page.get("content_length")
             if not headers and self.head and isinstance(length, int) and self._head_pays(page, now):
                 self.crawler.stats.inc_value("recrawl/head")
@@ -194,7 +198,7 @@ class RecrawlSpider(SiteSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         if response.status == 304 and _revisit_of(response) is not None:
-            yield _not_modified(response)
+            yield _not_modified(response, WarcService.of(self.crawler).take(response.request))
             return
         yield from super().parse(response, **kwargs)
 
@@ -208,7 +212,7 @@ class RecrawlSpider(SiteSpider):
         if (200 <= response.status < 300 and content_length(response) == request.meta.get("head_length")
                 and not _modified_since(response, request.meta.get("head_since"))):
             stats.inc_value("recrawl/head_unchanged")
-            yield _not_modified(response)
+            yield _not_modified(response, WarcService.of(self.crawler).take(response.request))
             return
         stats.inc_value("recrawl/head_changed")
         yield self._get_after_head(request)
@@ -316,7 +320,7 @@ def _revisit_of(response: Response) -> int | None:
     return due if isinstance(due, int) and not isinstance(due, bool) else None
 
 
-def _not_modified(response: Response) -> PageItem:
+def _not_modified(response: Response, warc: Any = None) -> PageItem:
     """The item of a visit that found the page not modified (a 304, or a HEAD
     with the same length): the store's merge keeps the stored version, and
     takes the validators a 304 carries (crawler/recrawl.py). Its state is
@@ -329,5 +333,6 @@ def _not_modified(response: Response) -> PageItem:
     modified = response.headers.get(b"Last-Modified") if response.status == 304 else None
     return PageItem(url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)), state="E", status=304,
                     fetched_at=time.time(), revisit=_revisit_of(response), referer=request.meta.get("referer_url"),
+                    warc=warc,
                     etag=etag.decode("latin-1") if etag else None,
                     last_modified=modified.decode("latin-1") if modified else None)

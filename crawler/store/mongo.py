@@ -266,7 +266,8 @@ class MongoStore(Store):
     def due(self, now: float, default_interval: float, site: str | None = None, limit: int = 0,
             every: bool = False) -> Iterator[dict[str, Any]]:
         fields = {"_id": 0, "url": 1, "site": 1, "depth": 1, "etag": 1, "last_modified": 1,
-                  "next_fetch_at": 1, "fetched_at": 1, "change_rate": 1, "content_length": 1}
+                  "next_fetch_at": 1, "fetched_at": 1, "change_rate": 1, "content_length": 1,
+                  "warc_date": 1, "warc_digest": 1}
         cursor = self.pages.find(self._due_query(now, default_interval, site, every), fields).sort(
             [("next_fetch_at", 1), ("url", 1)])
         if limit > 0:

@@ -61,7 +61,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and languages (crawler/variants.py)
                     "lang": "TEXT", "alternates": "TEXT",
                     # and crawl orders (crawler/importance.py)
-                    "importance": "REAL", "indegree": "INTEGER", "mirror_degree": "INTEGER"}
+                    "importance": "REAL", "indegree": "INTEGER", "mirror_degree": "INTEGER",
+                    # and WARC output (crawler/warc/)
+                    "warc_file": "TEXT", "warc_offset": "INTEGER", "warc_date": "TEXT", "warc_digest": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -326,7 +328,7 @@ class SQLiteStore(Store):
         where, args = self._due_where(now, default_interval, site, every)
         sql = ("SELECT url, site, depth, etag, last_modified, "
                "COALESCE(next_fetch_at, fetched_at + ?, 0) AS next_fetch_at, "
-               "fetched_at, change_rate, content_length" + where + " ORDER BY 6, url")
+               "fetched_at, change_rate, content_length, warc_date, warc_digest" + where + " ORDER BY 6, url")
         args = [default_interval, *args]
         if limit > 0:
             sql += " LIMIT ?"

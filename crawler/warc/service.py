@@ -1,0 +1,293 @@
+"""WARC output's Scrapy side (``-s WARC_DIR=DIR``): the service that owns
+the writer, the downloader middleware that hands it every fetch, and the
+item pipeline that waits for a page's record before the page is stored.
+
+- ``WarcService`` (an extension; ``WarcService.of(crawler)``): on
+  ``spider_opened`` it closes the ``.open`` files of workers that are gone
+  (``files.salvage``) and starts this worker's writer; on
+  ``spider_closed`` it writes what is queued and closes the file.
+- ``WarcMiddleware`` (downloader middleware 900: after every middleware
+  that sets request headers, before any that decodes the response, so the
+  body is the bytes received): robots.txt, sitemaps, pages, redirects, a
+  re-crawl's HEAD and 304 alike. A download that ``DOWNLOAD_MAXSIZE`` cuts
+  is stopped at the limit (Scrapy's ``StopDownload`` on ``headers_received``
+  or ``bytes_received``) so its first bytes are archived, with
+  ``WARC-Truncated: length``, and then fails as Scrapy's own cut does; a
+  body still arriving at 90 % of its download timeout is stopped the same
+  way (``WARC-Truncated: time``) and fails as a timeout. A response that
+  had not begun by then is not archived (no bytes came).
+- ``WarcPipeline`` (item pipeline 790, before the store): a page is stored
+  only once its record is on disk, with its place (``warc_file``,
+  ``warc_offset``) and the record's ``warc_date`` and ``warc_digest``. A
+  re-crawl's 304 keeps the place of the response it confirms
+  (``crawler/recrawl.py``). A writer that failed closes the spider
+  (``finish_reason`` ``warc_write_failed``): the archive is required once
+  asked for.
+
+Stats: ``warc/responses``, ``warc/revisits`` (identical payloads),
+``warc/not_modified`` (a re-crawl's 304s), ``warc/truncated``,
+``warc/bytes``, ``warc/files``, ``warc/index_errors``,
+``warc/salvaged_files``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from scrapy import signals
+from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError, DropItem, StopDownload
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import defer
+
+from crawler.crawldir import crawl_dir, crawl_name
+from crawler.redis.client import get_redis
+from crawler.redis.gateway import Gateway
+from crawler.redis.keys import Keys
+from crawler.warc.digests import ArchiveIndex
+from crawler.warc.files import WarcFiles, salvage
+from crawler.warc.records import Exchange, NotModified, RecordMaker, http_date_ok
+from crawler.warc.writer import WarcWriter, Written
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+__all__ = ["ORIGINAL_META", "WarcMiddleware", "WarcPipeline", "WarcService"]
+
+logger = logging.getLogger(__name__)
+
+# request.meta of a re-crawl's conditional GET: [uri, WARC-Date, payload
+# digest] of the stored page's record, which a 304 revisit names.
+ORIGINAL_META = "warc_original"
+_TIME_SHARE = 0.9  # of the download timeout, after which a body still arriving is cut
+
+
+class WarcService:
+    """The writer of one worker (see the module); idle without WARC_DIR."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        s = crawler.settings
+        self.directory = Path(s.get("WARC_DIR")) if s.get("WARC_DIR") else None
+        self.max_size = s.getint("WARC_MAX_SIZE")
+        self.prefix = s.get("WARC_PREFIX") or ""
+        self.maxsize = s.getint("DOWNLOAD_MAXSIZE")
+        self.timeout = s.getfloat("DOWNLOAD_TIMEOUT")
+        self.writer: WarcWriter | None = None
+        self._pending: weakref.WeakKeyDictionary[Any, Future[Written]] = weakref.WeakKeyDictionary()
+        self._cut: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._received: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._started: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._failed = False
+        if self.enabled:
+            crawler.signals.connect(self.open, signals.spider_opened)
+            crawler.signals.connect(self.close, signals.spider_closed)
+            crawler.signals.connect(self._headers, signals.headers_received)
+            crawler.signals.connect(self._bytes, signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> WarcService:
+        service = crawler.get_extension(cls)
+        if service is None:
+            raise RuntimeError("crawler.warc.service.WarcService is not in EXTENSIONS (see crawler/settings.py)")
+        return service
+
+    @property
+    def enabled(self) -> bool:
+        return self.directory is not None
+
+    # -- life --------------------------------------------------------------------------------------
+    def open(self, spider: Spider) -> None:
+        assert self.directory is not None
+        s = self.crawler.settings
+        name = crawl_name(s, spider.name)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        salvaged = salvage(self.directory)
+        if salvaged:
+            self.crawler.stats.set_value("warc/salvaged_files", len(salvaged))
+        info = {
+            "software": f"site-crawler/{_version()} (Scrapy, warcio)",
+            "format": "WARC File Format 1.1",
+            "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+            "isPartOf": name,
+            "operator": s.get("USER_AGENT") or "",
+            "http-header-user-agent": s.get("USER_AGENT") or "",
+            "robots": "obey" if s.getbool("ROBOTSTXT_OBEY") else "ignore",
+        }
+        maker = RecordMaker()
+        files = WarcFiles(self.directory, self.prefix or name, self.max_size,
+                          lambda filename: maker.warcinfo(filename, {**info, "hostname": files.host}))
+
+        def index() -> ArchiveIndex:
+            keys = Keys(name, s.getint("FRONTIER_SHARDS"))
+            return ArchiveIndex(Gateway(get_redis(s, crawl_dir(s)), {}), keys, s.getint("DUPEFILTER_BUCKETS"))
+
+        self.writer = WarcWriter(files, index)
+        logger.info("WARC: writing %(dir)s/%(prefix)s-*.warc.gz (rotated at %(size)d bytes)",
+                    {"dir": self.directory, "prefix": files.prefix, "size": self.max_size})
+
+    def close(self, spider: Spider) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        writer.close()
+        c, stats = writer.counts, self.crawler.stats
+        for key in ("responses", "revisits", "not_modified", "truncated", "bytes", "index_errors"):
+            stats.set_value(f"warc/{key}", getattr(c, key))
+        stats.set_value("warc/files", len(writer.files.closed))
+
+    # -- what the middleware and the pipeline call ----------------------------------------------------
+    def started(self, request: Request) -> None:
+        self._started[request] = time.monotonic()
+
+    def _limit(self, request: Request) -> int:
+        limit = request.meta.get("download_maxsize", self.maxsize)
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else self.maxsize
+
+    def _headers(self, headers: Any, body_length: int, request: Request, spider: Spider) -> None:
+        limit = self._limit(request)
+        if limit and isinstance(body_length, int) and body_length > limit:
+            self._cut[request] = "length"
+            raise StopDownload(fail=False)
+
+    def _bytes(self, data: bytes, request: Request, spider: Spider) -> None:
+        received = self._received.get(request, 0) + len(data)
+        self._received[request] = received
+        limit = self._limit(request)
+        if limit and received > limit:
+            self._cut[request] = "length"
+            raise StopDownload(fail=False)
+        timeout = request.meta.get("download_timeout", self.timeout)
+        started = self._started.get(request)
+        if (started is not None and isinstance(timeout, (int, float)) and timeout > 0
+                and time.monotonic() - started > _TIME_SHARE * timeout):
+            self._cut[request] = "time"
+            raise StopDownload(fail=False)
+
+    def archive(self, request: Request, response: Response) -> str | None:
+        """Hand a fetch to the writer; what cut it short (None: whole)."""
+        writer = self.writer
+        if writer is None:
+            return None
+        if writer.error is not None:
+            self._fail(writer.error)
+        cut = self._cut.pop(request, None)
+        self._received.pop(request, None)
+        body = response.body
+        if cut == "length":
+            body = body[: self._limit(request)]
+        ip = getattr(response, "ip_address", None)
+        ex = Exchange(
+            url=response.url, method=request.method,
+            request_headers=[(k, v) for k, vs in request.headers.items() for v in vs],
+            request_body=request.body or b"", protocol=getattr(response, "protocol", None) or "HTTP/1.1",
+            status=response.status,
+            response_headers=[(k, v) for k, vs in response.headers.items() for v in vs],
+            body=body, ip=str(ip) if ip is not None else None, fetched_at=time.time(), truncated=cut,
+            not_modified=_original(request) if response.status == 304 else None)
+        self._pending[request] = writer.submit(ex, dedup=request.method == "GET")
+        return cut
+
+    def take(self, request: Request | None) -> Future[Written] | None:
+        """The record of this request's response (once: the page's item takes it)."""
+        return self._pending.pop(request, None) if request is not None else None
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        logger.error("WARC: cannot write %(dir)s (%(exc)s): stopping the crawl (WARC_DIR is required once set)",
+                     {"dir": self.directory, "exc": exc})
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(engine.close_spider_async(reason="warc_write_failed"))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("site-crawler")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _original(request: Request) -> NotModified | None:
+    """The stored record a 304 confirms, from the re-crawl's request."""
+    raw = request.meta.get(ORIGINAL_META)
+    if (isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw)
+            and raw[0].lower().startswith(("http://", "https://")) and http_date_ok(raw[1])
+            and raw[2].startswith("sha1:") and len(raw[2]) == 37):
+        return NotModified(raw[0], raw[1], raw[2])
+    return None
+
+
+class WarcMiddleware:
+    """Downloader middleware: every fetch to the writer (see the module)."""
+
+    def __init__(self, service: WarcService) -> None:
+        self.service = service
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(WarcService.of(crawler))
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        if self.service.enabled:
+            self.service.started(request)
+
+    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+        if not self.service.enabled:
+            return response
+        cut = self.service.archive(request, response)
+        if cut == "length":
+            raise DownloadCancelledError(f"over DOWNLOAD_MAXSIZE: {request.url} (archived its first bytes)")
+        if cut == "time":
+            raise DownloadTimeoutError(f"body still arriving at {int(_TIME_SHARE * 100)} % of the download timeout: "
+                                 f"{request.url} (archived what came)")
+        return response
+
+
+class WarcPipeline:
+    """A page is stored once its record is written (see the module)."""
+
+    def __init__(self, service: WarcService) -> None:
+        self.service = service
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(WarcService.of(crawler))
+
+    async def process_item(self, item: Any) -> Any:
+        future = getattr(item, "warc", None)
+        if future is None:
+            return item
+        item.warc = None
+        if not future.done():
+            from twisted.internet import reactor  # the installed one (imported late: Scrapy installs it)
+
+            d: defer.Deferred[None] = defer.Deferred()
+            future.add_done_callback(lambda _: cast(Any, reactor).callFromThread(d.callback, None))
+            await maybe_deferred_to_future(d)
+        exc = future.exception()
+        if exc is not None:
+            self.service._fail(exc)
+            raise DropItem(f"WARC record not written ({exc}): {getattr(item, 'url', '')} not stored")
+        written = future.result()
+        if written.kind == "response" or (written.kind == "revisit" and getattr(item, "status", None) != 304):
+            item.warc_file, item.warc_offset = written.file, written.offset
+            item.warc_date, item.warc_digest = written.date, written.digest
+        return item

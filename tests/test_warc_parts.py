@@ -1,0 +1,164 @@
+"""WARC output's parts on their own: records as warcio reads and checks
+them, files named, rotated and salvaged after a kill, and the cluster's
+archived payloads in a real Redis (crawler/warc/)."""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import redis
+from warcio.archiveiterator import ArchiveIterator
+
+from crawler.redis.gateway import Gateway
+from crawler.redis.keys import Keys
+from crawler.warc.digests import ArchiveIndex
+from crawler.warc.files import OPEN_SUFFIX, WarcFiles, complete_length, salvage
+from crawler.warc.records import (NOT_MODIFIED_PROFILE, Exchange, NotModified, Original, RecordMaker,
+                                  payload_digest, warc_date)
+
+URL = "http://127.0.0.2:8000/a.html?x=1"
+BODY = b"<html><body>caf\xc3\xa9 \r\n</body></html>"
+
+
+def exchange(url: str = URL, body: bytes = BODY, status: int = 200, **kw: object) -> Exchange:
+    return Exchange(url=url, method="GET", request_headers=[(b"User-Agent", b"t/1"), (b"Accept-Encoding", b"gzip")],
+                    request_body=b"", protocol="HTTP/1.1", status=status,
+                    response_headers=[(b"Content-Type", b"text/html"), (b"Transfer-Encoding", b"chunked")],
+                    body=body, ip="127.0.0.2", fetched_at=1_764_331_200.25, **kw)  # type: ignore[arg-type]
+
+
+def records(data: bytes) -> list:
+    out = []
+    for r in ArchiveIterator(io.BytesIO(data)):
+        body = r.content_stream().read()
+        out.append((r.rec_type, r.rec_headers, r.http_headers, body))
+    return out
+
+
+def test_a_fetch_is_a_response_and_its_request_that_warcio_checks(tmp_path):
+    maker = RecordMaker()
+    built = maker.build(exchange())
+    data = maker.warcinfo("x.warc.gz", {"software": "t"}) + b"".join(built.members)
+    (tmp_path / "x.warc.gz").write_bytes(data)
+    check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", "-v", str(tmp_path / "x.warc.gz")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("digest pass") == 3
+    (t0, _, _, _), (t1, resp, http, body), (t2, req, req_http, _) = records(data)
+    assert (t0, t1, t2) == ("warcinfo", "response", "request")
+    assert body == BODY and built.kind == "response" and built.digest == payload_digest(BODY)
+    assert resp.get_header("WARC-Target-URI") == URL and resp.get_header("WARC-IP-Address") == "127.0.0.2"
+    assert resp.get_header("WARC-Date") == warc_date(1_764_331_200.25) == "2025-11-28T12:00:00.250000Z"
+    assert resp.get_header("WARC-Payload-Digest") == payload_digest(BODY)
+    assert req.get_header("WARC-Concurrent-To") == resp.get_header("WARC-Record-ID")
+    assert http.statusline == "200 OK" and http.get_header("Content-Type") == "text/html"
+    # The body is stored de-chunked: the framing header is kept under another name.
+    assert http.get_header("Transfer-Encoding") is None and http.get_header("X-Crawler-Transfer-Encoding") == "chunked"
+    assert req_http.protocol == "GET" and req_http.statusline == "/a.html?x=1 HTTP/1.1"
+    assert req_http.headers[:2] == [("Host", "127.0.0.2:8000"), ("User-Agent", "t/1")]
+
+
+def test_revisits_name_their_original_and_a_cut_response_says_so():
+    maker = RecordMaker()
+    original = maker.build(exchange())
+    copy = maker.build(exchange("http://127.0.0.2:8000/b.html"), Original(URL, original.date), original.digest)
+    nm = maker.build(exchange(status=304, body=b"",
+                              not_modified=NotModified(URL, original.date, original.digest or "")))
+    cut = maker.build(exchange("http://127.0.0.2:8000/big", b"x" * 10, truncated="length"))
+    (_, c, c_http, c_body), _ = records(b"".join(copy.members))
+    assert copy.kind == "revisit" and c_body == b""
+    assert (c.get_header("WARC-Profile"), c.get_header("WARC-Refers-To-Target-URI"),
+            c.get_header("WARC-Refers-To-Date"), c.get_header("WARC-Payload-Digest")) == (
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest", URL, original.date, original.digest)
+    assert c_http.statusline == "200 OK"  # the copy's own headers
+    (_, n, n_http, n_body), _ = records(b"".join(nm.members))
+    assert nm.kind == "revisit" and n.get_header("WARC-Profile") == NOT_MODIFIED_PROFILE
+    assert n.get_header("Content-Length") == "0" and not n_http and n_body == b""
+    assert n.get_header("WARC-Payload-Digest") == original.digest
+    (_, t, _, t_body), _ = records(b"".join(cut.members))
+    assert t.get_header("WARC-Truncated") == "length" and t_body == b"x" * 10
+
+
+def test_files_rotate_and_a_closed_file_never_ends_open(tmp_path):
+    maker = RecordMaker()
+    files = WarcFiles(tmp_path, "crawl", 3000, lambda name: maker.warcinfo(name, {}), host="node_1", pid=42)
+    bodies = [random.Random(i).randbytes(2000) for i in range(4)]  # incompressible
+    built = [maker.build(exchange(f"http://127.0.0.2/{i}.html", body)) for i, body in enumerate(bodies)]
+    places = [files.write(b.members) for b in built]
+    files.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 4 and not any(n.endswith(OPEN_SUFFIX) for n in names)
+    assert all(re.fullmatch(r"crawl-\d{17}-\d{5}-42~node-1\.warc\.gz", n) for n in names)
+    assert [p[0] for p in places] == names  # one record a file: each past 3,000 bytes
+    for (name, offset, length), i in zip(places, range(4)):
+        with open(tmp_path / name, "rb") as f:
+            f.seek(offset)
+            rec = next(iter(ArchiveIterator(f)))
+            assert rec.rec_headers.get_header("WARC-Target-URI") == f"http://127.0.0.2/{i}.html"
+            assert rec.content_stream().read() == bodies[i]
+        assert length == len(built[i].members[0])
+        with open(tmp_path / name, "rb") as f:  # a file opens with its warcinfo; the response follows
+            it = ArchiveIterator(f)
+            kinds = [(r.rec_type, it.get_record_offset(), r.rec_headers.get_header("WARC-Filename")) for r in it]
+        assert kinds[:2] == [("warcinfo", 0, name), ("response", offset, None)]
+
+
+def test_salvage_keeps_whole_records_and_leaves_a_live_writers_file(tmp_path):
+    maker = RecordMaker()
+    live = WarcFiles(tmp_path, "live", 10**9, lambda name: maker.warcinfo(name, {}), pid=1)
+    live.write(maker.build(exchange()).members)
+    dead = WarcFiles(tmp_path, "dead", 10**9, lambda name: maker.warcinfo(name, {}), pid=2)
+    dead.write(maker.build(exchange()).members)
+    dead_path = tmp_path / (dead.current + OPEN_SUFFIX)
+    whole = dead_path.stat().st_size
+    partial = maker.build(exchange("http://127.0.0.2/cut.html")).members[0]
+    with open(dead_path, "ab") as f:  # a record cut short, as a SIGKILL mid-write leaves it
+        f.write(partial[: len(partial) // 2])
+    assert complete_length(open(dead_path, "rb")) == whole
+    dead._f.close()  # the dead writer's lock goes with its file  # type: ignore[union-attr]
+    done = salvage(tmp_path)
+    assert done == [(dead.current, whole, len(partial) // 2)]
+    final = tmp_path / dead.current
+    assert final.stat().st_size == whole and not dead_path.exists()
+    assert [r.rec_type for r in ArchiveIterator(open(final, "rb"))] == ["warcinfo", "response", "request"]
+    assert (tmp_path / (live.current + OPEN_SUFFIX)).exists()  # its writer holds the lock
+    live.close()
+    assert salvage(tmp_path) == []
+
+
+def test_the_archive_index_names_the_first_response_and_ignores_what_it_did_not_write(redis_url, crawl_name):
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(crawl_name, 4)
+    index = ArchiveIndex(Gateway(client, {}), keys, 8)
+    digest = payload_digest(BODY)
+    assert index.lookup(digest) is None
+    index.register(digest, URL, "2025-11-28T12:00:00.250000Z")
+    index.register(digest, "http://127.0.0.2/later.html", "2025-11-28T13:00:00.000000Z")  # not the first
+    assert index.lookup(digest) == Original(URL, "2025-11-28T12:00:00.250000Z")
+    other = payload_digest(b"other")
+    key, field, _ = index._where(other)
+    for bad in (b"garbage", b"WRONGREST0000000 2025-11-28T12:00:00.250000Z http://x/",
+                f"{other[5 + 16:]} yesterday http://127.0.0.2/".encode(),
+                f"{other[5 + 16:]} 2025-11-28T12:00:00.250000Z file:///etc/passwd".encode()):
+        client.hset(key, field, bad)
+        assert index.lookup(other) is None
+    assert index.malformed == 4
+    client.close()
+
+
+@pytest.mark.parametrize("setting, value", [("WARC_MAX_SIZE", "0"), ("WARC_MAX_SIZE", "1GB"), ("WARC_PREFIX", "a/b"),
+                                            ("WARC_PREFIX", "..")])
+def test_malformed_warc_settings_are_refused_with_one_line(tmp_path, setting, value):
+    from tests.support import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "site", "-a", "seeds=http://127.0.0.2/",
+                          "-s", f"CRAWL_DIR={tmp_path}", "-s", f"{setting}={value}"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    line = out.stderr.strip().splitlines()
+    assert len(line) == 1 and line[0].startswith(f"Error: bad setting: {setting}={value!r} must be"), out.stderr

@@ -1,0 +1,103 @@
+"""The cost of WARC output: the same crawl with and without ``-s WARC_DIR``,
+in the same run, with plain Scrapy as the anchor.
+
+    python -m bench.bench_warc [--root /usr/share/doc/cmake-data/html] [--runs 3]
+
+Serves ``--root`` (a real documentation tree from disk; by default CMake's,
+``apt-get install cmake-doc``) on 127.0.0.1 and crawls it ``--runs`` times
+each way, alternating which goes first: ours without WARC, ours with
+``WARC_DIR`` (every fetch archived, a revisit for each exact copy), and
+plain Scrapy (``bench/plain_spider.py``). The settings are
+``bench/bench_crawl.py``'s (16 requests, no delay, robots.txt obeyed).
+Prints, best of the runs, pages/s by Scrapy's own clock and for the whole
+process (launch to exit: the writer's last flush and close included), the
+CPU a page, the ratio with / without WARC (target: at least 0.90 on both
+pages/s figures) and ours / plain; then what the archive holds (files,
+bytes, records, revisits) and ``warcio check`` over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.bench_crawl import COMMON, check_store, cpu_ms, crawl_plain, rate, run, settings_args, whole
+from tests.support.servers import start_server
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 0.90
+
+
+def crawl_ours(seed: str, work: Path, warc: Path | None) -> tuple[dict, int]:
+    crawl_dir = work / "ours"
+    shutil.rmtree(crawl_dir, ignore_errors=True)
+    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": "127.0.0.0/8"}
+    if warc is not None:
+        shutil.rmtree(warc, ignore_errors=True)
+        settings["WARC_DIR"] = warc
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
+           *settings_args(settings)]
+    stats = run(cmd, ROOT)
+    return stats, check_store(crawl_dir / "site.sqlite3")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/cmake-data/html"))
+    ap.add_argument("--start", default="index.html")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    if not (args.root / args.start).is_file():
+        sys.exit(f"{args.root / args.start} not found (apt-get install cmake-doc)")
+    work = Path(tempfile.mkdtemp(prefix="bench-warc-"))
+    warc = work / "warc"
+    server = start_server(work, hosts="127.0.0.1", root=args.root)
+    seed = server.url("/" + args.start)
+    rows: dict[str, list[tuple[float, float, float, int]]] = {"without": [], "with": [], "plain": []}
+    print(f"{args.root}: {args.runs} runs each, alternating", flush=True)
+    try:
+        for i in range(args.runs):
+            order = ["without", "with"] if i % 2 == 0 else ["with", "without"]
+            for name in order:
+                stats, pages = crawl_ours(seed, work, warc if name == "with" else None)
+                rows[name].append((rate(stats), whole(stats, pages), cpu_ms(stats, pages), pages))
+                print(f"  run {i + 1} {name:>7} WARC: {pages} pages, {rate(stats):.1f} pages/s, "
+                      f"whole {whole(stats, pages):.1f} pages/s, {cpu_ms(stats, pages):.2f} ms CPU a page",
+                      flush=True)
+            stats = crawl_plain(seed, work)
+            pages = stats["response_received_count"]
+            rows["plain"].append((rate(stats), whole(stats, pages), cpu_ms(stats, pages), pages))
+            print(f"  run {i + 1}   plain: {pages} responses, {rate(stats):.1f} pages/s", flush=True)
+        best = {k: (max(r[0] for r in v), max(r[1] for r in v), min(r[2] for r in v), v[0][3])
+                for k, v in rows.items()}
+        print(f"\n{'crawl':<16}{'pages':>7}{'pages/s':>10}{'whole/s':>10}{'CPU ms/page':>13}")
+        for k, (r, w, c, p) in best.items():
+            print(f"{k + ' WARC' if k != 'plain' else 'plain Scrapy':<16}{p:>7}{r:>10.1f}{w:>10.1f}{c:>13.2f}")
+        (r1, w1, c1, _), (r0, w0, c0, _), (rp, _, _, _) = best["with"], best["without"], best["plain"]
+        ok = r1 / r0 >= TARGET and w1 / w0 >= TARGET
+        print(f"\nwith / without WARC: {r1 / r0:.3f}x pages/s, {w1 / w0:.3f}x whole process, CPU a page "
+              f"{c1 / c0:.3f}x (target >= {TARGET} on both pages/s figures: {'met' if ok else 'NOT MET'})")
+        print(f"ours / plain Scrapy: without WARC {r0 / rp:.3f}x, with {r1 / rp:.3f}x pages/s")
+        files = sorted(warc.glob("*.warc.gz"))
+        size = sum(f.stat().st_size for f in files)
+        t0 = time.monotonic()
+        check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, files)],
+                               capture_output=True, text=True)
+        index = subprocess.run([sys.executable, "-m", "warcio.cli", "index", "-f", "warc-type", *map(str, files)],
+                               capture_output=True, text=True).stdout
+        kinds = {k: index.count(f'"{k}"') for k in ("response", "revisit", "request")}
+        print(f"archive of the last run: {len(files)} file(s), {size / 1e6:.1f} MB, {kinds}; warcio check "
+              f"{'passed' if check.returncode == 0 else 'FAILED: ' + check.stdout[-500:]} "
+              f"({time.monotonic() - t0:.1f} s)")
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -198,7 +198,7 @@ class RecrawlSpider(SiteSpider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         if response.status == 304 and _revisit_of(response) is not None:
-            yield _not_modified(response, WarcService.of(self.crawler).take(response.request))
+            yield _not_modified(response, WarcService.record_of(self.crawler, response.request))
             return
         yield from super().parse(response, **kwargs)
 
@@ -212,7 +212,7 @@ class RecrawlSpider(SiteSpider):
         if (200 <= response.status < 300 and content_length(response) == request.meta.get("head_length")
                 and not _modified_since(response, request.meta.get("head_since"))):
             stats.inc_value("recrawl/head_unchanged")
-            yield _not_modified(response, WarcService.of(self.crawler).take(response.request))
+            yield _not_modified(response, WarcService.record_of(self.crawler, response.request))
             return
         stats.inc_value("recrawl/head_changed")
         yield self._get_after_head(request)

@@ -317,7 +317,7 @@ class SiteSpider(Spider):
             etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"), revisit=revisit_due(response.meta),
             content_length=content_length(response), importance=response.meta.get("importance"),
-            warc=WarcService.of(self.crawler).take(response.request),
+            warc=WarcService.record_of(self.crawler, response.request),
         )
         if response.status in REDIRECT_STATUSES:
             yield from self._redirect(response, item)
@@ -497,5 +497,5 @@ class SiteSpider(Spider):
             referer=request.meta.get("referer_url"), revisit=revisit_due(request.meta),
             etag=header(response, b"ETag") if response is not None else None,
             last_modified=header(response, b"Last-Modified") if response is not None else None,
-            warc=WarcService.of(self.crawler).take(request) if response is not None else None,
+            warc=WarcService.record_of(self.crawler, request) if response is not None else None,
         )

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
-from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError, DropItem, StopDownload
+from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError, DropItem, NotConfigured, StopDownload
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 
@@ -98,10 +98,20 @@ class WarcService:
 
     @classmethod
     def of(cls, crawler: Crawler) -> WarcService:
+        """The crawler's WARC service; a clear error if WARC_DIR is set and
+        the service is not loaded (the archive is required once asked for)."""
         service = crawler.get_extension(cls)
         if service is None:
-            raise RuntimeError("crawler.warc.service.WarcService is not in EXTENSIONS (see crawler/settings.py)")
+            raise RuntimeError("crawler.warc.service.WarcService is not in EXTENSIONS, and WARC_DIR is set "
+                               "(see crawler/settings.py)")
         return service
+
+    @classmethod
+    def record_of(cls, crawler: Crawler, request: Request | None) -> Future[Written] | None:
+        """The pending record of this request's response, if the crawl writes WARC (once: the page's item takes it)."""
+        if not crawler.settings.get("WARC_DIR"):
+            return None
+        return cls.of(crawler).take(request)
 
     @property
     def enabled(self) -> bool:
@@ -235,6 +245,14 @@ def _original(request: Request) -> NotModified | None:
     return None
 
 
+def _service(crawler: Crawler) -> WarcService:
+    """The WARC service of a crawl that writes WARC; NotConfigured (the
+    component is left out, costing nothing) without WARC_DIR."""
+    if not crawler.settings.get("WARC_DIR"):
+        raise NotConfigured("WARC_DIR is not set")
+    return WarcService.of(crawler)
+
+
 class WarcMiddleware:
     """Downloader middleware: every fetch to the writer (see the module)."""
 
@@ -243,15 +261,12 @@ class WarcMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(WarcService.of(crawler))
+        return cls(_service(crawler))
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        if self.service.enabled:
-            self.service.started(request)
+        self.service.started(request)
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
-        if not self.service.enabled:
-            return response
         cut = self.service.archive(request, response)
         if cut == "length":
             raise DownloadCancelledError(f"over DOWNLOAD_MAXSIZE: {request.url} (archived its first bytes)")
@@ -269,7 +284,7 @@ class WarcPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(WarcService.of(crawler))
+        return cls(_service(crawler))
 
     async def process_item(self, item: Any) -> Any:
         future = getattr(item, "warc", None)

@@ -142,6 +142,13 @@ def test_a_crawl_archives_every_fetch_and_pywb_replays_it(site, tmp_path):
         assert sorted(main) == sorted(url(p) for _, p, _ in served)
         assert len([r for r in recs if r["type"] in ("response", "revisit")]) == len(served) == len(requests)
         assert {r["to"] for r in requests} == {r["id"] for r in main.values()}
+        # warcio's own index lists every fetch: a request and its response or revisit.
+        listed = subprocess.run([sys.executable, "-m", "warcio.cli", "index", "-f", "warc-type,warc-target-uri",
+                                 *map(str, sorted(warc_dir.glob("*.warc.gz")))], capture_output=True, text=True)
+        rows = [json.loads(line) for line in listed.stdout.splitlines()]
+        assert sorted((r["warc-type"], r["warc-target-uri"]) for r in rows if r["warc-type"] != "warcinfo") == sorted(
+            [("request", url(p)) for _, p, _ in served]
+            + [("revisit" if p == "/b.html" else "response", url(p)) for _, p, _ in served])
         # The address the response came from (Scrapy does not tell it for a response stopped at its headers).
         assert {r["ip"] for r in recs if r["type"] != "warcinfo" and r["uri"] != url("/big.html")} == {"127.0.0.1"}
         assert recs[0]["type"] == "warcinfo" and b"robots: obey" in recs[0]["body"]

@@ -81,7 +81,7 @@ def report(path: Path, top: int = 40, under: str | None = None) -> None:
         print(f"{100 * n / total:6.1f} {name}")
 
 
-def record(root: Path, out: Path, which: list[str]) -> None:
+def record(root: Path, out: Path, which: list[str], extra: dict[str, str] | None = None) -> None:
     from bench import bench_crawl as bc
     from tests.support.servers import start_server
 
@@ -96,7 +96,7 @@ def record(root: Path, out: Path, which: list[str]) -> None:
     try:
         for name in which:
             if name == "ours":
-                settings = {**bc.COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": "127.0.0.0/8"}
+                settings = {**bc.COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": "127.0.0.0/8", **(extra or {})}
                 cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
                        *bc.settings_args(settings)]
                 cwd = ROOT
@@ -125,11 +125,14 @@ def main() -> None:
     ap.add_argument("--report", type=Path, help="report a file of samples instead of recording")
     ap.add_argument("--under", help="with --report: the callees of this function (e.g. SiteSpider.parse)")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for ours (repeatable), e.g. WARC_DIR=/tmp/warc")
     args = ap.parse_args()
     if args.report:
         report(args.report, args.top, args.under)
     else:
-        record(args.root, args.out, [w for w in args.which.split(",") if w])
+        record(args.root, args.out, [w for w in args.which.split(",") if w],
+               dict(s.split("=", 1) for s in args.setting))
 
 
 if __name__ == "__main__":

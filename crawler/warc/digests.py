@@ -39,8 +39,17 @@ class ArchiveIndex:
 
     def lookup(self, digest: str) -> Original | None:
         """The first response archived with this payload, if any."""
-        key, field, rest = self._where(digest)
-        raw: Any = self.gateway.run("HGET", [key], [field])
+        return self.lookup_many([digest])[0]
+
+    def lookup_many(self, digests: list[str]) -> list[Original | None]:
+        """``lookup`` of each, in one round trip."""
+        if not digests:
+            return []
+        where = [self._where(d) for d in digests]
+        replies: list[Any] = self.gateway.run_many([("HGET", [key], [field]) for key, field, _ in where])
+        return [self._original(raw, rest) for raw, (_, _, rest) in zip(replies, where)]
+
+    def _original(self, raw: Any, rest: str) -> Original | None:
         if raw is None:
             return None
         parts = text(raw).split(" ", 2)
@@ -52,5 +61,13 @@ class ArchiveIndex:
 
     def register(self, digest: str, uri: str, date: str) -> None:
         """This response archived this payload (if none did before)."""
-        key, field, rest = self._where(digest)
-        self.gateway.run("HSETNX", [key], [field, f"{rest} {date} {uri}"])
+        self.register_many([(digest, uri, date)])
+
+    def register_many(self, archived: list[tuple[str, str, str]]) -> None:
+        """``register`` of each (digest, uri, date), in one round trip."""
+        calls = []
+        for digest, uri, date in archived:
+            key, field, rest = self._where(digest)
+            calls.append(("HSETNX", [key], [field, f"{rest} {date} {uri}"]))
+        if calls:
+            self.gateway.run_many(calls)

@@ -26,11 +26,13 @@ from typing import Callable
 
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles
-from crawler.warc.records import Exchange, RecordMaker, payload_digest
+from crawler.warc.records import Exchange, Original, RecordMaker, payload_digest
 
 __all__ = ["WarcWriter", "Written"]
 
 logger = logging.getLogger(__name__)
+
+_BATCH = 64  # fetches written together at most (what was queued meanwhile)
 
 
 @dataclass(slots=True, frozen=True)
@@ -94,18 +96,18 @@ class WarcWriter:
     def _run(self) -> None:
         while True:
             job = self._jobs.get()
-            if job is None:
+            batch = [job]
+            while job is not None and len(batch) < _BATCH:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                batch.append(job)
+            jobs = [j for j in batch if j is not None]
+            if jobs:
+                self._write_batch(jobs)
+            if batch[-1] is None:
                 return
-            exchange, dedup, future = job
-            if self.error is not None:
-                future.set_exception(self.error)
-                continue
-            try:
-                future.set_result(self._write(exchange, dedup))
-            except BaseException as exc:  # noqa: BLE001 - reported through every later future
-                logger.error("Cannot write the WARC record of %(url)s: %(exc)s", {"url": exchange.url, "exc": exc})
-                self.error = exc
-                future.set_exception(exc)
 
     def _archive_index(self) -> ArchiveIndex | None:
         if self._index is None and self._make_index is not None:
@@ -116,20 +118,54 @@ class WarcWriter:
                 logger.warning("WARC: no archive index (%(exc)s): payloads archived in full", {"exc": exc})
         return self._index
 
-    def _write(self, ex: Exchange, dedup: bool) -> Written:
+    def _write_batch(self, jobs: list[tuple[Exchange, bool, Future[Written]]]) -> None:
+        """Write the fetches queued together: one round trip asks the
+        archive index for all their payloads, one registers the new ones
+        once they are on disk."""
         c = self.counts
-        original = digest = None
-        eligible = dedup and ex.not_modified is None and not ex.truncated and ex.body and 200 <= ex.status < 300
-        index = self._archive_index() if eligible else None
-        if eligible:
-            digest = payload_digest(ex.body)
-            if index is not None:
-                try:
-                    original = index.lookup(digest)
-                except Exception as exc:  # noqa: BLE001 - Redis away: archived in full
-                    c.index_errors += 1
-                    logger.warning("WARC: archive index lookup failed (%(exc)s): %(url)s archived in full",
-                                   {"exc": exc, "url": ex.url})
+        if self.error is not None:
+            for _, _, future in jobs:
+                future.set_exception(self.error)
+            return
+        digests: list[str | None] = [
+            payload_digest(ex.body) if (dedup and ex.not_modified is None and not ex.truncated and ex.body
+                                        and 200 <= ex.status < 300) else None
+            for ex, dedup, _ in jobs]
+        asked = sorted({d for d in digests if d is not None})
+        known: dict[str, Original] = {}
+        index = self._archive_index() if asked else None
+        if index is not None:
+            try:
+                known = {d: o for d, o in zip(asked, index.lookup_many(asked)) if o is not None}
+            except Exception as exc:  # noqa: BLE001 - Redis away: archived in full
+                c.index_errors += 1
+                index = None
+                logger.warning("WARC: archive index lookup failed (%(exc)s): %(n)d responses archived in full",
+                               {"exc": exc, "n": len(asked)})
+        new: list[tuple[str, str, str]] = []
+        for (ex, _, future), digest in zip(jobs, digests):
+            try:
+                original = known.get(digest) if digest is not None else None
+                written = self._write(ex, original, digest)
+            except BaseException as exc:  # noqa: BLE001 - reported through every later future
+                logger.error("Cannot write the WARC record of %(url)s: %(exc)s", {"url": ex.url, "exc": exc})
+                self.error = exc
+                future.set_exception(exc)
+                continue
+            if digest is not None and original is None:
+                # A later copy in this batch is a revisit of this one.
+                known[digest] = Original(ex.url, written.date)
+                new.append((digest, ex.url, written.date))
+            future.set_result(written)
+        if index is not None and new:
+            try:
+                index.register_many(new)
+            except Exception as exc:  # noqa: BLE001 - a later copy is archived in full
+                c.index_errors += 1
+                logger.warning("WARC: archive index update failed (%(exc)s)", {"exc": exc})
+
+    def _write(self, ex: Exchange, original: Original | None, digest: str | None) -> Written:
+        c = self.counts
         built = self._maker.build(ex, original, digest)
         name, offset, length = self.files.write(built.members)
         c.bytes += sum(len(m) for m in built.members)
@@ -141,10 +177,4 @@ class WarcWriter:
             c.responses += 1
             if ex.truncated:
                 c.truncated += 1
-        if index is not None and original is None and built.digest is not None:
-            try:
-                index.register(built.digest, ex.url, built.date)
-            except Exception as exc:  # noqa: BLE001 - a later copy is archived in full
-                c.index_errors += 1
-                logger.warning("WARC: archive index update failed (%(exc)s)", {"exc": exc})
         return Written(name, offset, length, built.kind, built.date, built.digest)

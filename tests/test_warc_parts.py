@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import redis
+from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.redis.gateway import Gateway
@@ -162,3 +163,40 @@ def test_malformed_warc_settings_are_refused_with_one_line(tmp_path, setting, va
     assert out.returncode == 1
     line = out.stderr.strip().splitlines()
     assert len(line) == 1 and line[0].startswith(f"Error: bad setting: {setting}={value!r} must be"), out.stderr
+
+
+def test_the_writer_makes_copies_revisits_and_archives_in_full_without_redis(tmp_path, redis_url, crawl_name):
+    from crawler.warc.writer import WarcWriter
+
+    maker = RecordMaker()
+
+    def files(d: Path) -> WarcFiles:
+        return WarcFiles(d, "w", 10**9, lambda name: maker.warcinfo(name, {}), pid=7)
+
+    def index() -> ArchiveIndex:
+        return ArchiveIndex(Gateway(redis.Redis.from_url(redis_url), {}), Keys(crawl_name, 2), 4)
+
+    writer = WarcWriter(files(tmp_path / "a"), index)
+    first = [writer.submit(exchange(f"http://127.0.0.2/{i}.html")) for i in range(3)]  # one payload, three URLs
+    head = writer.submit(Exchange(url=URL, method="HEAD", request_headers=[], request_body=b"", protocol="HTTP/1.1",
+                                  status=200, response_headers=[], body=BODY, ip=None, fetched_at=0.0), dedup=False)
+    writer.close()
+    kinds = [f.result().kind for f in first]
+    assert kinds == ["response", "revisit", "revisit"] and head.result().kind == "response"
+    assert (writer.counts.responses, writer.counts.revisits, writer.counts.index_errors) == (2, 2, 0)
+    # Another worker later: the payload is known cluster-wide.
+    later = WarcWriter(files(tmp_path / "b"), index)
+    again = later.submit(exchange("http://127.0.0.2/later.html")).result(timeout=30)
+    later.close()
+    assert (again.kind, again.digest) == ("revisit", payload_digest(BODY))
+
+    def unreachable() -> ArchiveIndex:
+        return ArchiveIndex(Gateway(redis.Redis(unix_socket_path=str(tmp_path / "none.sock")), {}),
+                            Keys(crawl_name, 2), 4)
+
+    alone = WarcWriter(files(tmp_path / "c"), unreachable)
+    results = [alone.submit(exchange(f"http://127.0.0.2/x{i}.html")).result(timeout=30) for i in range(2)]
+    alone.close()
+    # Redis away: each archived in full (written one after the other, so no batch held both), nothing lost.
+    assert [r.kind for r in results] == ["response", "response"]
+    assert (alone.counts.index_errors, alone.error) == (2, None)

@@ -129,7 +129,12 @@ def test_salvage_keeps_whole_records_and_leaves_a_live_writers_file(tmp_path):
     assert [r.rec_type for r in ArchiveIterator(open(final, "rb"))] == ["warcinfo", "response", "request"]
     assert (tmp_path / (live.current + OPEN_SUFFIX)).exists()  # its writer holds the lock
     live.close()
-    assert salvage(tmp_path) == []
+    # Another machine's file on a shared directory is its own to close (flock may not reach across).
+    other = WarcFiles(tmp_path, "other", 10**9, lambda name: maker.warcinfo(name, {}), host="elsewhere", pid=3)
+    other.write(maker.build(exchange()).members)
+    other._f.close()  # type: ignore[union-attr]
+    assert salvage(tmp_path) == [] and (tmp_path / (other.current + OPEN_SUFFIX)).exists()
+    assert not list(tmp_path.glob(".*"))  # no file left half made
 
 
 def test_the_archive_index_names_the_first_response_and_ignores_what_it_did_not_write(redis_url, crawl_name):
@@ -145,10 +150,11 @@ def test_the_archive_index_names_the_first_response_and_ignores_what_it_did_not_
     key, field, _ = index._where(other)
     for bad in (b"garbage", b"WRONGREST0000000 2025-11-28T12:00:00.250000Z http://x/",
                 f"{other[5 + 16:]} yesterday http://127.0.0.2/".encode(),
-                f"{other[5 + 16:]} 2025-11-28T12:00:00.250000Z file:///etc/passwd".encode()):
+                f"{other[5 + 16:]} 2025-11-28T12:00:00.250000Z file:///etc/passwd".encode(),
+                f"{other[5 + 16:]} 2025-11-28T12:00:00.250000Z http://x/\r\nWARC-Type: response".encode()):
         client.hset(key, field, bad)
         assert index.lookup(other) is None
-    assert index.malformed == 4
+    assert index.malformed == 5
     client.close()
 
 
@@ -200,3 +206,17 @@ def test_the_writer_makes_copies_revisits_and_archives_in_full_without_redis(tmp
     # Redis away: each archived in full (written one after the other, so no batch held both), nothing lost.
     assert [r.kind for r in results] == ["response", "response"]
     assert (alone.counts.index_errors, alone.error) == (2, None)
+
+
+def test_a_304s_original_is_read_only_as_what_a_record_may_name():
+    from scrapy import Request
+
+    from crawler.warc.service import ORIGINAL_META, _original
+
+    date, digest = "2025-11-28T12:00:00.250000Z", payload_digest(BODY)
+    good = Request(URL, meta={ORIGINAL_META: [URL, date, digest]})
+    assert _original(good) == NotModified(URL, date, digest)
+    for bad in ([URL + "\r\nWARC-Type: response", date, digest], ["file:///etc/passwd", date, digest],
+                [URL, "yesterday", digest], [URL, date, digest + "\r\nX: y"], [URL, date, "md5:abc"], [URL, date],
+                "http://x/"):
+        assert _original(Request(URL, meta={ORIGINAL_META: bad})) is None

@@ -19,7 +19,7 @@ from typing import Any
 
 from crawler.redis.gateway import Gateway, text
 from crawler.redis.keys import Keys
-from crawler.warc.records import Original, http_date_ok
+from crawler.warc.records import Original, http_date_ok, uri_ok
 
 __all__ = ["ArchiveIndex"]
 
@@ -53,8 +53,7 @@ class ArchiveIndex:
         if raw is None:
             return None
         parts = text(raw).split(" ", 2)
-        if (len(parts) != 3 or parts[0] != rest or not http_date_ok(parts[1])
-                or not parts[2].lower().startswith(("http://", "https://"))):
+        if len(parts) != 3 or parts[0] != rest or not http_date_ok(parts[1]) or not uri_ok(parts[2]):
             self.malformed += 1
             return None
         return Original(parts[2], parts[1])

@@ -13,10 +13,14 @@ without ``.open`` is always complete (no Scrapy, no Redis).
 - **Rotation.** Once a file reaches ``max_size`` bytes it is closed: synced
   and renamed without ``.open``. The next record opens the next file.
 - **A worker killed** leaves its ``.open`` file, whose lock died with it.
-  ``salvage`` (run by every worker as it starts, over the whole directory)
-  takes each ``.open`` file whose lock it can get, cuts it after its last
-  complete gzip member and renames it: the records a store names by the
-  file's final name are then found there.
+  ``salvage`` (run by every worker as it starts, over this host's files in
+  the directory) takes each ``.open`` file whose lock it can get, cuts it
+  after its last complete gzip member and renames it: the records a store
+  names by the file's final name are then found there. A new file is made
+  under a hidden name, locked, and only then named ``.open``, so a
+  salvager never finds a live file unlocked. Other hosts' files are left
+  to their own workers (a shared file system's locks may not reach across
+  machines). A write that fails is cut back to the last whole record.
 """
 
 from __future__ import annotations
@@ -36,12 +40,17 @@ __all__ = ["OPEN_SUFFIX", "WarcFiles", "complete_length", "salvage", "warc_name"
 logger = logging.getLogger(__name__)
 
 OPEN_SUFFIX = ".open"
+_MAKING_SUFFIX = ".making"
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
+
+
+def safe_host(host: str) -> str:
+    return _HOST_UNSAFE.sub("-", host) or "localhost"
 
 
 def warc_name(prefix: str, at: float, serial: int, pid: int, host: str) -> str:
     stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(at)) + f"{int(at * 1000) % 1000:03d}"
-    return f"{prefix}-{stamp}-{serial:05d}-{pid}~{_HOST_UNSAFE.sub('-', host) or 'localhost'}.warc.gz"
+    return f"{prefix}-{stamp}-{serial:05d}-{pid}~{safe_host(host)}.warc.gz"
 
 
 def complete_length(f: BinaryIO) -> int:
@@ -72,12 +81,14 @@ def complete_length(f: BinaryIO) -> int:
                 data = b""
 
 
-def salvage(directory: Path) -> list[tuple[str, int, int]]:
-    """Close the ``.open`` files of writers that are gone: (final name,
-    bytes kept, bytes cut) of each. A file whose lock is held (its writer
-    lives) is left alone."""
+def salvage(directory: Path, host: str | None = None) -> list[tuple[str, int, int]]:
+    """Close the ``.open`` files of this host's writers that are gone:
+    (final name, bytes kept, bytes cut) of each. A file whose lock is held
+    (its writer lives) is left alone, and so are other hosts' files (a
+    shared file system's locks may not reach across machines)."""
     done = []
-    for path in sorted(directory.glob("*.warc.gz" + OPEN_SUFFIX)):
+    mine = "~" + safe_host(host or socket.gethostname()) + ".warc.gz" + OPEN_SUFFIX
+    for path in sorted(directory.glob("*" + mine)):
         try:
             f = open(path, "r+b")
         except OSError:
@@ -129,15 +140,24 @@ class WarcFiles:
         while True:
             name = warc_name(self.prefix, time.time(), self.serial, self.pid, self.host)
             self.serial += 1
+            if (self.directory / (name + OPEN_SUFFIX)).exists() or (self.directory / name).exists():
+                continue
             try:
-                f = open(self.directory / (name + OPEN_SUFFIX), "xb")
+                # Made under a name salvage does not look at, locked, then named .open:
+                # a salvager never sees it unlocked.
+                f = open(self.directory / ("." + name + _MAKING_SUFFIX), "xb")
             except FileExistsError:
                 continue
             break
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            f.write(self.warcinfo(name))
+            f.flush()
+            os.rename(self.directory / ("." + name + _MAKING_SUFFIX), self.directory / (name + OPEN_SUFFIX))
+        except BaseException:
+            f.close()
+            raise
         self._f, self._name = f, name
-        f.write(self.warcinfo(name))
-        f.flush()
 
     def write(self, members: list[bytes]) -> tuple[str, int, int]:
         """Write one fetch's records together: (file, offset and length of
@@ -147,8 +167,17 @@ class WarcFiles:
         f = self._f
         assert f is not None
         offset = f.tell()
-        f.write(b"".join(members))
-        f.flush()
+        try:
+            f.write(b"".join(members))
+            f.flush()
+        except BaseException:
+            # A record cut short (a full disk) must not stay before the next: back to the last whole one.
+            try:
+                f.seek(offset)
+                f.truncate(offset)
+            except OSError:
+                pass
+            raise
         where = (self._name, offset, len(members[0]))
         if f.tell() >= self.max_size:
             self.close()

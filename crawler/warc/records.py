@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -46,7 +47,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 __all__ = ["COMPRESS_LEVEL", "NOT_MODIFIED_PROFILE", "Built", "Exchange", "NotModified", "Original", "RecordMaker",
-           "build", "gzip_member", "http_date_ok", "payload_digest", "warc_date", "warcinfo_member"]
+           "build", "digest_ok", "gzip_member", "http_date_ok", "payload_digest", "uri_ok", "warc_date",
+           "warcinfo_member"]
 
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 # gzip level of each record: warcio's own writer uses 9, which cost three
@@ -115,6 +117,20 @@ def http_date_ok(value: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+_URI = re.compile(r"https?://[!-~]+", re.IGNORECASE)  # printable ASCII: no CR, LF or space to break a header
+_DIGEST = re.compile(r"sha1:[A-Z2-7]{32}")
+
+
+def uri_ok(value: object) -> bool:
+    """Whether ``value`` may stand in a WARC header as an http(s) URI."""
+    return isinstance(value, str) and len(value) <= 8192 and _URI.fullmatch(value) is not None
+
+
+def digest_ok(value: object) -> bool:
+    """Whether ``value`` is a digest as ``payload_digest`` writes it."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
 
 
 def payload_digest(body: bytes) -> str:

@@ -10,19 +10,21 @@ item pipeline that waits for a page's record before the page is stored.
   that sets request headers, before any that decodes the response, so the
   body is the bytes received): robots.txt, sitemaps, pages, redirects, a
   re-crawl's HEAD and 304 alike. A download that ``DOWNLOAD_MAXSIZE`` cuts
-  is stopped at the limit (Scrapy's ``StopDownload`` on ``headers_received``
-  or ``bytes_received``) so its first bytes are archived, with
-  ``WARC-Truncated: length``, and then fails as Scrapy's own cut does; a
-  body still arriving at 90 % of its download timeout is stopped the same
-  way (``WARC-Truncated: time``) and fails as a timeout. A response that
-  had not begun by then is not archived (no bytes came).
+  is stopped (Scrapy's ``StopDownload``): at its headers when
+  ``Content-Length`` announces it (the headers archived), else at the
+  limit (its first bytes archived), with ``WARC-Truncated: length``, and
+  then fails as Scrapy's own cut does; a body still arriving at 90 % of its
+  download timeout (counted from the download's start, as Scrapy's is) is
+  stopped the same way (``WARC-Truncated: time``) and retried as a timeout
+  is. A response that had not begun by then is not archived (no bytes came).
 - ``WarcPipeline`` (item pipeline 790, before the store): a page is stored
   only once its record is on disk, with its place (``warc_file``,
   ``warc_offset``) and the record's ``warc_date`` and ``warc_digest``. A
   re-crawl's 304 keeps the place of the response it confirms
   (``crawler/recrawl.py``). A writer that failed closes the spider
-  (``finish_reason`` ``warc_write_failed``): the archive is required once
-  asked for.
+  (``finish_reason`` ``warc_write_failed``), and so does a directory that
+  cannot be set up: the archive is required once asked for. A response
+  item without its record is dropped, never stored without it.
 
 Stats: ``warc/responses``, ``warc/revisits`` (identical payloads),
 ``warc/not_modified`` (a re-crawl's 304s), ``warc/truncated``,
@@ -40,7 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
-from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError, DropItem, NotConfigured, StopDownload
+from scrapy.exceptions import (DownloadCancelledError, DownloadTimeoutError, DropItem, IgnoreRequest, NotConfigured,
+                               StopDownload)
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer
 
@@ -50,7 +53,7 @@ from crawler.redis.gateway import Gateway
 from crawler.redis.keys import Keys
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles, salvage
-from crawler.warc.records import Exchange, NotModified, RecordMaker, http_date_ok
+from crawler.warc.records import Exchange, NotModified, RecordMaker, digest_ok, http_date_ok, uri_ok
 from crawler.warc.writer import WarcWriter, Written
 
 if TYPE_CHECKING:
@@ -119,6 +122,12 @@ class WarcService:
 
     # -- life --------------------------------------------------------------------------------------
     def open(self, spider: Spider) -> None:
+        try:
+            self._open(spider)
+        except Exception as exc:  # noqa: BLE001 - said, and the crawl stops: never a crawl without its archive
+            self._fail(exc)
+
+    def _open(self, spider: Spider) -> None:
         assert self.directory is not None
         s = self.crawler.settings
         name = crawl_name(s, spider.name)
@@ -158,14 +167,14 @@ class WarcService:
         stats.set_value("warc/files", len(writer.files.closed))
 
     # -- what the middleware and the pipeline call ----------------------------------------------------
-    def started(self, request: Request) -> None:
-        self._started[request] = time.monotonic()
-
     def _limit(self, request: Request) -> int:
         limit = request.meta.get("download_maxsize", self.maxsize)
         return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else self.maxsize
 
     def _headers(self, headers: Any, body_length: int, request: Request, spider: Spider) -> None:
+        # The download began when Scrapy's own timeout clock did: download_latency ago (set as the headers came).
+        latency = request.meta.get("download_latency")
+        self._started[request] = time.monotonic() - (latency if isinstance(latency, (int, float)) else 0.0)
         limit = self._limit(request)
         if limit and isinstance(body_length, int) and body_length > limit:
             self._cut[request] = "length"
@@ -189,7 +198,8 @@ class WarcService:
         """Hand a fetch to the writer; what cut it short (None: whole)."""
         writer = self.writer
         if writer is None:
-            return None
+            self._fail(RuntimeError("the WARC writer did not start"))
+            raise IgnoreRequest("WARC output is not writing: the crawl is stopping")
         if writer.error is not None:
             self._fail(writer.error)
         cut = self._cut.pop(request, None)
@@ -211,7 +221,14 @@ class WarcService:
 
     def take(self, request: Request | None) -> Future[Written] | None:
         """The record of this request's response (once: the page's item takes it)."""
-        return self._pending.pop(request, None) if request is not None else None
+        if request is None:
+            return None
+        future = self._pending.pop(request, None)
+        if future is None:
+            # A response that reached a callback was archived: no record is a fault, never a page without one.
+            future = Future()
+            future.set_exception(RuntimeError(f"no WARC record was written for {request.url}"))
+        return future
 
     def _fail(self, exc: BaseException) -> None:
         if self._failed:
@@ -239,8 +256,7 @@ def _original(request: Request) -> NotModified | None:
     """The stored record a 304 confirms, from the re-crawl's request."""
     raw = request.meta.get(ORIGINAL_META)
     if (isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw)
-            and raw[0].lower().startswith(("http://", "https://")) and http_date_ok(raw[1])
-            and raw[2].startswith("sha1:") and len(raw[2]) == 37):
+            and uri_ok(raw[0]) and http_date_ok(raw[1]) and digest_ok(raw[2])):
         return NotModified(raw[0], raw[1], raw[2])
     return None
 
@@ -263,14 +279,20 @@ class WarcMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(_service(crawler))
 
-    def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        self.service.started(request)
-
-    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+    def process_response(self, request: Request, response: Response,
+                         spider: Spider | None = None) -> Response | Request:
         cut = self.service.archive(request, response)
         if cut == "length":
             raise DownloadCancelledError(f"over DOWNLOAD_MAXSIZE: {request.url} (archived its first bytes)")
         if cut == "time":
+            # Retried as a timeout is (RetryMiddleware sees no exception raised here).
+            from scrapy.downloadermiddlewares.retry import get_retry_request
+
+            crawler_spider = spider or self.service.crawler.spider
+            assert crawler_spider is not None
+            retry = get_retry_request(request, spider=crawler_spider, reason="body still arriving at the timeout")
+            if retry is not None:
+                return retry
             raise DownloadTimeoutError(f"body still arriving at {int(_TIME_SHARE * 100)} % of the download timeout: "
                                  f"{request.url} (archived what came)")
         return response

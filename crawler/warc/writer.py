@@ -26,7 +26,7 @@ from typing import Callable
 
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles
-from crawler.warc.records import Exchange, Original, RecordMaker, payload_digest
+from crawler.warc.records import Exchange, NotModified, Original, RecordMaker, payload_digest
 
 __all__ = ["WarcWriter", "Written"]
 
@@ -90,7 +90,10 @@ class WarcWriter:
         if self._thread.is_alive():
             self._jobs.put(None)
             self._thread.join(timeout)
-        if self.error is None:
+        if self._thread.is_alive():
+            logger.error("WARC: the writer did not finish in %(t)d s: its file is left .open (the next worker "
+                         "closes it after its last whole record)", {"t": timeout})
+        elif self.error is None:
             self.files.close()
 
     def _run(self) -> None:
@@ -131,7 +134,10 @@ class WarcWriter:
             payload_digest(ex.body) if (dedup and ex.not_modified is None and not ex.truncated and ex.body
                                         and 200 <= ex.status < 300) else None
             for ex, dedup, _ in jobs]
-        asked = sorted({d for d in digests if d is not None})
+        # A 304's original may itself be stored as a revisit (an exact copy): the
+        # index names the response that holds the bytes, which the revisit names instead.
+        asked = sorted({d for d in digests if d is not None}
+                       | {ex.not_modified.digest for ex, _, _ in jobs if ex.not_modified is not None})
         known: dict[str, Original] = {}
         index = self._archive_index() if asked else None
         if index is not None:
@@ -144,8 +150,15 @@ class WarcWriter:
                                {"exc": exc, "n": len(asked)})
         new: list[tuple[str, str, str]] = []
         for (ex, _, future), digest in zip(jobs, digests):
+            if self.error is not None:
+                future.set_exception(self.error)  # nothing written after a failed write
+                continue
             try:
                 original = known.get(digest) if digest is not None else None
+                nm = ex.not_modified
+                if nm is not None and nm.digest in known and known[nm.digest].uri != nm.uri:
+                    first = known[nm.digest]
+                    ex.not_modified = NotModified(first.uri, first.date, nm.digest)
                 written = self._write(ex, original, digest)
             except BaseException as exc:  # noqa: BLE001 - reported through every later future
                 logger.error("Cannot write the WARC record of %(url)s: %(exc)s", {"url": ex.url, "exc": exc})

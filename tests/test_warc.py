@@ -225,6 +225,12 @@ def test_a_recrawls_304_is_a_revisit_that_pywb_resolves_to_the_original(site, tm
         assert (revisit["profile"], revisit["refers"], revisit["refers_date"], revisit["digest"], revisit["body"]) == (
             "http://netpreserve.org/warc/1.1/revisit/server-not-modified", a_url, original["date"],
             original["digest"], b"")
+        # b.html was stored as a copy of a.html (a revisit): its 304 names a.html's response, not a chain.
+        b_url = server.url("/b.html")
+        assert served["/b.html"] == ("GET", 304)
+        b_recs = [r for r in recs if r["uri"] == b_url and r["type"] == "revisit"]
+        assert [(r["profile"].rsplit("/", 1)[1], r["refers"], r["refers_date"]) for r in b_recs] == [
+            ("identical-payload-digest", a_url, original["date"]), ("server-not-modified", a_url, original["date"])]
         c_new = [r for r in recs if r["uri"] == c_url and r["type"] == "response"][-1]
         assert c_new["body"] == changed
         with SQLiteStore(first.store_path) as store:
@@ -241,6 +247,8 @@ def test_a_recrawls_304_is_a_revisit_that_pywb_resolves_to_the_original(site, tm
             with Pywb(tmp_path / f"pywb-{cdxj is None}", sorted(warc_dir.glob("*.warc.gz")), cdxj=cdxj) as pywb:
                 assert pywb.get(a_url, a_stamps[1])[::2] == (200, A)  # the 304's capture: the original's body
                 assert pywb.get(a_url, a_stamps[0])[::2] == (200, A)
+                b_last = max(ts for _, ts, e in index if e["url"] == b_url)
+                assert pywb.get(b_url, b_last)[::2] == (200, A)
     finally:
         stop_embedded_redis(crawl_dir)
 

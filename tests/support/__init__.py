@@ -26,6 +26,9 @@
   (``ConsoleProcess``) and its page read in a browser (``text``, ``texts``).
 - ``tests.support.embedded``: the embedded Redis seen from outside
   (``servers``, ``one_server``, ``assert_gone``, ``read``, ``ENV``).
+- ``tests.support.pywb``: pywb, the WARC replay tool, in a virtual
+  environment of its own (``pywb_bin``), replaying a crawl's WARC files
+  from a collection it indexes or from our CDXJ (``Pywb``).
 
 Test modules import these helpers from here, never from one another or
 from ``tests/conftest.py``, which holds the fixtures built on them

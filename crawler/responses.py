@@ -25,7 +25,10 @@ def content_length(response: Response) -> int | None:
     return int(value)
 
 
-def header(response: Response, name: bytes) -> str | None:
+def header(response: Response | None, name: bytes) -> str | None:
+    """A header's value as text (None: absent, or no response)."""
+    if response is None:
+        return None
     value = response.headers.get(name)
     return value.decode("latin-1") if value else None
 

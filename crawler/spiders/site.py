@@ -495,7 +495,6 @@ class SiteSpider(Spider):
             state="E", status=response.status if response is not None else None,
             fetched_at=time.time(), error=failure_reason(failure),
             referer=request.meta.get("referer_url"), revisit=revisit_due(request.meta),
-            etag=header(response, b"ETag") if response is not None else None,
-            last_modified=header(response, b"Last-Modified") if response is not None else None,
+            etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
             warc=WarcService.record_of(self.crawler, request) if response is not None else None,
         )

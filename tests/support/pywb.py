@@ -1,8 +1,9 @@
 """pywb, the web archive replay tool, run on the WARC files a test wrote:
 what a real reader of our archives makes of them.
 
-pywb 2.10.0 pins ``redis==2.10.6`` and ``fakeredis==0.16.0``, which clash
-with this project's own redis, so it never enters the project's
+pywb 2.10.0 pins ``redis==2.10.6`` (and an in-memory stand-in for Redis
+that its own tests use), which clash with this project's redis, so it never
+enters the project's
 environment: it lives in a virtual environment of its own, made on first use
 under ``$CRAWLER_TEST_CACHE`` (else ``$XDG_CACHE_HOME/crawler-tests``, else
 ``~/.cache/crawler-tests``) as ``pywb-2.10.0/``. The first build installs
@@ -38,6 +39,8 @@ from pathlib import Path
 from types import TracebackType
 
 import pytest
+
+from tests.support.servers import stop_process
 
 PYWB_VERSION = "2.10.0"
 _MARKER = ".crawler-tests-complete"  # written last: the venv is whole
@@ -193,12 +196,7 @@ class Pywb:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
 
     def url(self, target_url: str, timestamp: str = "", mode: str = "id_") -> str:
         """The replay URL of ``target_url`` as captured closest to

@@ -110,10 +110,15 @@ def start_secantus(storage: Path, port: int = 0) -> tuple[subprocess.Popen[str],
     return proc, found
 
 
-def stop_secantus(proc: subprocess.Popen[str]) -> None:
+def stop_process(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    """Terminate ``proc``, then kill it if it has not gone in 10 s."""
     proc.terminate()
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
+
+
+def stop_secantus(proc: subprocess.Popen[str]) -> None:
+    stop_process(proc)

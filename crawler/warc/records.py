@@ -47,8 +47,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 __all__ = ["COMPRESS_LEVEL", "NOT_MODIFIED_PROFILE", "Built", "Exchange", "NotModified", "Original", "RecordMaker",
-           "build", "digest_ok", "gzip_member", "http_date_ok", "payload_digest", "uri_ok", "warc_date",
-           "warcinfo_member"]
+           "digest_ok", "gzip_member", "http_date_ok", "payload_digest", "uri_ok", "warc_date"]
 
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 # gzip level of each record: warcio's own writer uses 9, which cost three
@@ -225,12 +224,3 @@ class RecordMaker:
     def warcinfo(self, filename: str, info: dict[str, str]) -> bytes:
         record = self._writer.create_warcinfo_record(filename, info)
         return _serialise(self._writer, self._buffer, record)
-
-
-def build(ex: Exchange, original: Original | None = None, digest: str | None = None) -> Built:
-    """``RecordMaker().build``, for one-off use."""
-    return RecordMaker().build(ex, original, digest)
-
-
-def warcinfo_member(filename: str, info: dict[str, str]) -> bytes:
-    return RecordMaker().warcinfo(filename, info)

@@ -32,6 +32,7 @@ from scrapy.exceptions import UsageError
 from crawler.compat import crawler_process
 from crawler.config import ConfigError, check_settings
 from crawler.redis.client import RedisUnavailable
+from crawler.redis.memory import RedisMemoryError
 from crawler.frontier.meta import FrontierLayoutError
 from crawler.store import StoreUnavailable
 from crawler.supervisor import Supervisor, process_count
@@ -44,15 +45,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Errors whose message says everything an operator needs.
-START_ERRORS = (ConfigError, RedisUnavailable, FrontierLayoutError, StoreUnavailable, OSError)
+START_ERRORS = (ConfigError, RedisUnavailable, RedisMemoryError, FrontierLayoutError, StoreUnavailable, OSError)
 
 
 def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] | None = None) -> None:
     """Reach Redis and the store before the engine starts: an unreachable
     one is then one line, not a failed start that Scrapy unwinds with
-    tracebacks. (The embedded Redis started here is the one the crawl uses.)"""
+    tracebacks; so is a Redis whose ``maxmemory-policy`` would evict keys,
+    or one that is full. (The embedded Redis started here is the one the
+    crawl uses.)"""
     from crawler.crawldir import crawl_dir, crawl_name
+    import redis
+
     from crawler.redis.client import get_redis
+    from crawler.redis.memory import full_at_start, is_oom, refuse_evicting
     from crawler.store import open_store
 
     from crawler.frontier.frontier import Frontier
@@ -71,6 +77,7 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
         open_store(settings, name).close()
     client = get_redis(settings, crawl_dir(settings))
     try:
+        refuse_evicting(client)
         # A worker whose FRONTIER_SHARDS differs from the crawl's (or a crawl
         # an earlier version started) is refused here, in one line.
         frontier = Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS"))
@@ -94,6 +101,10 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
                     "does not start. `scrapy stop --clear` (or -s STOP_CLEAR=1) lets workers run it again")
             frontier.clear_stop()
             logger.warning("Cleared the stop flag of crawl %(crawl)s (STOP_CLEAR)", {"crawl": name})
+    except redis.RedisError as exc:
+        if is_oom(exc):
+            raise full_at_start(client, exc) from None
+        raise
     finally:
         client.close()
 

@@ -246,7 +246,8 @@ class SiteBackoffMiddleware:
         try:
             backoff = frontier.politeness.backoff(site, max(seconds, self.minimum), self.maximum)
         except Exception as exc:  # Redis away: the retry still happens
-            logger.warning("Could not back off %(site)s: %(exc)s", {"site": site, "exc": exc})
+            if not service.refused_for_memory(exc):  # Redis full: said once, by the service
+                logger.warning("Could not back off %(site)s: %(exc)s", {"site": site, "exc": exc})
             return
         self.crawler.stats.inc_value(f"frontier/backoff/{reason}")
         logger.info("Backing off %(site)s for %(s).1fs (%(reason)s)",
@@ -347,12 +348,13 @@ class SendSpacingMiddleware:
         # middleware. No round trip else.
         if self.concurrency <= 1 or not request.meta.get(GAP_META):
             return
-        frontier = FrontierService.of(self.crawler).frontier
+        service = FrontierService.of(self.crawler)
         site = queue_key(host_of(request.url), self.queue_by)
         try:
-            wait = frontier.politeness.reserve_send(site)
+            wait = service.frontier.politeness.reserve_send(site)
         except Exception as exc:  # Redis away: the lease's spacing still holds
-            logger.warning("Could not reserve a send time for %(site)s: %(exc)s", {"site": site, "exc": exc})
+            if not service.refused_for_memory(exc):  # Redis full: said once, by the service
+                logger.warning("Could not reserve a send time for %(site)s: %(exc)s", {"site": site, "exc": exc})
             return
         if wait > 0:
             stats = self.crawler.stats

@@ -19,6 +19,11 @@ frontier.
   (``crawler/frontier/templates.py``); the answer says which of its blocks
   recur on the site's pages (its template), or that the site has too few
   pages counted yet (the page is typed alone, and kept to be typed again).
+- **A full Redis** (``maxmemory`` reached): a page is never stored as
+  checked when it was not. Its check waits until Redis takes writes again
+  (``FrontierService.writable``, ``crawler/frontier/fullness.py``), then
+  is sent again; a template count that went through is not sent twice.
+  Any other Redis error is said and the page passes unchecked, as before.
 
 Stats: ``simhash/exact_duplicate``, ``simhash/near_duplicate``,
 ``simhash/cross_site_copy``, ``simhash/skipped_short``,
@@ -37,6 +42,7 @@ import redis
 
 from crawler.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
 from crawler.frontier.service import FrontierService
+from crawler.redis.memory import is_oom
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -104,13 +110,31 @@ class PageCheck:
         # Not read in __init__: Scrapy sets crawler.stats when the crawl starts.
         return self.crawler.stats
 
-    def check(self, item: PageItem, keys: list[str] | None) -> Checked:
+    async def check(self, item: PageItem, keys: list[str] | None) -> Checked:
         """Fingerprint ``item`` (its ``content_hash`` and ``simhash`` set),
         ask the cluster whether it is a copy (``dup_of``, ``mirror_of`` set),
         and count its block ``keys`` (None: no template count) in its
-        site's evidence in the same round trip."""
-        answer: list[Any] = []
-        duplicate = self._duplicate(item, (item.site, keys) if keys is not None else None, answer)
+        site's evidence in the same round trip; while Redis is full, once
+        it takes writes again."""
+        service = FrontierService.of(self.crawler)
+        answer: list[Any] = []  # the template count's answer, once it went through
+        while True:
+            await service.writable()
+            sent: list[Any] = []
+            try:
+                duplicate = self._duplicate(item, (item.site, keys) if keys is not None and not answer else None,
+                                            sent)
+                break
+            except redis.RedisError as exc:  # Redis is full: _duplicate passes over any other error
+                service.refused_for_memory(exc)
+            finally:
+                if sent and not isinstance(sent[0], Exception):
+                    answer = sent
+        while keys is not None and (not answer or is_oom(answer[0])):
+            if answer:
+                service.refused_for_memory(answer[0])
+            await service.writable()
+            answer = self.frontier.run_many([self.frontier.templates.call(item.site, keys)], raise_on_error=False)
         template, young = self._template(item.site, keys, answer)
         return Checked(duplicate, template, young)
 
@@ -139,6 +163,8 @@ class PageCheck:
                 mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share,
                 also=also, also_results=answer)
         except redis.RedisError as exc:
+            if is_oom(exc):
+                raise  # checked again once Redis takes writes (check)
             logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
                            extra={"spider": self.crawler.spider})
             return False

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.redis.gateway import pairs
 from crawler.redis.gateway import text as _s
+from crawler.redis.memory import is_oom
 
 if TYPE_CHECKING:
     from crawler.frontier.base import Settings, State
@@ -69,6 +70,21 @@ class Control:
         if dead:
             self.gateway.run("FORGET", [k.nodes, k.hb], [cfg.lease_timeout_ms, *dead])
         return reaped, len(dead), mine
+
+    def takes_writes(self) -> bool:
+        """Whether every Redis holding the crawl's keys takes a command that
+        would add data: ``ZADD key XX 0 "\\n"`` (no node or site is named
+        "\\n", and XX adds no member nor key: it changes nothing) on the
+        crawl-wide keys and on each shard's, so on every master of a cluster
+        that holds any. False while one refuses it for want of memory
+        (``maxmemory`` reached); any other Redis error is raised."""
+        k = self.keys
+        probes = [k.hb, *(sk.ready for sk in (*k.site_shards, *k.dup_shards))]
+        results = self.gateway.run_many([("ZADD", [key], ["XX", 0, "\n"]) for key in probes], raise_on_error=False)
+        for r in results:
+            if isinstance(r, Exception) and not is_oom(r):
+                raise r
+        return not any(isinstance(r, Exception) for r in results)
 
     def request_stop(self, mode: str = "graceful", by: str = "") -> None:
         """Ask every worker of the crawl to stop ("graceful": finish what it

@@ -242,8 +242,10 @@ class LeaseBook:
         acknowledgement was lost, e.g. Redis restarted without its last
         writes): to give back, or the crawl would wait for them forever.
         Only those seen twice in a row, so that a lease taken between the two
-        reads is not mistaken for one."""
-        unknown = held - set(self.leases) - buffered - set(self.releases)
+        reads is not mistaken for one. A lease whose acknowledgement or retry
+        waits to be sent (Redis full, or away) is known: still held in Redis."""
+        owed = {a[0] for a in self.acks} | {r[0] for r in self.requeues}
+        unknown = held - set(self.leases) - buffered - set(self.releases) - owed
         orphans = unknown & self._maybe_orphans
         self._maybe_orphans = unknown - orphans
         return orphans

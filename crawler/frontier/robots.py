@@ -251,7 +251,8 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         try:
             cache.put(self._site(netloc), netloc, encode_entry(body, time.time()), math.ceil(self.ttl))
         except redis.RedisError as exc:
-            logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
+            if not FrontierService.of(self.crawler).refused_for_memory(exc):  # Redis full: said once
+                logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
 
     def cached_body(self, cache: RobotsCache, netloc: str) -> bytes | None:
         """The cluster's robots.txt body for ``netloc``; None if there is none

@@ -250,6 +250,12 @@ class FrontierScheduler(BaseScheduler):
     # -- leases --------------------------------------------------------------------
     def _lease(self) -> None:
         assert self.spider is not None
+        if self.service.redis_full:
+            # No new work while Redis is full: what is held is finished, and
+            # leasing resumes once a heartbeat finds Redis takes writes.
+            self._lease_after = time.monotonic() + 1.0
+            self._wake_in(1.0)
+            return
         engine = self.crawler.engine
         active = len(engine.downloader.active) if engine is not None else 0
         room = self.max_held - self.book.unprocessed()

@@ -3,7 +3,9 @@
 ``FrontierService`` is a Scrapy extension (``EXTENSIONS``), built once per
 crawler. It holds the process's single Redis client, the ``Frontier``, the
 lease book (``leasebook.py``: what this worker holds and owes), the
-heartbeat that reaps stopped workers, and the "Redis is down" state. Every
+heartbeat that reaps stopped workers, the "Redis is down" state and the
+"Redis is full" one (``fullness.py``: no new work, nothing dropped, until
+memory is raised or freed). Every
 component finds it through Scrapy's public API::
 
     service = FrontierService.of(crawler)   # crawler.get_extension(...)
@@ -18,6 +20,9 @@ store's pipeline asks it whether the worker is idle (``worker_idle``).
 After each heartbeat it sends the ``HEARTBEAT`` signal
 (``crawler/frontier/signals.py``).
 
+At open it refuses a Redis whose ``maxmemory-policy`` would evict keys
+(``crawler/redis/memory.py``), and one that is full already.
+
 Settings: ``REDIS_URL``, ``REDIS_PARAMS``, ``CRAWL_NAME``, ``CRAWL_DIR``,
 ``DOWNLOAD_DELAY``, ``CONCURRENT_REQUESTS_PER_DOMAIN``,
 ``FRONTIER_DELAY_MARGIN``, ``FRONTIER_MAX_PAGES_PER_SITE``,
@@ -27,7 +32,8 @@ Settings: ``REDIS_URL``, ``REDIS_PARAMS``, ``CRAWL_NAME``, ``CRAWL_DIR``,
 Stats: ``frontier/redis_round_trips``, ``frontier/redis_calls/<script>``,
 ``frontier/redis_error``, ``frontier/reaped``, ``frontier/released``,
 ``frontier/released_orphans``, ``frontier/stale_ack``, ``frontier/enqueued``,
-``frontier/duplicates``, ``frontier/capped``.
+``frontier/duplicates``, ``frontier/capped``, ``frontier/redis_full``,
+``frontier/redis_full_seconds``.
 """
 
 from __future__ import annotations
@@ -44,9 +50,11 @@ from twisted.internet.task import LoopingCall
 from crawler import compat
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.frontier import Frontier
+from crawler.frontier.fullness import Fullness
 from crawler.frontier.leasebook import LeaseBook
 from crawler.frontier.signals import HEARTBEAT
 from crawler.redis.client import get_redis
+from crawler.redis.memory import full_at_start, is_oom, refuse_evicting
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -83,6 +91,7 @@ class FrontierService:
         self.spider: Spider | None = None
         self._loop: LoopingCall | None = None
         self._down_since: float | None = None
+        self.fullness = Fullness(crawler.stats)
         self._worker: Worker | None = None  # given to open() by the scheduler
         self.resumed: dict[str, int] = {}  # the crawl's counters when this worker joined
 
@@ -117,7 +126,10 @@ class FrontierService:
         return self._worker is not None and self._worker.idle()
 
     def _node_record(self) -> dict[str, Any]:
-        return self._worker.node_record() if self._worker is not None else {}
+        record = self._worker.node_record() if self._worker is not None else {}
+        if self.redis_full and record.get("state") == "running":
+            record["state"] = "paused"  # Redis is full: no new work taken
+        return record
 
     # -- lifecycle -----------------------------------------------------------
     def open(self, spider: Spider, worker: Worker | None = None) -> Frontier:
@@ -129,6 +141,13 @@ class FrontierService:
         self._worker = worker
         s = self.crawler.settings
         client = get_redis(s, crawl_dir(s))
+        try:
+            # A policy that evicts keys would lose leases and seen URLs
+            # without a word once Redis is full: refused, in one line.
+            refuse_evicting(client)
+        except BaseException:
+            client.close()
+            raise
         frontier = Frontier(
             client, crawl_name(s, spider.name),
             default_delay=s.getfloat("DOWNLOAD_DELAY"), concurrency_per_site=s.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
@@ -138,7 +157,12 @@ class FrontierService:
         )
         # The spider says how its crawl's queues are ordered ("fifo", or a
         # focused crawl's topic); a spider that does not say joins any.
-        frontier.check_layout(getattr(spider, "frontier_order", None))
+        try:
+            frontier.check_layout(getattr(spider, "frontier_order", None))
+        except redis.RedisError as exc:
+            if is_oom(exc):
+                raise full_at_start(client, exc) from None
+            raise
         self._frontier = frontier
         # The frontier spaces requests to a site for the whole cluster; the
         # local downloader must not add DOWNLOAD_DELAY (and its jitter) on top.
@@ -225,6 +249,8 @@ class FrontierService:
         if frontier is None:
             return
         self.book.settle_finished()
+        if self.redis_full:
+            self.fullness.poll(frontier, self.spider)  # memory raised since the last heartbeat?
         try:
             flushed = self.flush()
             frontier.leave(self._node_record())
@@ -243,9 +269,12 @@ class FrontierService:
     def flush(self) -> bool:
         """Send what the lease book gathered (links, acknowledgements,
         retries, downloads over, releases) in one round trip. False if Redis
-        was away: the book keeps it for the next flush."""
+        was away or is full: the book keeps it for the next flush (while
+        Redis is full, the first after a heartbeat finds it takes writes)."""
         frontier = self.frontier
         book = self.book
+        if self.redis_full:
+            return False
         releases = book.take_releases()
         if releases:
             try:
@@ -288,6 +317,8 @@ class FrontierService:
             self.redis_error(exc)
             return
         self.redis_ok()
+        if self.redis_full:
+            self.fullness.poll(frontier, self.spider)
         orphans = self.book.orphans(held, self._worker.buffered_leases() if self._worker is not None else set())
         if orphans:
             try:
@@ -309,7 +340,26 @@ class FrontierService:
     def redis_down(self) -> bool:
         return self._down_since is not None
 
+    @property
+    def redis_full(self) -> bool:
+        """Redis refused a write for want of memory and has not taken one
+        since: no new work is taken (``fullness.py``)."""
+        return self.fullness.full
+
+    async def writable(self) -> None:
+        """Return once Redis takes writes (at once unless it is full)."""
+        await self.fullness.writable()
+
+    def refused_for_memory(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is Redis refusing a write for want of memory:
+        then Redis is full until a heartbeat finds it takes writes again,
+        which is said once for the spell (``fullness.py``), not by each
+        caller."""
+        return self._frontier is not None and self.fullness.note(exc, self._frontier, self.spider)
+
     def redis_error(self, exc: Exception) -> None:
+        if self.refused_for_memory(exc):
+            return  # full, not away
         self.stats.inc_value("frontier/redis_error")
         if self._down_since is None:
             self._down_since = time.monotonic()

@@ -196,11 +196,12 @@ class RecrawlSpider(SiteSpider):
         elapsed = max(0.0, now - float(page.get("fetched_at") or now))
         return math.exp(-rate * elapsed) >= self.head_min_unchanged
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         if response.status == 304 and _revisit_of(response) is not None:
             yield _not_modified(response, WarcService.record_of(self.crawler, response.request))
             return
-        yield from super().parse(response, **kwargs)
+        async for out in super().parse(response, **kwargs):
+            yield out
 
     def parse_head(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         """A HEAD's answer: the same Content-Length as stored (and no

@@ -306,7 +306,8 @@ class SiteSpider(Spider):
             yield request
 
     # -- a page's life ----------------------------------------------------------------------
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        # Asynchronous for one step: the page check waits while Redis is full.
         url = normalize(response.url)
         self.follower.seen.add(url)  # fetched: never worth sending to the frontier again
         self.follower.learn_scope_from(url)
@@ -320,7 +321,8 @@ class SiteSpider(Spider):
             warc=WarcService.record_of(self.crawler, response.request),
         )
         if response.status in REDIRECT_STATUSES:
-            yield from self._redirect(response, item)
+            for out in self._redirect(response, item):
+                yield out
             return
         robots = parse_robots_directives(
             ",".join(v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")))
@@ -332,9 +334,10 @@ class SiteSpider(Spider):
             if "noindex" not in robots:
                 yield item
             return
-        yield from self._html(response, item, robots)
+        async for out in self._html(response, item, robots):
+            yield out
 
-    def _html(self, response: Response, item: PageItem, robots: frozenset[str]) -> Iterator[Any]:
+    async def _html(self, response: Response, item: PageItem, robots: frozenset[str]) -> AsyncIterator[Any]:
         url, stats, topic = item.url, self.crawler.stats, self.topic
         # Decode and extract.
         text, item.encoding = decode_html(response.body, header(response, b"Content-Type"),
@@ -355,7 +358,7 @@ class SiteSpider(Spider):
 
         # The page check (duplicate + template count, one round trip), then its type.
         blocks, keys = self.typer.blocks(page)
-        checked = self.pagecheck.check(item, keys)
+        checked = await self.pagecheck.check(item, keys)
         typed = self.typer.type_page(url, page, blocks, keys, checked.template, item.site)
         item.page_type = typed.page_type
         canonical, canonical_copy = self.variants.canonical(response, page, item)
@@ -368,8 +371,8 @@ class SiteSpider(Spider):
             yield item
         if canonical is not None:
             yield canonical
-        if checked.template is not None:
-            yield from self._retyped(item.site)
+        for again in self._retyped(item.site) if checked.template is not None else ():
+            yield again
         if checked.young and keys is not None and item.revisit is None and not typed.terms:
             # Typed alone for want of the site's template: kept to be typed
             # again once it is known; its links with it, to follow then if
@@ -383,7 +386,8 @@ class SiteSpider(Spider):
         if "nofollow" in robots:
             stats.inc_value("robots/nofollow")
             return
-        yield from self.variants.alternates(item)
+        for alternate in self.variants.alternates(item):
+            yield alternate
         if refresh is not None and not checked.duplicate:
             # A meta refresh is a redirect: followed whatever the page's type,
             # under the same loop and hop limits. The page itself, which has
@@ -395,10 +399,12 @@ class SiteSpider(Spider):
             return  # a copy's links only repeat work (the textbook's reason); another language's are not wanted
         links = (u for u in out if u != refresh)  # the refresh target was judged as a hop above
         if topic is not None and item.topic_score is not None:
-            yield from self.follower.follow_topic(topic, url, item.depth, item.topic_score, bool(item.on_topic),
+            requests = self.follower.follow_topic(topic, url, item.depth, item.topic_score, bool(item.on_topic),
                                                   meta_int(response.meta, "topic_hops"), links, out, contexts)
-            return
-        yield from self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance)
+        else:
+            requests = self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance)
+        for request in requests:
+            yield request
 
     def _score(self, topic: Topic, response: Response, item: PageItem, title: str, own_text: str) -> None:
         """A focused crawl's page: its topic score, and the tunnel figures."""

@@ -21,7 +21,15 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      importance crawl's importance, a focused crawl's link priority; null
      in a bfs or dfs crawl or with nothing queued), "sitemaps": {"read",
      "errors", "listed", "taken"} (sitemap files read and failed, URLs
-     they listed, URLs in scope and allowed that were queued or known)}
+     they listed, URLs in scope and allowed that were queued or known),
+     "redis": [{"node", "used", "limit", "policy", "full"}]}
+
+``redis`` has one entry per Redis node (the single Redis, or each master of
+a Redis Cluster), from ``INFO memory``: ``used_memory`` and ``maxmemory``
+in bytes (0: no limit), ``maxmemory_policy``, and ``full`` when it is at
+its limit or within 2 % of it, at least 1 MiB (``crawler/redis/memory.py``:
+a worker that found it refusing writes takes no new work until it has that
+much free); empty when Redis does not answer ``INFO``.
 
 In a focused crawl (``-a topic``) each node has ``on_topic`` and
 ``harvest_rate`` too: the pages it stored on the topic (counted in Redis as
@@ -33,7 +41,9 @@ whose links were not followed).
 A crawl's state: "stopping" (``scrapy stop`` asked, workers still alive),
 "stopped" (asked, none alive), "running" (a worker alive), "finished"
 (nobody alive, nothing pending, pages crawled), else "idle". A node is
-alive while its heartbeat is younger than the lease timeout; its ``pages``
+alive while its heartbeat is younger than the lease timeout; its state is
+"running", "paused" (Redis is full: it takes no new work), "stopping",
+"stopped", or "lost" (it stopped beating while running); its ``pages``
 and ``errors`` are the pages it stored and the URLs it settled as errors,
 counted in Redis as it acknowledged them (they survive the node);
 ``pages_per_min`` and ``links`` (links parsed) are what the node last
@@ -57,6 +67,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import redis
 from scrapy import Request
 from scrapy.utils.request import RequestFingerprinter
 
@@ -65,6 +76,7 @@ from crawler.frontier.meta import ORDER_NAMES
 from crawler.frontier.queues import IRANGE
 from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_to_json
+from crawler.redis.memory import memory_of
 from crawler.rules import UrlRules
 from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of, url_prefix
 
@@ -116,7 +128,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         state = str(rec.get("state") or "unknown")
         if alive and stop is not None:
             state = "stopping"
-        elif not alive and state == "running":
+        elif not alive and state in ("running", "paused"):
             state = "lost"
         c = counters.get(node_id, {})
         nodes.append({
@@ -172,6 +184,10 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         (IRANGE - rank) / 100.0 if recorded == "importance" else (1000 - rank) / 1000.0)
     sitemaps = {"read": stats.get("sitemaps_read", 0), "errors": stats.get("sitemap_errors", 0),
                 "listed": stats.get("sitemap_listed", 0), "taken": stats.get("sitemap_taken", 0)}
+    try:
+        memory = [n.as_dict() for n in memory_of(frontier.client)]
+    except redis.ResponseError:  # INFO denied (an ACL) or renamed
+        memory = []
     return {
         "crawl": frontier.crawl, "state": state, "stop": stop, "time": now, "topic": topic,
         "control": control, "sitemaps": sitemaps,
@@ -181,6 +197,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         "errors_total": stats.get("errors", 0),
         "top_sites": view["top_sites"],
         "recrawl": recrawl,
+        "redis": memory,
         # Pages are pages: a re-crawl's visits are revisits (and their
         # failures revisit_errors), never counted as pages again.
         "totals": {"pages": stats.get("done", 0), "errors": stats.get("errors", 0),

@@ -20,7 +20,9 @@ figures labelled by ``crawl`` and ``node``:
   ``crawler_cluster_pages_per_minute``; ``crawler_frontier_queued``,
   ``crawler_frontier_leased``, ``crawler_frontier_delayed``: the whole crawl,
   as this node last read it from Redis.
-- ``crawler_redis_up``: 1 while this node reaches Redis.
+- ``crawler_redis_up``: 1 while this node reaches Redis;
+  ``crawler_redis_full``: 1 while it found Redis full (``maxmemory``) and
+  takes no new work (the progress line adds ``Redis full: no new work taken``).
 - In a focused crawl (``-a topic``): ``crawler_on_topic_total`` and
   ``crawler_harvest_rate`` (this node's pages on the topic, and their share
   of its pages), ``crawler_cluster_on_topic_total`` and
@@ -63,13 +65,15 @@ class Sample:
     """One reading of this node and of the crawl."""
 
     __slots__ = ("at", "pages", "errors", "fetched", "links", "cluster_pages", "cluster_errors", "queued",
-                 "leased", "delayed", "redis_up", "node_rate", "cluster_rate", "on_topic", "cluster_on_topic")
+                 "leased", "delayed", "redis_up", "redis_full", "node_rate", "cluster_rate", "on_topic",
+                 "cluster_on_topic")
 
     def __init__(self) -> None:
         self.at = time.monotonic()
         self.pages = self.errors = self.fetched = self.links = 0
         self.cluster_pages = self.cluster_errors = self.queued = self.leased = self.delayed = 0
         self.redis_up = False
+        self.redis_full = False
         self.node_rate = self.cluster_rate = 0.0
         self.on_topic = self.cluster_on_topic = 0
 
@@ -162,6 +166,7 @@ class Progress:
             frontier = service.frontier
             self.crawl, self.node = frontier.crawl, frontier.node
             self.focused = frontier.ordered
+            s.redis_full = service.redis_full
             try:
                 c = frontier.stats()
             except redis.RedisError:
@@ -198,6 +203,8 @@ class Progress:
                      f"{harvest_rate(s.cluster_on_topic, s.cluster_pages):.1%} cluster)")
         if not s.redis_up:
             text += "; Redis unreachable, cluster figures as last read"
+        if s.redis_full:
+            text += "; Redis full: no new work taken"
         if self.bounded:
             text += f"; ETA {eta(s.queued + s.leased + s.delayed, s.cluster_rate)}"
         return text
@@ -230,6 +237,8 @@ class Progress:
         yield family(GaugeMetricFamily, "crawler_frontier_leased", "Requests leased", s.leased)
         yield family(GaugeMetricFamily, "crawler_frontier_delayed", "Requests waiting to be retried", s.delayed)
         yield family(GaugeMetricFamily, "crawler_redis_up", "1 while this node reaches Redis", int(s.redis_up))
+        yield family(GaugeMetricFamily, "crawler_redis_full", "1 while Redis is full and this node takes no new work",
+                     int(s.redis_full))
         recrawl = CounterMetricFamily("crawler_recrawl", "Re-crawl visits of this node by outcome "
                                       "(due, fetched, not_modified, unchanged, trivial, changed, gone, moved)",
                                       labels=[*labels, "outcome"])

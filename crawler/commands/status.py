@@ -3,8 +3,9 @@
 Reads the crawl's frontier (``REDIS_URL``, ``CRAWL_NAME``, ``CRAWL_DIR`` as
 the spiders do; on embedded defaults the embedded Redis in ``CRAWL_DIR``).
 ``--json`` prints one object (``crawler/ops.py`` documents its fields);
-without it, tables: the crawl's state, every node, the frontier, the errors
-by reason and the largest site queues. ``--watch`` redraws in place every
+without it, tables: the crawl's state, every node, the frontier, Redis's
+memory (each node's used memory, its ``maxmemory`` and policy, and whether
+it is full), the errors by reason and the largest site queues. ``--watch`` redraws in place every
 ``--interval`` seconds (2) until Ctrl-C, and goes on while Redis restarts
 or nodes die (it says what it cannot reach and keeps trying).
 """
@@ -22,6 +23,7 @@ from crawler.config import ConfigError
 from crawler.redis.client import RedisUnavailable
 from crawler.opscli import FrontierCommand
 from crawler.progress import duration
+from crawler.redis.memory import size
 
 if TYPE_CHECKING:
     import argparse
@@ -74,6 +76,10 @@ def render(st: dict[str, Any]) -> RenderableType:
         head.append(f"\nfocused: {tp['on_topic']:,} of {tp['pages']:,} pages on topic (harvest rate "
                     f"{tp['harvest_rate']:.1%}); tunnels: {tp['tunnel_pages']:,} pages through off-topic "
                     f"parents, {tp['tunnel_on_topic']:,} of them on topic, {tp['tunnel_stopped']:,} stopped")
+    for m in st.get("redis") or []:
+        if m["full"]:
+            head.append(f"\nRedis at {m['node']} is full ({size(m['used'])} of maxmemory {size(m['limit'])}): "
+                        "workers take no new work until memory is raised or freed", style="bold red")
     if st.get("stop"):
         head.append(f"\nstop asked ({st['stop']['stop']}) by {st['stop']['by']}; "
                     "`scrapy stop --clear` lets workers run again", style="yellow")
@@ -100,6 +106,8 @@ def render(st: dict[str, Any]) -> RenderableType:
     fr.add_row(*(f"{f[k]:,}" for k in ("queued", "leased", "delayed", "sites", "sites_ready",
                                          "sites_backed_off", "seen")))
     parts: list[Any] = [head, nodes if st["nodes"] else Text("no worker has joined this crawl", style="dim"), fr]
+    if st.get("redis"):
+        parts.append(memory_table(st["redis"]))
     if st["top_sites"]:
         top = Table(title="largest site queues", title_justify="left")
         for col in ("site", "queued", "delay s", "backoff s"):
@@ -115,6 +123,21 @@ def render(st: dict[str, Any]) -> RenderableType:
             err.add_row(reason, f"{count:,}")
         parts.append(err)
     return Group(*parts)
+
+
+def memory_table(memory: list[dict[str, Any]]) -> Any:
+    """One row per Redis node: memory used, its limit, its policy, full or not."""
+    from rich.table import Table
+
+    table = Table(title="redis memory", title_justify="left")
+    for col in ("node", "used", "maxmemory", "policy", "state"):
+        table.add_column(col, justify="right" if col in ("used", "maxmemory") else "left")
+    for m in memory:
+        used = size(m["used"]) + (f" ({m['used'] / m['limit']:.0%})" if m["limit"] else "")
+        table.add_row(m["node"], used, size(m["limit"]) if m["limit"] else "no limit",
+                      m["policy"] if m["policy"] == "noeviction" else f"{m['policy']} (evicts keys)",
+                      "FULL" if m["full"] else "ok", style="bold red" if m["full"] else "")
+    return table
 
 
 class Command(FrontierCommand):

@@ -10,6 +10,8 @@
   ``stop_embedded_redis`` stops embedded Redis servers a crawl left behind.
 - ``tests.support.redis_cluster``: a Redis Cluster of ``redis-server``
   processes (``start_cluster``).
+- ``tests.support.redis_server``: one ``redis-server`` of a test's own,
+  configured as it asks (``start_redis``: ``maxmemory``, its policy).
 - ``tests.support.urls_conformance``: the URL conformance corpus
   (``conformance_cases``, ``DEVIATIONS``), read by ``tests/test_urls.py``
   and ``bench/bench_urls.py``.

@@ -29,7 +29,7 @@ Reported, over the pages that were fingerprinted (main text ≥
   for k = 0..6: what SimHash alone would find);
 - sketch pairs: the crawler's own test on every pair, without crawl order:
   pairs sharing an LSH band key are candidates, and a candidate is a near
-  duplicate when the bottom-k samples' resemblance is ≥ the threshold;
+  duplicate when the odd sketches' resemblance is ≥ the threshold;
 - minhash (with ``--minhash N``; datasketch's estimates, for comparison): every
   pair again, predicted near duplicate when N-permutation MinHash
   signatures (datasketch, over the same word 3-shingles) agree on at least
@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_crawl import settings_args, stats_of
-from crawler.fingerprint import SKETCH_BANDS, SKETCH_ROWS, SKETCH_SAMPLE, sketch
+from crawler.fingerprint import ODD_BITS, SKETCH_BANDS, SKETCH_ROWS, sketch
 from tests.support.servers import start_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,7 +178,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--banner", default=None, help="mirror --old with this sentence added to every page")
-    ap.add_argument("--sample", type=int, default=SKETCH_SAMPLE, help="NEARDUP_SAMPLE of the crawl")
+    ap.add_argument("--bits", type=int, default=ODD_BITS, help="NEARDUP_SKETCH_BITS of the crawl")
     ap.add_argument("--min-chars", type=int, default=200, help="SIMHASH_MIN_CHARS of the crawl")
     ap.add_argument("--nav", action="store_true", help="mirror --old with a menu and a footer of its own")
     ap.add_argument("--minhash", type=int, default=0, help="also report N-permutation MinHash (0: not)")
@@ -209,7 +209,7 @@ def main() -> None:
         crawl_dir = work / "crawl"
         settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
                     "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "NEARDUP_RESEMBLANCE": args.threshold,
-                    "SIMHASH_MIN_CHARS": args.min_chars, "NEARDUP_SAMPLE": args.sample,
+                    "SIMHASH_MIN_CHARS": args.min_chars, "NEARDUP_SKETCH_BITS": args.bits,
                     "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False,
                     "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
         cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
@@ -264,18 +264,18 @@ def main() -> None:
         minhash_pairs([r[1] or "" for r in fingerprinted], is_true, iu, args.minhash)
 
     # The crawler's own test on every pair: LSH band keys make candidates,
-    # the bottom-k samples' resemblance decides (crawler/fingerprint.py).
-    sketches = [sketch(r[1] or "", args.sample) for r in fingerprinted]
+    # the odd sketches' resemblance decides (crawler/fingerprint.py).
+    sketches = [sketch(r[1] or "", args.bits) for r in fingerprinted]
     by_band: dict[tuple[int, int], list[int]] = {}
     for n, sk in enumerate(sketches):
         for b, key in enumerate(sk.bands if sk is not None else ()):
             by_band.setdefault((b, key), []).append(n)
     candidates = {(a, b) for group in by_band.values() for x, a in enumerate(group) for b in group[x + 1:]}
     predicted = {pair for pair in candidates
-                 if sketches[pair[0]].resemblance(sketches[pair[1]].sample) >= args.threshold}  # type: ignore[union-attr]
+                 if (sketches[pair[0]].resemblance(sketches[pair[1]].odd) or 0.0) >= args.threshold}  # type: ignore[union-attr]
     tp = len(predicted & set(truth))
     p, r = prf(tp, len(predicted) - tp, len(truth) - tp)
-    print(f"\nsketch pairs (LSH {SKETCH_BANDS}x{SKETCH_ROWS} candidates, bottom-{args.sample} resemblance >= "
+    print(f"\nsketch pairs (LSH {SKETCH_BANDS}x{SKETCH_ROWS} candidates, odd sketch of {args.bits} bits, resemblance >= "
           f"{args.threshold}): {len(candidates)} candidates ({len(set(truth) & candidates)} of {len(truth)} true "
           f"pairs among them), {len(predicted)} predicted, {tp} right: precision {p:.3f}  recall {r:.3f}")
 

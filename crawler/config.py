@@ -82,7 +82,7 @@ def _off(value: Any) -> str | None:
 
 def _choice(*choices: str) -> Check:
     def check(value: Any) -> str | None:
-        return None if value in choices else f"must be one of {', '.join(choices)}"
+        return None if str(value) in choices else f"must be one of {', '.join(choices)}"
     return check
 
 
@@ -281,7 +281,7 @@ SPECS: dict[str, Check] = {
     # for distances up to 3 (pigeonhole), so no more can be asked of it.
     "SIMHASH_MAX_DISTANCE": _number(int, 0, 64),
     "NEARDUP_RESEMBLANCE": _number(float, 0, 1, lo_open=True),
-    "NEARDUP_SAMPLE": _number(int, 16, 4096),
+    "NEARDUP_SKETCH_BITS": _choice("512", "1024", "2048", "4096"),
     "SIMHASH_MIN_CHARS": COUNT,
     "SIMHASH_MIRROR_SHARE": _number(float, 0, 1, lo_open=True),
     "SIMHASH_MIRROR_MIN_PAGES": POSITIVE_COUNT,

@@ -5,7 +5,7 @@ hash. Pure logic.
 (``crawler.textfeatures``: word 2- and 3-shingles, CJK character 3-grams,
 dates left out), each weighted by its count, with the hash and vote of
 ``crawler.featurehash``; ``shingles`` is the set resemblance is judged on,
-``sketch`` its LSH band keys and bottom-k sample (``Sketch``, below),
+``sketch`` its LSH band keys and odd sketch (``Sketch``, below),
 ``fingerprints`` both at once.
 
 The arithmetic after tokenizing (the shingles' hashes, the vote, the sorted
@@ -20,8 +20,8 @@ crawler.fingerprint`` says which is in use (``COMPILED``).
 exact duplicates; ``hamming`` measures how far two SimHashes are.
 
 Settings (read by the callers, ``crawler/pagecheck.py`` and the frontier's
-duplicate index): ``NEARDUP_SAMPLE`` (``SKETCH_SAMPLE``: values a sketch's
-sample keeps, at most ``SKETCH_SAMPLE_MAX``), ``NEARDUP_RESEMBLANCE``,
+duplicate index): ``NEARDUP_SKETCH_BITS`` (``ODD_BITS``: the odd sketch's
+size), ``NEARDUP_RESEMBLANCE``,
 ``SIMHASH_MAX_DISTANCE``. No stats.
 """
 
@@ -42,9 +42,9 @@ except ImportError:  # not built (no C compiler at install) or not importable (a
 
 COMPILED = _fpcore is not None
 
-__all__ = ["COMPILED", "SKETCH_BANDS", "SKETCH_BINS", "SKETCH_ROWS", "SKETCH_SAMPLE", "SKETCH_SAMPLE_MAX", "Sketch",
-           "content_hash", "fingerprints", "hamming", "resemblance", "sample_from_bytes", "shingles", "signed",
-           "simhash", "sketch", "unsigned"]
+__all__ = ["COMPILED", "ODD_BITS", "ODD_CAP", "SKETCH_BANDS", "SKETCH_BINS", "SKETCH_ROWS", "OddSketch", "Sketch",
+           "content_hash", "fingerprints", "hamming", "odd_sketch", "shingles", "signed", "simhash", "sketch",
+           "unsigned"]
 
 def _compiled_stream(text: str) -> tuple[bytes, bytes]:
     """The token stream ``_fpcore.fingerprint`` takes, made by ``_fpcore``: the
@@ -152,136 +152,207 @@ def _shingles_numpy(text: str) -> np.ndarray:
 # near duplicates (>= NEARDUP_RESEMBLANCE, 0.9). A page's sketch holds what
 # finds and checks its candidates in the cluster's index:
 #
-# - 16 LSH band keys: a 128-value MinHash by one-permutation hashing (each
-#   shingle's hash falls in one of 128 bins by its top 7 bits; a bin keeps its
+# - 10 LSH band keys: a MinHash by one-permutation hashing (each shingle's
+#   hash falls in one of 128 bins by its top 7 bits; a bin keeps its
 #   smallest value; an empty bin borrows the value of the bin a fixed hash
 #   sequence leads it to: Shrivastava's optimal densification, 2017, which
-#   keeps Pr[bin agrees] = resemblance), cut in 16 bands of 8 bins, each band
-#   hashed to 64 bits. Two pages of resemblance r share at least one band key
-#   with probability 1 - (1 - r^8)^16: 0.9999 at 0.9, 0.95 at 0.8, 0.24 at
-#   0.6. One hash a shingle, not 128: the whole sketch costs what sorting
-#   the shingles costs.
-# - a bottom-k sample: the SKETCH_SAMPLE (512) smallest of the shingles'
-#   32-bit hashes. For two pages whose shingles fit in it (up to about 500
-#   words), it is the whole set, and the resemblance it gives is exact; for
-#   longer pages it estimates it within about +-0.013 at 0.9 (Broder's
-#   bottom-k estimator, the k smallest of the union). 4 bytes a value: at
-#   most 2 KB a page. k was chosen on two releases of the LLVM and clang
-#   manuals (pair precision / recall, LLVM: 0.998 / 0.988 at 256, 0.999 /
-#   0.999 at 512; bench/RESULTS.md).
+#   keeps Pr[bin agrees] = resemblance); the first 50 bins cut in 10 bands
+#   of 5, each band hashed to 64 bits. Two pages of resemblance r share at
+#   least one band key with probability 1 - (1 - r^5)^10: 0.9999 at 0.9,
+#   0.97 at 0.8, 0.27 at 0.5 (16 bands of 8 were the same at 0.9 and kept
+#   fewer pages of 0.5 as candidates, for 60 % more band entries in Redis).
+#   One hash a shingle, not 50: the whole sketch costs what sorting the
+#   shingles costs.
+# - an odd sketch (``OddSketch``): 102 bytes at the default NEARDUP_SKETCH_BITS
+#   (512). Resemblance between 0.85 and 0.95 is estimated within +-0.006 (one
+#   standard deviation) for pages of up to 500 words, +-0.011 for longer
+#   ones, 0.035 at worst in the tests. It replaced a bottom-512 sample of
+#   32-bit hashes (up to 2 KB a page, 20 times as much: exact up to 500
+#   words, +-0.013 beyond) at the same precision and recall, within 0.011,
+#   on the trees tuned on (bench/bench_sketch.py; bench/RESULTS.md).
 #
-# An estimate from the 128 MinHash values alone missed the targets on short
+# An estimate from 128 MinHash values alone missed the targets on short
 # pages, where one added sentence moves resemblance to 0.85-0.9 and 128
-# values estimate it +-0.03 (bench/JOURNAL.md, "What MinHash would find").
-SKETCH_BANDS = 16
-SKETCH_ROWS = 8
-SKETCH_BINS = SKETCH_BANDS * SKETCH_ROWS
-SKETCH_SAMPLE = 512  # the default of NEARDUP_SAMPLE
-SKETCH_SAMPLE_MAX = 4096
+# values estimate it +-0.03 (bench/JOURNAL.md, "What MinHash would find");
+# so did b-bit minwise hashing of 1,024 bins at one bit (128 bytes: +-0.02).
+SKETCH_BANDS = 10
+SKETCH_ROWS = 5
+SKETCH_BINS = 128  # one-permutation bins (the top 7 bits of a hash: _fpcore's too)
+ODD_BITS = 512  # the default of NEARDUP_SKETCH_BITS
+# Shingles a level's sample holds at most: 4 x 512, where a pair at 0.9
+# fills about 40 % of 512 bits. The sample's error falls as it grows, the
+# sketch's own rises once its bits saturate (bench/bench_sketch.py: at 512
+# bits, +-0.017 on long pages with samples of 512, +-0.011 with 2,048).
+ODD_CAP = 2048
+ODD_MAGIC = 0x6F  # "o": the first byte of an odd sketch as stored
 _BIN_SHIFT = np.uint64(64 - 7)
 _LOW57 = np.uint64((1 << 57) - 1)
 _LOW32 = np.uint64(0xFFFFFFFF)
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def odd_sketch(hashes: np.ndarray, bits: int = ODD_BITS, cap: int = ODD_CAP) -> bytes:
+    """A page's resemblance sketch as stored, from its shingle hashes (unique
+    uint64; see ``OddSketch``): the magic byte, the level L, the sizes of
+    the samples at L and L+1 (2 bytes each, big-endian), then their odd
+    sketches, ``bits`` bits at L and ``bits // 2`` at L+1 (``bits``: a
+    power of two, 512 to 4,096). A level's sample holds at most ``cap``
+    shingles (``ODD_CAP``: the same for every size, so that sketches of
+    two sizes compare, the larger folded to the smaller)."""
+    low = hashes & _LOW32
+    level = 0
+    while level < 31 and len(hashes) >> level > cap // 2 and _sampled(low, level) > cap:
+        level += 1
+    head = [bytes((ODD_MAGIC, level))]
+    odd = []
+    for lv, n in ((level, bits), (level + 1, bits // 2)):
+        kept = hashes[(low >> np.uint64(32 - lv)) == 0] if lv else hashes
+        pos = ((kept >> np.uint64(32)) & np.uint64(n - 1)).astype(np.int64)
+        parity = (np.bincount(pos, minlength=n) & 1).astype(np.uint8)
+        head.append(min(len(kept), 0xFFFF).to_bytes(2, "big"))
+        odd.append(np.packbits(parity).tobytes())
+    return b"".join(head + odd)
+
+
+def _sampled(low: np.ndarray, level: int) -> int:
+    """How many of the low 32-bit halves ``low`` a level's sample keeps (rate 2^-level)."""
+    return len(low) if level == 0 else int(np.count_nonzero((low >> np.uint64(32 - level)) == 0))
+
+
+class OddSketch:
+    """A page's resemblance sketch (Mitzenmacher, Pagh and Pham, "Efficient
+    estimation for high similarities using odd sketches", WWW 2014): the
+    page's shingles sampled by hash at rate 2^-L, L the least level whose
+    sample holds at most ``ODD_CAP`` shingles, kept as an odd sketch: ``bits``
+    bits, each the parity of the sampled shingles that hash to it; and the
+    same at L+1 (half as many bits), so that two pages whose levels differ
+    by one (sizes across a power of two) compare at the coarser level. The
+    XOR of two odd sketches is the odd sketch of the samples' symmetric
+    difference, whose size its popcount estimates; with the samples' sizes
+    that gives the resemblance. A page of up to ``ODD_CAP`` shingles is
+    kept whole (L = 0)."""
+
+    __slots__ = ("level", "sizes", "odd")
+
+    def __init__(self, level: int, sizes: tuple[int, int], odd: tuple[np.ndarray, np.ndarray]) -> None:
+        self.level = level
+        self.sizes = sizes
+        self.odd = odd  # packed bits (uint8) at level and level + 1
+
+    @classmethod
+    def from_bytes(cls, data: bytes | None) -> OddSketch | None:
+        """A stored sketch, or None when ``data`` is not one this code wrote
+        (a malformed entry in a shared store is no evidence)."""
+        if not isinstance(data, bytes) or len(data) < 6 + 96 or data[0] != ODD_MAGIC or data[1] > 31:
+            return None
+        body = len(data) - 6
+        if body % 3:
+            return None
+        n1 = body // 3 * 2  # bytes at L; half as many at L+1
+        if n1 & (n1 - 1) or not 64 <= n1 <= 512:
+            return None  # bits: a power of two (it folds), 512 to 4,096
+        raw = np.frombuffer(data, dtype=np.uint8, offset=6)
+        return cls(data[1], (int.from_bytes(data[2:4], "big"), int.from_bytes(data[4:6], "big")),
+                   (raw[:n1], raw[n1:]))
+
+    def resemblance(self, other: OddSketch) -> float:
+        """The estimated resemblance of the two pages (0.0 when their levels
+        are two or more apart: sizes that far apart cannot resemble at 0.9)."""
+        level = max(self.level, other.level)
+        if level - min(self.level, other.level) > 1:
+            return 0.0
+        ma, a = self._at(level)
+        mb, b = other._at(level)
+        if ma + mb == 0:
+            return 0.0
+        while len(a) > len(b):
+            a = a[: len(a) // 2] ^ a[len(a) // 2:]  # fold: the odd sketch with half the bits
+        while len(b) > len(a):
+            b = b[: len(b) // 2] ^ b[len(b) // 2:]
+        n = 8 * len(a)
+        z = int(_POPCOUNT[a ^ b].sum())
+        if 2 * z >= n:
+            return 0.0  # saturated: far apart
+        delta = -(n / 2) * float(np.log1p(-2 * z / n))
+        return max(0.0, min(1.0, (ma + mb - delta) / (ma + mb + delta)))
+
+    def _at(self, level: int) -> tuple[int, np.ndarray]:
+        i = level - self.level
+        return self.sizes[i], self.odd[i]
 
 
 class Sketch:
-    """A page's LSH band keys (``bands``: 16 integers of 64 bits) and its
-    bottom-k ``sample`` (sorted unique uint32, at most ``k`` values)."""
+    """A page's LSH band keys (``bands``: ``SKETCH_BANDS`` integers of 64
+    bits) and its odd sketch (``odd``, as stored: ``odd_sketch``)."""
 
-    __slots__ = ("bands", "k", "sample")
+    __slots__ = ("bands", "odd", "_parsed")
 
-    def __init__(self, bands: tuple[int, ...], sample: np.ndarray, k: int = SKETCH_SAMPLE) -> None:
+    def __init__(self, bands: tuple[int, ...], odd: bytes) -> None:
         self.bands = bands
-        self.sample = sample
-        self.k = k
+        self.odd = odd
+        self._parsed = OddSketch.from_bytes(odd)
 
-    def sample_bytes(self) -> bytes:
-        """The sample as stored: 4 bytes a value, little-endian."""
-        return self.sample.astype("<u4").tobytes()
-
-    def resemblance(self, other: np.ndarray) -> float:
-        return resemblance(self.sample, other, self.k)
-
-
-def sample_from_bytes(data: bytes | None) -> np.ndarray | None:
-    """A stored sample, or None when ``data`` is not one (a malformed entry
-    in a shared store is no evidence: its length, its size, its order)."""
-    if not data or len(data) % 4 or len(data) > 4 * SKETCH_SAMPLE_MAX:
-        return None
-    sample = np.frombuffer(data, dtype="<u4").astype(np.uint32)
-    if len(sample) > 1 and not bool(np.all(sample[1:] > sample[:-1])):
-        return None
-    return sample
+    def resemblance(self, other: bytes | None) -> float | None:
+        """The estimated resemblance to the page whose stored sketch is
+        ``other`` (None: ``other`` is not a sketch this code wrote)."""
+        theirs = OddSketch.from_bytes(other)
+        if theirs is None or self._parsed is None:
+            return None
+        return self._parsed.resemblance(theirs)
 
 
-def resemblance(a: np.ndarray, b: np.ndarray, k: int = SKETCH_SAMPLE) -> float:
-    """Resemblance of two pages from their bottom-k samples: among the k
-    smallest values of their union, the share both hold (exact when both
-    samples are whole sets). A sample kept with a larger k (an earlier
-    NEARDUP_SAMPLE) is cut to its k smallest: the bottom-k sample it would
-    have been."""
-    if not len(a) or not len(b):
-        return 0.0
-    a, b = a[:k], b[:k]
-    union = np.union1d(a, b)[:k]
-    top = union[-1]
-    both = np.intersect1d(a[a <= top], b[b <= top], assume_unique=True)
-    return len(both) / len(union)
-
-
-def fingerprints(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | None]:
-    """``simhash(text)`` and ``sketch(text, sample)``, hashing the text once."""
+def fingerprints(text: str, bits: int = ODD_BITS) -> tuple[int, Sketch | None]:
+    """``simhash(text)`` and ``sketch(text, bits)``, hashing the text once."""
     if _fpcore is None:
-        return _fingerprints_numpy(text, sample)
-    any_feature, value, _, bins, low = _compiled(text, sample)
+        return _fingerprints_numpy(text, bits)
+    any_feature, value, judged, bins, _ = _compiled(text, 0)
     if not any_feature:
         return 0, None
-    return value, _compiled_sketch(bins, low, sample)
+    return value, _compiled_sketch(judged, bins, bits)
 
 
-def _fingerprints_numpy(text: str, sample: int = SKETCH_SAMPLE) -> tuple[int, Sketch | None]:
+def _fingerprints_numpy(text: str, bits: int = ODD_BITS) -> tuple[int, Sketch | None]:
     parts, judged = hashes(text)
     if not parts:
         return 0, None
-    return vote(np.concatenate(parts)), _sketch(np.unique(np.concatenate(judged)), sample)
+    return vote(np.concatenate(parts)), _sketch(np.unique(np.concatenate(judged)), bits)
 
 
-def sketch(text: str, sample: int = SKETCH_SAMPLE) -> Sketch | None:
-    """The sketch of ``text`` with a sample of at most ``sample`` values
-    (None: no shingles)."""
+def sketch(text: str, bits: int = ODD_BITS) -> Sketch | None:
+    """The sketch of ``text`` with an odd sketch of ``bits`` bits (None: no shingles)."""
     if _fpcore is not None:
-        _, _, judged, bins, low = _compiled(text, sample)
-        return _compiled_sketch(bins, low, sample) if judged else None
+        _, _, judged, bins, _ = _compiled(text, 0)
+        return _compiled_sketch(judged, bins, bits) if judged else None
     found = _shingles_numpy(text)
-    return _sketch(found, sample) if len(found) else None
+    return _sketch(found, bits) if len(found) else None
 
 
 _DENSIFY = [[mix((i << 32 | a) ^ 0xD1B54A32D192ED03) % SKETCH_BINS for a in range(1, 64)]
             for i in range(SKETCH_BINS)]
 
 
-def _sketch(hashes: np.ndarray, sample: int = SKETCH_SAMPLE) -> Sketch:
+def _sketch(hashes: np.ndarray, bits: int = ODD_BITS) -> Sketch:
     """``hashes``: sorted unique shingle hashes (not empty)."""
     bins = hashes >> _BIN_SHIFT
     first_bins, first = np.unique(bins, return_index=True)  # sorted: a bin's first is its smallest
     filled: list[int | None] = [None] * SKETCH_BINS
     for b, v in zip(first_bins.tolist(), (hashes[first] & _LOW57).tolist()):
         filled[b] = v
-    low = np.unique((hashes & _LOW32).astype(np.uint32))[:sample]
-    return _sketch_of(filled, low, sample)
+    return _sketch_of(filled, odd_sketch(hashes, bits))
 
 
 _EMPTY = (1 << 64) - 1  # an empty bin, as _fpcore marks it
 
 
-def _compiled_sketch(bins: bytes, low: bytes, sample: int) -> Sketch:
+def _compiled_sketch(judged: bytes, bins: bytes, bits: int) -> Sketch:
     """The sketch from what ``_fpcore.fingerprint`` answered."""
     filled = [None if v == _EMPTY else v for v in array("Q", bins)]
-    return _sketch_of(filled, np.frombuffer(low, dtype=np.uint32).copy(), sample)
+    return _sketch_of(filled, odd_sketch(np.frombuffer(judged, dtype=np.uint64), bits))
 
 
-def _sketch_of(filled: list[int | None], low: np.ndarray, sample: int) -> Sketch:
+def _sketch_of(filled: list[int | None], odd: bytes) -> Sketch:
     """The sketch from its bins' smallest values (None: an empty bin) and
-    its bottom-k sample."""
+    its odd sketch."""
     values = list(filled)
     for i in range(SKETCH_BINS):
         if filled[i] is None:
@@ -295,8 +366,7 @@ def _sketch_of(filled: list[int | None], low: np.ndarray, sample: int) -> Sketch
     bands = tuple(int.from_bytes(hashlib.blake2b(row[8 * SKETCH_ROWS * b:8 * SKETCH_ROWS * (b + 1)],
                                                  digest_size=8, person=b"band%02d" % b).digest(), "big")
                   for b in range(SKETCH_BANDS))
-    return Sketch(bands, low, sample)
-
+    return Sketch(bands, odd)
 
 
 def signed(value: int) -> int:

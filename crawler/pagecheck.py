@@ -5,7 +5,7 @@ frontier.
 - **Duplicates.** The main text's content hash (with the links, for texts
   shorter than ``SIMHASH_MIN_CHARS``: short texts such as "Archive" are
   shared by pages that differ by their links alone), its 64-bit SimHash and
-  a bottom-``NEARDUP_SAMPLE`` sample of its word 3-shingles go to the
+  the sketch of its word 3-shingles (``NEARDUP_SKETCH_BITS``) go to the
   cluster's duplicate index (``crawler/frontier/dupindex.py``): an exact copy
   by content hash, a near copy by shingle resemblance of at least
   ``NEARDUP_RESEMBLANCE``. A copy is stored with ``dup_of`` (and
@@ -92,7 +92,7 @@ class PageCheck:
         self.crawler = crawler
         self.min_chars = settings.getint("SIMHASH_MIN_CHARS")
         self.resemblance = settings.getfloat("NEARDUP_RESEMBLANCE")
-        self.sample = settings.getint("NEARDUP_SAMPLE")
+        self.sketch_bits = settings.getint("NEARDUP_SKETCH_BITS")
         self.mirror_min_pages = settings.getint("SIMHASH_MIRROR_MIN_PAGES")
         self.mirror_share = settings.getfloat("SIMHASH_MIRROR_SHARE")
         self._frontier: Frontier | None = None
@@ -146,7 +146,7 @@ class PageCheck:
         fp: int | None = None
         sketch: Sketch | None = None
         if len(item.text) >= self.min_chars:
-            fp, sketch = fingerprints(item.text, self.sample)
+            fp, sketch = fingerprints(item.text, self.sketch_bits)
             item.simhash = signed(fp)
         else:
             self.stats.inc_value("simhash/skipped_short")

@@ -256,15 +256,15 @@ WARC_PREFIX = ""
 # A page whose main text's word 3-shingles resemble those of a page seen
 # before (anywhere in the cluster) at least this much (Broder's resemblance,
 # |A & B| / |A | B|), or whose text is identical, is stored with dup_of and
-# its links are not followed. Found by MinHash LSH bands and checked on a
-# bottom-k sample of each page's shingles (crawler/fingerprint.py).
+# its links are not followed. Found by MinHash LSH bands and checked on an
+# odd sketch of each page's shingles (crawler/fingerprint.py).
 NEARDUP_RESEMBLANCE = 0.9
-# Shingle hashes kept a page for that check (4 bytes each in Redis; the
-# whole set for a page of fewer shingles): 512 keeps precision and recall
-# >= 0.95 on long pages near the threshold; 128 takes about a third of the
-# memory and leaves long pages' resemblance +-0.03 (bench/RESULTS.md).
-# Every worker of a crawl should agree.
-NEARDUP_SAMPLE = 512
+# The odd sketch's bits (512, 1024, 2048 or 4096; 3/16 of a byte each in
+# Redis, and 6 bytes): 512 (102 B a page) keeps precision and recall >= 0.95
+# (bench/RESULTS.md); more bits judge long pages near the threshold a little
+# better. Workers of a crawl may differ: a larger sketch is folded to the
+# smaller to compare them.
+NEARDUP_SKETCH_BITS = 512
 # A re-crawled page whose 64-bit SimHash moved more than this Hamming
 # distance has changed (crawler/recrawl.py).
 SIMHASH_MAX_DISTANCE = 3

@@ -53,8 +53,9 @@ CASES = [
      "Error: bad setting: CLASSIFIER_THRESHOLD='2' must be at most 1"),
     (["-a", "seeds=http://x/", "-s", "SIMHASH_MAX_DISTANCE=65", "-s", "TRAP_MAX_SHAPE_RUN=-1"],
      "Error: bad settings: TRAP_MAX_SHAPE_RUN='-1' must be at least 0; SIMHASH_MAX_DISTANCE='65' must be at most 64"),
-    (["-a", "seeds=http://x/", "-s", "NEARDUP_SAMPLE=8", "-s", "NEARDUP_RESEMBLANCE=0"],
-     "Error: bad settings: NEARDUP_RESEMBLANCE='0' must be above 0; NEARDUP_SAMPLE='8' must be at least 16"),
+    (["-a", "seeds=http://x/", "-s", "NEARDUP_SKETCH_BITS=500", "-s", "NEARDUP_RESEMBLANCE=0"],
+     "Error: bad settings: NEARDUP_RESEMBLANCE='0' must be above 0; NEARDUP_SKETCH_BITS='500' must be one of "
+     "512, 1024, 2048, 4096"),
     (["-a", "seeds=http://x/", "-s", "FRONTIER_HEARTBEAT_INTERVAL=90"],
      "Error: bad setting: FRONTIER_HEARTBEAT_INTERVAL='90' must be below FRONTIER_LEASE_TIMEOUT=60.0"),
     (["-a", "seeds=http://x/", "-s", "ROBOTSTXT_OBEY=maybe"],

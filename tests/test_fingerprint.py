@@ -7,7 +7,8 @@ from simhash import Simhash
 from crawler.extract import analyze
 from crawler.featurehash import feature_hash, simhash_of_features
 from crawler.fingerprint import (
-    SKETCH_SAMPLE, content_hash, fingerprints, hamming, sample_from_bytes, shingles, signed, simhash, sketch, unsigned)
+    ODD_BITS, SKETCH_BANDS, OddSketch, content_hash, fingerprints, hamming, shingles, signed, simhash, sketch,
+    unsigned)
 from crawler.textfeatures import features
 from tests.data.pagetypes import body, labels
 from tests.support.mockserver import prose
@@ -114,20 +115,63 @@ def test_shingles_are_word_3_shingles_with_dates_and_cjk_3_grams():
     assert len(_set("東京都に住む")) == 4  # 6 characters: 4 character 3-grams
 
 
-def test_sketch_resemblance_is_exact_for_short_pages_and_close_for_long_ones():
+def test_sketch_resemblance_is_close_for_short_pages_and_long_ones():
     words = [f"w{k}" for k in range(400)]
     a = " ".join(words)
     b = " ".join(words[:200] + ["x1", "x2", "x3"] + words[200:])
     exact = len(_set(a) & _set(b)) / len(_set(a) | _set(b))
     assert exact == 396 / 403
-    assert sketch(a).resemblance(sketch(b).sample) == exact  # 398 shingles: the whole set
+    assert abs(sketch(a).resemblance(sketch(b).odd) - exact) < 0.005  # 398 shingles: the whole set
+    assert OddSketch.from_bytes(sketch(a).odd).level == 0
     long_words = [f"w{k}" for k in range(5000)]
     c = " ".join(long_words)
     d = " ".join(long_words[:2500] + [f"y{k}" for k in range(200)] + long_words[2500:])
     exact = len(_set(c) & _set(d)) / len(_set(c) | _set(d))
-    assert len(sketch(c).sample) == SKETCH_SAMPLE
-    assert abs(sketch(c).resemblance(sketch(d).sample) - exact) < 0.05
+    assert OddSketch.from_bytes(sketch(c).odd).level == 2  # 4,998 shingles: a quarter of them
+    assert abs(sketch(c).resemblance(sketch(d).odd) - exact) < 0.03
     assert sketch("") is None and sketch("...") is None
+
+
+def _edited_pairs(n: int, seed: int) -> list[tuple[str, str, float]]:
+    """n pairs of pages (60 to 3,000 words) and the exact resemblance of
+    each: a page of random words and a copy with up to 6 % of its words
+    replaced or inserted (resemblance about 0.75 to 1)."""
+    import random
+
+    rng = random.Random(seed)
+    vocab = [f"v{k}" for k in range(50_000)]
+    out = []
+    for i in range(n):
+        base = [rng.choice(vocab) for _ in range(rng.randint(60, 520) if i % 2 else rng.randint(520, 3000))]
+        edited = list(base)
+        for _ in range(max(1, int(len(base) * rng.uniform(0, 0.06)))):
+            at = rng.randrange(len(edited))
+            if rng.random() < 0.5:
+                edited[at] = rng.choice(vocab)
+            else:
+                edited.insert(at, rng.choice(vocab))
+        a, b = " ".join(base), " ".join(edited)
+        out.append((a, b, len(_set(a) & _set(b)) / len(_set(a) | _set(b))))
+    return out
+
+
+def test_near_duplicate_decisions_equal_the_exact_check_but_within_the_stated_error():
+    """On 200 pairs around the threshold, the odd sketch calls a pair a near
+    duplicate (>= 0.9) exactly when the exact resemblance does, for every
+    pair further than 0.035 from 0.9 (the error docs/duplicates.md states);
+    its estimates between 0.85 and 0.95 are off by 0.011 (one standard
+    deviation) or less."""
+    pairs = _edited_pairs(200, seed=11)
+    near = [(a, b, r) for a, b, r in pairs if 0.85 <= r <= 0.95]
+    assert len(near) >= 40 and sum(r >= 0.9 for _, _, r in pairs) >= 60  # both sides well covered
+    errors = []
+    for a, b, exact in pairs:
+        estimate = sketch(a).resemblance(sketch(b).odd)
+        if abs(exact - 0.9) > 0.035:
+            assert (estimate >= 0.9) == (exact >= 0.9), (estimate, exact)
+        if 0.85 <= exact <= 0.95:
+            errors.append(estimate - exact)
+    assert float(np.std(errors)) <= 0.011 and abs(float(np.mean(errors))) <= 0.004
 
 
 def test_band_keys_agree_as_resemblance_says():
@@ -136,10 +180,10 @@ def test_band_keys_agree_as_resemblance_says():
     assert sketch(" ".join(base)).bands == same.bands
     # Resemblance 0.96: most bands agree; an unrelated page: none.
     near = sketch(" ".join(base[:150] + ["x1", "x2", "x3", "x4"] + base[150:]))
-    assert sum(x == y for x, y in zip(near.bands, same.bands)) >= 8
+    assert sum(x == y for x, y in zip(near.bands, same.bands)) >= 6
     other = sketch(" ".join(f"v{k}" for k in range(300)))
     assert not set(other.bands) & set(same.bands)
-    assert len(same.bands) == 16 and all(0 <= b < 1 << 64 for b in same.bands)
+    assert len(same.bands) == SKETCH_BANDS == 10 and all(0 <= b < 1 << 64 for b in same.bands)
 
 
 def test_fingerprints_hash_the_text_once_for_both():
@@ -147,32 +191,36 @@ def test_fingerprints_hash_the_text_once_for_both():
     fp, sk = fingerprints(text)
     assert fp == simhash(text)
     assert sk is not None and sk.bands == sketch(text).bands
-    assert sk.sample.tolist() == sketch(text).sample.tolist()
+    assert sk.odd == sketch(text).odd and len(sk.odd) == 6 + 3 * ODD_BITS // 16
     assert fingerprints("") == (0, None)
 
 
-@pytest.mark.parametrize("data", [b"", b"\x01\x02\x03", b"\x00" * (4 * SKETCH_SAMPLE + 4),
-                                  np.array([5, 3], dtype="<u4").tobytes(),
-                                  np.array([5, 5], dtype="<u4").tobytes(), None])
-def test_malformed_samples_read_as_none(data):
-    assert sample_from_bytes(data) is None
+@pytest.mark.parametrize("data", [b"", b"\x01\x02\x03", None, "a str",
+                                  b"\x6e" + sketch(ARTICLE).odd[1:],  # another magic byte
+                                  sketch(ARTICLE).odd[:1] + b"\x20" + sketch(ARTICLE).odd[2:],  # level 32
+                                  sketch(ARTICLE).odd + b"\x00",  # a length no sketch has
+                                  sketch(ARTICLE).odd[:6] + b"\x00" * 9,  # 48 bits: not a power of two
+                                  sketch(ARTICLE).odd[:6] + b"\x00" * 3 * 16,  # 256 bits: fewer than 512
+                                  b"\x6f\x00" + b"\x00" * (4 + 3 * 1024)])  # 8,192 bits: too many
+def test_malformed_sketches_read_as_none(data):
+    assert OddSketch.from_bytes(data) is None
+    assert sketch(ARTICLE).resemblance(data) is None
 
 
-def test_a_sample_round_trips():
-    sk = sketch(prose("three", 100))
-    assert sample_from_bytes(sk.sample_bytes()).tolist() == sk.sample.tolist()
-
-
-def test_a_smaller_sample_estimates_and_reads_larger_ones_cut_to_its_size():
+def test_sketches_of_other_sizes_compare_folded_to_the_smaller():
+    """A worker with another NEARDUP_SKETCH_BITS: its sketches fold to the
+    smaller size, and estimate as a sketch of that size would."""
     words = [f"w{k}" for k in range(3000)]
     a, b = " ".join(words), " ".join(words[:1500] + [f"z{k}" for k in range(60)] + words[1500:])
     exact = len(_set(a) & _set(b)) / len(_set(a) | _set(b))
-    small_a, small_b = sketch(a, 128), sketch(b, 128)
-    assert len(small_a.sample) == 128 and small_a.bands == sketch(a).bands
-    assert abs(small_a.resemblance(small_b.sample) - exact) < 0.08
-    # A sample stored with 512 values, read by a crawl of 128: its 128 smallest.
-    assert small_a.resemblance(sketch(b).sample) == small_a.resemblance(small_b.sample)
-    assert fingerprints(a, 128)[1].sample.tolist() == small_a.sample.tolist()
+    small_a, big_b = sketch(a, 512), sketch(b, 4096)
+    assert len(small_a.odd) == 6 + 96 and len(big_b.odd) == 6 + 768
+    assert small_a.bands == sketch(a).bands
+    assert abs(small_a.resemblance(big_b.odd) - exact) < 0.02
+    # Folded, the larger is the smaller exactly: the same estimate.
+    assert small_a.resemblance(big_b.odd) == small_a.resemblance(sketch(b, 512).odd)
+    assert sketch(b, 4096).resemblance(small_a.odd) == small_a.resemblance(big_b.odd)
+    assert fingerprints(a, 512)[1].odd == small_a.odd
 
 
 def _split_reference(text):
@@ -227,27 +275,26 @@ def test_the_compiled_module_is_built():
     assert COMPILED, "crawler._fpcore was not built: install a C compiler (gcc) and `pip install -e .` again"
 
 
-def _same_fingerprints(text, sample=SKETCH_SAMPLE):
+def _same_fingerprints(text, bits=ODD_BITS):
     from crawler.fingerprint import _fingerprints_numpy, _shingles_numpy, _simhash_numpy, sketch
 
-    value, sk = fingerprints(text, sample)
-    ref_value, ref = _fingerprints_numpy(text, sample)
+    value, sk = fingerprints(text, bits)
+    ref_value, ref = _fingerprints_numpy(text, bits)
     assert value == ref_value == simhash(text) == _simhash_numpy(text)
     assert (sk is None) == (ref is None)
     if sk is not None:
         assert sk.bands == ref.bands
-        assert sk.sample.dtype == ref.sample.dtype and sk.sample.tolist() == ref.sample.tolist()
-        assert sk.k == ref.k == sample
-        alone = sketch(text, sample)
-        assert alone.bands == ref.bands and alone.sample.tolist() == ref.sample.tolist()
+        assert sk.odd == ref.odd and len(sk.odd) == 6 + 3 * bits // 16
+        alone = sketch(text, bits)
+        assert alone.bands == ref.bands and alone.odd == ref.odd
     assert shingles(text).tolist() == _shingles_numpy(text).tolist()
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab Zé_9.-/:,年月日网络東京 \n\tmay"), max_size=80),
-       st.sampled_from([SKETCH_SAMPLE, 1, 7, 4096]))
-def test_the_compiled_fingerprints_are_the_numpy_ones(text, sample):
-    _same_fingerprints(text, sample)
+       st.sampled_from([ODD_BITS, 1024, 4096]))
+def test_the_compiled_fingerprints_are_the_numpy_ones(text, bits):
+    _same_fingerprints(text, bits)
 
 
 def test_the_compiled_fingerprints_are_the_numpy_ones_on_real_pages():
@@ -257,7 +304,7 @@ def test_the_compiled_fingerprints_are_the_numpy_ones_on_real_pages():
     for text in (CHINESE_TEXT, "", "Word", "网络", "网络爬", "a b", "2024-05-01", "May 1, 2024",
                  "Ünïcödé wörds and 数字 2024年5月1日 12:30"):
         _same_fingerprints(text)
-        _same_fingerprints(text, 3)
+        _same_fingerprints(text, 4096)
 
 
 @pytest.mark.parametrize(("units", "runs"), [

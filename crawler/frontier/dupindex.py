@@ -4,40 +4,52 @@ before, anywhere in the crawl?
 Two indexes, spread over the duplicate-index shards by hash bits
 (``crawler/redis/keys.py``):
 
-- **Near duplicates** (pages with a SimHash, which names the page here, and
-  a sketch, ``crawler.fingerprint.Sketch``): a page is a near duplicate of
-  an earlier one when their word 3-shingles' resemblance is at least
-  ``NEARDUP_RESEMBLANCE`` (0.9). Candidates come from 16 LSH band tables
-  (a 128-value MinHash in 16 bands of 8): each band key names the pages
-  that had it, in the shard and bucket its bits choose. Each candidate's
-  bottom-k sample (``nsk``, in the shard of the SimHash's bits) then gives
-  the resemblance, exactly for pages of up to about 500 words. ``shurl``
-  maps each SimHash to its first page (and to the first on each other
-  site), in the same shard. Lookup cost does not grow with the index: 16
-  hash field reads, then at most ``max_candidates`` record and sample reads.
-- **Exact copies** (same text: the content key; for a short page, the
-  text with its links): ``content``, in the shard of the key's hash.
+- **Near duplicates** (pages with a sketch, ``crawler.fingerprint.Sketch``):
+  a page is a near duplicate of an earlier one when their word 3-shingles'
+  resemblance is at least ``NEARDUP_RESEMBLANCE`` (0.9). A page is named
+  by its page id (64 bits of its content key: one text, one id) and
+  referred to by the id's top 5 bytes (its reference). Candidates come
+  from 10 LSH band tables (bands of 5 of a one-permutation MinHash): each
+  band key names the pages that had it, in the shard and bucket its bits
+  choose. Each candidate's odd sketch (``osk``, in the shard of its
+  reference) then gives the resemblance. ``rec`` maps each reference to
+  the first page with that text (and to the first on each other site), in
+  the same shard. Lookup cost does not grow with the index: 10 hash field
+  reads, then at most ``max_candidates`` record and sketch reads.
+- **Exact copies**: for a page with a sketch, its record: a record there
+  with the same page id is the same text. For a page too short for one
+  (its text with its links: the content key), ``content``, in the shard of
+  the key's hash.
 
-Memory (Redis keeps each page's entries, so every byte counts): content
-entries, records and band keys live in ``DUPEFILTER_BUCKETS`` small hashes
-per shard and table, which Redis keeps in its compact listpack encoding
-while their values fit ``hash-max-listpack-value``; a site is named by a
-10-digit tag (``site_tag``), not its name; a page with a SimHash is named in
-the content index by its id ("=<page id>", 64 bits of its content key), its URL kept once, in
-its record; only 64 bits of a content key are kept; a band key keeps 48 bits
-and names its pages by their 8-byte SimHash; a sample is at most 512 values
-of 4 bytes (bench/RESULTS.md states the bytes a page).
+Memory (Redis keeps each page's entries, so every byte counts): records,
+sketches, band keys and content entries live in ``DUPEFILTER_BUCKETS`` small
+hashes per shard and table, which Redis keeps in its compact listpack
+encoding while their values fit ``hash-max-listpack-value`` (128 bytes: the
+embedded Redis's setting; ``docs/reference.md``); a site is named by a
+40-bit tag (``site_tag``), an order key by 7 bytes, a page by its 5-byte
+reference; a band key keeps 24 bits beyond those that chose its bucket (a
+bucket of 100 keys takes another page's key for a page's with probability
+6 x 10^-6: a candidate more, whose sketch then decides); an
+odd sketch is 102 bytes (``NEARDUP_SKETCH_BITS`` 512). About 300 B of
+Redis a page with a sketch (bench/RESULTS.md, "Redis memory at scale").
+Two page ids share a reference with probability 2^-40 a pair (0.5 pairs
+expected at a million pages, half a million at a billion): the later
+page's record is not written (``record.lua`` answers 2), so its text is
+not found as an original; what band keys name it by leads to the other
+page, whose sketch decides as for any candidate.
 
 Atomicity, argued. A page's check touches up to 19 shards, so it cannot be
 one script. Instead:
 
 1. Each band table adds the page *and* returns the pages already under its
    band key in one script (``BAND``, one call for the tables of one shard):
-   per table the check and the insert are atomic. Of two pages that share band key i, whichever reaches table i
-   second sees the other. A pair of resemblance 0.9 shares at least one of
-   16 band keys with probability 0.9999.
+   per table the check and the insert are atomic. Of two pages that share
+   band key i, whichever reaches table i second sees the other. A pair of
+   resemblance 0.9 shares at least one of 10 band keys with probability
+   0.9999. The record's check and insert are one script too (``RECORD``):
+   of two exact copies, one writes the record and the other finds it.
 2. Every page carries an order key (its worker's clock in µs; ties broken
-   by URL), written with its ``shurl`` record in the same pipeline. A
+   by URL), written with its record (``rec``) in the same pipeline. A
    candidate counts only if its record is there and its order is earlier.
    So two pages never both count as copies of each other: of a pair, at
    most the later is a copy. A URL keeps the order key of its first check
@@ -52,12 +64,13 @@ one script. Instead:
    two machines' clock skew has passed (but for the LSH's 0.0001).
    Exact copies are one script on one key: atomic as before.
 
-Round trips: one pipeline for the content key, the 16 band tables, the
-sample, the record and the URL's first order key; one for the candidates' records and samples (when
-there are candidates); one more for the mirror count of a copy of another
-site. Malformed entries (a band value that is not whole 8-byte names, a
-sample that is not sorted 4-byte values, a record without its tab) are no
-evidence: the page is compared with what remains.
+Round trips: one pipeline for the band tables, the record and sketch (or
+the content key) and the URL's first order key; one for the candidates'
+records and sketches (when there are candidates); one more for the mirror
+count of a copy of another site. Malformed entries (a band value that is
+not whole 5-byte references, a sketch without its magic byte or of the
+wrong length, a record without a URL) are no evidence: the page is
+compared with what remains.
 
 A copy of a page of its own site is taken out of the index again (what the
 check added for it, and only that), as the single-script index this
@@ -79,7 +92,7 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.fingerprint import Sketch, sample_from_bytes
+from crawler.fingerprint import Sketch
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
@@ -90,7 +103,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Duplicate", "DuplicateIndex"]
 
-_MASK48 = (1 << 48) - 1
+_MASK24 = (1 << 24) - 1
 _BAND_CAP = 8  # pages kept a band key: more pages alike than that are candidates enough
 
 
@@ -146,9 +159,17 @@ class DuplicateIndex:
         self._last_order = order
         return order
 
-    def _record_key(self, fp: int) -> str:
-        shards = self.keys.shards
-        return self.keys.dup_shards[(fp >> 16) % shards].shurl((fp >> 32) % self.buckets)
+    def _ref(self, pid: int) -> bytes:
+        """A page's reference in the near-duplicate index: the top 5 bytes of its page id."""
+        return (pid >> 24).to_bytes(5, "big")
+
+    def _record_key(self, ref: bytes) -> str:
+        r = int.from_bytes(ref, "big")
+        return self.keys.dup_shards[r % self.keys.shards].record((r >> 16) % self.buckets)
+
+    def _sketch_key(self, ref: bytes) -> str:
+        r = int.from_bytes(ref, "big")
+        return self.keys.dup_shards[r % self.keys.shards].sketch((r >> 16) % self.buckets)
 
     def _content_key(self, content_key: str) -> tuple[str, str]:
         """(bucket key, field) of a content key: 64 bits of it suffice."""
@@ -160,10 +181,7 @@ class DuplicateIndex:
         """(shard, bucket, field) of band table i's band key ``key``."""
         shard = (i * 65536 + (key >> 48)) % self.keys.shards
         return shard, self.keys.dup_shards[shard].band(i, (key >> 32) % self.buckets), \
-            (key & _MASK48).to_bytes(6, "big")
-
-    def _sample_key(self, fp: int) -> str:
-        return self.keys.dup_shards[(fp >> 16) % self.keys.shards].sample((fp >> 32) % self.buckets)
+            (key & _MASK24).to_bytes(3, "big")
 
     def check(self, url: str, site: str, content_key: str | None,
               sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
@@ -173,46 +191,46 @@ class DuplicateIndex:
         """Is ``url``'s text a copy? ``content_key`` finds exact copies
         (same text); ``sketch`` near ones, pages whose shingles' resemblance
         to it is at least ``resemblance`` (None: no near check, a short
-        page). A page is named by 64 bits of its content key, not by its
-        SimHash: the SimHash leaves dates and versions out, so pages that
-        differ only by them share one. The page is indexed in the same step
-        unless it copies a page of its own site. At most ``max_candidates``
-        pages (those sharing most band keys) are compared. ``also``: other
-        calls of the page sent in the check's first round trip (the site
-        template's count), their answers (or errors) put in
-        ``also_results``."""
+        page). A page with a sketch is named by 64 bits of its content key
+        (its page id), not by its SimHash: the SimHash leaves dates and
+        versions out, so pages that differ only by them share one. The page
+        is indexed in the same step unless it copies a page of its own site.
+        At most ``max_candidates`` pages (those sharing most band keys) are
+        compared. ``also``: other calls of the page sent in the check's
+        first round trip (the site template's count), their answers (or
+        errors) put in ``also_results``."""
         site_keys = self.keys.site(site)
         tag = site_tag(site)
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("MIRROR", [*site_keys.fixed, site_keys.mirror(site)], [site, "", mirror_min_pages, mirror_share])]
         pid = page_id(content_key) if content_key and sketch is not None else None
-        pid_hex = f"{pid:016x}" if pid is not None else ""
-        if content_key:
+        if content_key and pid is None:
             content_bucket, content_field = self._content_key(content_key)
-            # A page checked for near copies is named by its id: its URL is in its record.
-            calls.append(("EXACT", [content_bucket], [content_field, tag, "=" + pid_hex if pid_hex else url]))
+            calls.append(("EXACT", [content_bucket], [content_field, tag, url]))
         first_band = len(calls)
         by_shard: dict[int, tuple[list[str], list[Any]]] = {}
         order = self._order()
+        ref = b""
         if pid is not None:
             assert sketch is not None
-            page = pid.to_bytes(8, "big")
+            ref = self._ref(pid)
             # One script call per shard on a Redis Cluster (a script's keys
-            # share a slot); on one Redis, one call for all 16 band tables:
-            # 15 commands fewer to pack and parse a page.
+            # share a slot); on one Redis, one call for all the band tables:
+            # fewer commands to pack and parse a page.
             cluster = self.gateway.cluster
             for i, key in enumerate(sketch.bands):
                 shard, band_bucket, band_field = self._band(i, key)
-                keys, args = by_shard.setdefault(shard if cluster else 0, ([], [page, _BAND_CAP]))
+                keys, args = by_shard.setdefault(shard if cluster else 0, ([], [ref, _BAND_CAP]))
                 keys.append(band_bucket)
                 args.append(band_field)
             calls.extend(("BAND", keys, args) for keys, args in by_shard.values())
-            # The record and the sample of a page id live in one shard: one script.
-            calls.append(("RECORD", [self._record_key(pid), self._sample_key(pid)],
-                          [pid_hex, tag, f"{order}\t{url}", page, sketch.sample_bytes()]))
+            # The record and the sketch of a page reference live in one shard: one script.
+            calls.append(("RECORD", [self._record_key(ref), self._sketch_key(ref)],
+                          [ref, (pid & 0xFFFFFF).to_bytes(3, "big"), bytes.fromhex(tag),
+                           bytes.fromhex(order), url, sketch.odd]))
             url_key = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
             calls.append(("FIRST", [site_keys.first(int.from_bytes(url_key, "big") % self.buckets)],
-                          [url_key, order]))
+                          [url_key, bytes.fromhex(order)]))
         answered = self.gateway.run_many([*calls, *also], raise_on_error=False)
         results = answered[:len(calls)]
         if also_results is not None:
@@ -220,39 +238,48 @@ class DuplicateIndex:
         for r in results:
             if isinstance(r, Exception):
                 raise r
-        if pid is not None:
-            # A URL keeps the place in time of its first check (a re-crawl,
-            # changed or not): a copy made of it since, on another site, is
-            # not taken for its original.
-            first_order = _order_key(_s(results[-1]))
-            if first_order and first_order < order:
-                order = first_order
         mirror = _s(results[0]) or None
         exact_other: _Candidate | None = None
-        if content_key:
+        if content_key and pid is None:
             out = [_s(x) for x in results[1]]
-            if out[0] != "new":
-                first = self._resolve(out[1], tag if out[0] == "own" else None)
-                if first is not None and first != url:
-                    if out[0] == "own":
-                        self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
-                        return Duplicate("exact", first, 0, True, mirror, 1.0)
-                    exact_other = _Candidate(first, _site_of(first), 0, "")
+            if out[0] != "new" and _is_url(out[1]) and out[1] != url:
+                if out[0] == "own":
+                    self.gateway.run_many([("HINCRBY", [site_keys.stats], ["exact_duplicates", 1])])
+                    return Duplicate("exact", out[1], 0, True, mirror, 1.0)
+                exact_other = _Candidate(out[1], _site_of(out[1]), 0, "")
         near_other: _Candidate | None = None
         if pid is not None:
             assert sketch is not None
-            hits: dict[int, int] = {}
+            # A URL keeps the place in time of its first check (a re-crawl,
+            # changed or not): a copy made of it since, on another site, is
+            # not taken for its original.
+            first_order = _order_key(results[-1])
+            if first_order and first_order < order:
+                order = first_order
+            created, before, own_before, _ = results[-2]
+            if int(created) == 0:
+                # This text has a record: an exact copy, unless it is this very page's.
+                main = _record(before, with_rest=True)
+                own = _record(own_before) if own_before else None
+                if main is not None and main.url != url:
+                    if bytes(before[3:8]) == bytes.fromhex(tag) or (own is not None and own.url != url):
+                        first = main.url if own is None else own.url
+                        self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
+                        return Duplicate("exact", first, 0, True, mirror, 1.0)
+                    exact_other = _Candidate(main.url, _site_of(main.url), 0, "")
+            hits: dict[bytes, int] = {}
             for out in results[first_band:first_band + len(by_shard)]:
                 for pages in out[1::2]:
-                    if isinstance(pages, bytes) and len(pages) % 8 == 0 and len(pages) <= 8 * _BAND_CAP:
-                        for k in range(0, len(pages), 8):
-                            other = int.from_bytes(pages[k:k + 8], "big")
-                            hits[other] = hits.get(other, 0) + 1
+                    if isinstance(pages, bytes) and len(pages) % 5 == 0 and len(pages) <= 5 * _BAND_CAP:
+                        for k in range(0, len(pages), 5):
+                            other = pages[k:k + 5]
+                            if other != ref:
+                                hits[other] = hits.get(other, 0) + 1
             best = sorted(hits, key=lambda other: -hits[other])[:max_candidates]
-            own, near_other = self._candidates(best, sketch, resemblance, url, tag, order)
-            if own is not None:
+            own_near, near_other = self._candidates(best, sketch, resemblance, url, bytes.fromhex(tag), order)
+            if own_near is not None:
                 self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "near")
-                return Duplicate("near", own.url, own.distance, True, mirror, own.resemblance)
+                return Duplicate("near", own_near.url, own_near.distance, True, mirror, own_near.resemblance)
         copy, kind = (exact_other, "exact") if exact_other is not None else (near_other, "near")
         if copy is None:
             return Duplicate("new", mirror_of=mirror)
@@ -265,32 +292,13 @@ class DuplicateIndex:
         v = self.gateway.run("HGET", [self.keys.site(site).mirrors], [site])
         return _s(v) if v is not None else None
 
-    def _resolve(self, page: str, tag: str | None) -> str | None:
-        """The URL of a page as the exact index names it: a URL, or
-        "=<page id>": the first page with that id (that text) on the site
-        of ``tag`` (when given and there is one), else the first anywhere.
-        None if there is no such record, or ``page`` is not one."""
-        if not page.startswith("="):
-            return page if _URL.match(page) and _site_of(page) else None
-        fields = [page[1:]] + ([f"{page[1:]}\t{tag}"] if tag else [])
-        if not _HEX16.match(page[1:]):
-            return None
-        key = self._record_key(int(page[1:], 16))
-        values = self.gateway.run_many([("HMGET", [key], fields)])[0]
-        if tag and values[1] is not None:
-            cand = _parse(_s(values[1]), "", 0)
-        elif values[0] is not None:
-            cand = _parse(_s(values[0])[10:], "", 0)
-        else:
-            return None
-        return cand.url if cand is not None else None
-
     def _undo(self, calls: list[tuple[str, list[str], list[Any]]], results: list[Any], first_band: int,
               band_calls: int, stats: str, kind: str) -> None:
         """A copy of a page of its own site: counted, and taken out of the
         near-duplicate candidates (what its check added to the band tables
-        and the samples, and only that: what another page had added stays).
-        Its record stays: the exact index may name the page by it."""
+        and the sketches, and only that: what another page had added stays).
+        Its record stays: it names the page's text, so that its own exact
+        copies are found."""
         undo: list[tuple[str, list[str], list[Any]]] = [("HINCRBY", [stats], [f"{kind}_duplicates", 1])]
         if band_calls:
             for n in range(first_band, first_band + band_calls):
@@ -300,44 +308,38 @@ class DuplicateIndex:
                 if mine:
                     undo.append(("BAND_UNDO", [keys[k] for k in mine], [args[0], *(args[2 + k] for k in mine)]))
             _, keys, args = calls[first_band + band_calls]
-            if int(results[first_band + band_calls][1]):  # RECORD wrote the sample
-                undo.append(("HDEL", keys[1:], args[3:4]))
+            if int(results[first_band + band_calls][3]):  # RECORD wrote the sketch
+                undo.append(("HDEL", keys[1:], args[:1]))
         self.gateway.run_many(undo)
 
-    def _candidates(self, plan: list[int], sketch: Sketch, threshold: float, url: str,
-                    tag: str, order: str) -> tuple[_Candidate | None, _Candidate | None]:
+    def _candidates(self, plan: list[bytes], sketch: Sketch, threshold: float, url: str,
+                    tag: bytes, order: str) -> tuple[_Candidate | None, _Candidate | None]:
         """The most resembling earlier page of this site and of another site
-        among the pages ``plan`` names (by page id), of resemblance at least
-        ``threshold``."""
+        among the pages ``plan`` names (by reference), of resemblance at
+        least ``threshold``."""
         if not plan:
             return None, None
         calls: list[tuple[str, list[str], list[Any]]] = []
-        for fp in plan:
-            calls.append(("HMGET", [self._record_key(fp)], [f"{fp:016x}", f"{fp:016x}\t{tag}"]))
-            calls.append(("HGET", [self._sample_key(fp)], [fp.to_bytes(8, "big")]))
+        for ref in plan:
+            calls.append(("HMGET", [self._record_key(ref)], [ref, ref + tag]))
+            calls.append(("HGET", [self._sketch_key(ref)], [ref]))
         results = self.gateway.run_many(calls)
         own: _Candidate | None = None
         other: _Candidate | None = None
-        for n, fp in enumerate(plan):
+        for n in range(len(plan)):
             (first, mine), stored = results[2 * n], results[2 * n + 1]
             if first is None:
                 continue  # its page's record is not written yet: a later page
-            sample = sample_from_bytes(stored if isinstance(stored, bytes) else None)
-            if sample is None:
-                continue  # no sample (taken out again), or not one this index wrote
-            r = sketch.resemblance(sample)
-            if r < threshold:
-                continue
-            d = -1
-            text = _s(first)
-            same_site = text[:10] == tag
-            cand = _parse(text[10:], "", d, r)
-            if cand is None or not cand.order or cand.url == url or (cand.order, cand.url) >= (order, url):
-                continue  # not a record this index wrote (no order key), or not an earlier page
+            r = sketch.resemblance(stored if isinstance(stored, bytes) else None)
+            if r is None or r < threshold:
+                continue  # no sketch (taken out again), not one this index wrote, or too far
+            cand = _record(first, with_rest=True, resemblance=r)
+            if cand is None or cand.url == url or (cand.order, cand.url) >= (order, url):
+                continue  # not a record this index wrote, or not an earlier page
+            same_site = bytes(first[3:8]) == tag
             if not same_site and mine is not None:
-                own_cand = _parse(_s(mine), "", d, r)
-                if (own_cand is not None and own_cand.order and own_cand.url != url
-                        and (own_cand.order, own_cand.url) < (order, url)):
+                own_cand = _record(mine, resemblance=r)
+                if own_cand is not None and own_cand.url != url and (own_cand.order, own_cand.url) < (order, url):
                     cand, same_site = own_cand, True
             if same_site:
                 if own is None or (-cand.resemblance, cand.order) < (-own.resemblance, own.order):
@@ -364,29 +366,41 @@ def page_id(content_key: str) -> int:
                           "big")
 
 
-def _parse(value: str, site: str, distance: int, resemblance: float = 1.0) -> _Candidate | None:
-    order, sep, url = value.partition("\t")
-    if not sep or not _URL.match(url) or _site_of(url) == "":
-        return None  # not a record this index wrote: ignored
-    return _Candidate(url, site, distance, _order_key(order), resemblance)
+def _record(value: Any, with_rest: bool = False, resemblance: float = 1.0) -> _Candidate | None:
+    """A record as ``record.lua`` writes it: [3 bytes of page id, 5 of site
+    tag,] 7 of order, then the URL; None when it is not one (no evidence)."""
+    if not isinstance(value, bytes):
+        return None
+    head = 8 if with_rest else 0
+    if len(value) < head + 7 + 8:
+        return None
+    url = value[head + 7:].decode("utf-8", "replace")
+    if not _is_url(url):
+        return None
+    return _Candidate(url, "", 0, value[head:head + 7].hex(), resemblance)
 
 
-def _order_key(value: str) -> str:
-    """An order key as this version writes it (14 hex digits of
-    microseconds), from one read back: an earlier version's 11 hex digits
-    of milliseconds are the same moment in microseconds; anything else is
-    "" (no evidence)."""
-    if _ORDER.match(value):
-        return value
-    if _ORDER_MS.match(value):
-        return f"{int(value, 16) * 1000:014x}"
+def _order_key(value: Any) -> str:
+    """An order key as 14 hex digits of microseconds, from one read back
+    (7 bytes as this version writes it; the 14 hex digits and the 11 of
+    milliseconds of earlier versions); anything else is "" (no evidence)."""
+    if isinstance(value, bytes) and len(value) == 7:
+        return value.hex()
+    text = _s(value)
+    if _ORDER.match(text):
+        return text
+    if _ORDER_MS.match(text):
+        return f"{int(text, 16) * 1000:014x}"
     return ""
 
 
 _URL = re.compile(r"https?://[^\s/?#]+[/?#]?\S*\Z")
-_HEX16 = re.compile(r"[0-9a-f]{16}\Z")
 _ORDER = re.compile(r"[0-9a-f]{14}\Z")
 _ORDER_MS = re.compile(r"[0-9a-f]{11}\Z")  # before microseconds
+
+
+def _is_url(value: str) -> bool:
+    return bool(_URL.match(value)) and _site_of(value) != ""
 
 
 def _site_of(url: str) -> str:

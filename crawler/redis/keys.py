@@ -47,19 +47,22 @@ touches one slot only:
   near-duplicate indexes are spread by fingerprint bits
   (``crawler/frontier/dupindex.py`` argues why that stays atomic enough):
 
-  ``content:<b>``    hash content key (16 hex digits) -> "<site tag><page>": the first page
-                     with that text, as "=<simhash>" (a page with one) or its URL;
-                     "<key>\\t<site tag>" -> "<page>", the first on that site
-  ``nb:<i>:<b>``     LSH band table i (of 16): hash band key (its low 48 bits, 6 bytes)
-                     -> the SimHashes (8 bytes each, at most 8) of the pages with that band key
-  ``nsk:<b>``        hash SimHash (8 bytes) -> the bottom-k sample of its first page's shingles
-  ``shurl:<b>``      hash SimHash -> "<site tag><order>\\t<url>" of its first page;
-                     "<simhash>\\t<site tag>" -> "<order>\\t<url>", the first on that site
+  ``content:<b>``    hash content key (16 hex digits) -> "<site tag><url>": the first page
+                     with that text, of the pages too short for a sketch; "<key>\\t<site tag>"
+                     -> "<url>", the first on that site
+  ``lsh:<i>:<b>``    LSH band table i (of 10): hash band key (3 bytes of it) -> the
+                     references (5 bytes each, at most 8) of the pages with that band key
+  ``rec:<b>``        hash page reference (5 bytes of its page id) -> the page id's other 3
+                     bytes, site tag (5 bytes), order (7 bytes) and URL of the first page with
+                     that text; "<reference><site tag>" -> "<order><url>", the first on that
+                     site; a page with a sketch is found here, not in ``content``
+  ``osk:<b>``        hash page reference -> the odd sketch of its first page's shingles
   ``warc:<b>``       hash payload digest (its first 16 base-32 characters) -> "<the other
                      16> <WARC-Date> <URI>" of the first response archived with that
                      payload (``-s WARC_DIR``: ``crawler/warc/digests.py``)
   (``<b>``: one of ``DUPEFILTER_BUCKETS`` small hashes, which Redis keeps in its
-  compact listpack encoding; a site tag is 10 hex digits, ``dupindex.site_tag``)
+  compact listpack encoding; a site tag is 40 bits, ``dupindex.site_tag``, written as
+  10 hex digits in ``content`` and as 5 bytes in ``rec``)
 
 Shard tags carry a short suffix ``.<t>`` chosen so that shard i's slot falls
 in the i-th of ``shards`` equal ranges of Redis Cluster's 16,384 slots: a
@@ -147,13 +150,13 @@ class ShardKeys:
         return f"{self.prefix}content:{bucket}"
 
     def band(self, i: int, bucket: int) -> str:
-        return f"{self.prefix}nb:{i}:{bucket}"
+        return f"{self.prefix}lsh:{i}:{bucket}"
 
-    def sample(self, bucket: int) -> str:
-        return f"{self.prefix}nsk:{bucket}"
+    def sketch(self, bucket: int) -> str:
+        return f"{self.prefix}osk:{bucket}"
 
-    def shurl(self, bucket: int) -> str:
-        return f"{self.prefix}shurl:{bucket}"
+    def record(self, bucket: int) -> str:
+        return f"{self.prefix}rec:{bucket}"
 
     def archived(self, bucket: int) -> str:
         return f"{self.prefix}warc:{bucket}"

@@ -1,6 +1,7 @@
--- Duplicate index, exact copies (crawler/frontier/dupindex.py). Values are
--- "<site tag><page>": a 10-character tag of the site, then the page as a URL,
--- or as "=<simhash>" (its URL is in that fingerprint's record).
+-- Duplicate index, exact copies of pages too short for a sketch
+-- (crawler/frontier/dupindex.py; a page with a sketch is found by its
+-- record, record.lua). Values are "<site tag><page>": a 10-character tag of
+-- the site, then the page's URL ("=<page id>" in an earlier version).
 -- KEYS: the content bucket. ARGV: content key, site tag, this page's value.
 -- Returns {'new'}, {'own', page} or {'other', page}; a page given as a
 -- reference may be this very page (the caller resolves it and tells).

@@ -1,21 +1,30 @@
--- Duplicate index, the record of a page id (64 bits of a content key: one
--- text): the first page anywhere with this text, and the first on each
--- other site; and, for its first page, the text's shingle sample. KEYS: the
--- record bucket, the sample bucket (one shard). ARGV: page id (16 hex
--- digits), site tag, "<order>\t<url>", page id (8 bytes), sample. Returns
--- {the record field it created ('' if none), 1 if it wrote the sample}.
--- A bucket of another type is left alone (nothing written there).
+-- Duplicate index, the record of a page (its reference: 5 bytes of its page
+-- id, 64 bits of its content key: one text): the first page anywhere with
+-- this text, and the first on each other site; and, for its first page, the
+-- text's odd sketch. The record is also the exact index of such pages: a
+-- record already there with the same page id is the same text.
+-- KEYS: the record bucket, the sketch bucket (one shard).
+-- ARGV: reference (5 bytes), the page id's other 3 bytes, site tag (5 bytes),
+-- order (7 bytes), url, sketch.
+-- The record: field reference -> rest .. tag .. order .. url; field
+-- reference .. tag -> order .. url, the first page with that text on the site
+-- of tag when the first anywhere is on another site.
+-- Returns {created (1: this page's record and sketch are written now; 0: the
+-- page id has a record: that record follows; 2: another page id has this
+-- reference, or a bucket is not one this index wrote: nothing written),
+-- the record there before (or ''), the record on this page's site there
+-- before (or ''), 1 if it wrote the sketch}.
 local h, s = KEYS[1], KEYS[2]
-local fp, tag, rec, page, sample = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local created, wrote = '', 0
-local t = redis.call('TYPE', s).ok
-if t == 'hash' or t == 'none' then wrote = redis.call('HSETNX', s, page, sample) end
-t = redis.call('TYPE', h).ok
-if t ~= 'hash' and t ~= 'none' then return {created, wrote} end
-if redis.call('HSETNX', h, fp, tag .. rec) == 1 then
-  created = fp
-elseif string.sub(redis.call('HGET', h, fp), 1, 10) ~= tag
-   and redis.call('HSETNX', h, fp .. '\t' .. tag, rec) == 1 then
-  created = fp .. '\t' .. tag
+local ref, rest, tag, order, url, sketch = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local th, ts = redis.call('TYPE', h).ok, redis.call('TYPE', s).ok
+if (th ~= 'hash' and th ~= 'none') or (ts ~= 'hash' and ts ~= 'none') then return {2, '', '', 0} end
+local v = redis.call('HGET', h, ref)
+if not v then
+  redis.call('HSET', h, ref, rest .. tag .. order .. url)
+  return {1, '', '', redis.call('HSETNX', s, ref, sketch)}
 end
-return {created, wrote}
+if string.sub(v, 1, 3) ~= rest then return {2, '', '', 0} end
+if string.sub(v, 4, 8) == tag then return {0, v, '', 0} end
+local own = redis.call('HGET', h, ref .. tag)
+if not own then redis.call('HSET', h, ref .. tag, order .. url) end
+return {0, v, own or '', 0}

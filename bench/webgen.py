@@ -1,17 +1,17 @@
 """A generated web for crawl-order benchmarks: many sites, a power-law
 in-degree, importance independent of directory depth.
 
-    python -m bench.webgen [--pages 20000] [--sites 100] [--seed 1] --log FILE.jsonl
+    python -m bench.webgen [--pages 20000] [--sites 100] [--seed 1] [--words 50-2000] --log FILE.jsonl
 
 Run as a module it serves the web (aiohttp, one port bound on each site's
 loopback address, the port chosen by the system), prints one JSON line
 ``{"port": P, "hosts": [...]}`` as ``tests/support/mockserver.py`` does and
 logs every request as a JSON line (``t``, ``host``, ``path``, ``status``).
-Imported, ``Web(pages, sites, seed)`` gives the same web without a server:
+Imported, ``Web(pages, sites, seed, words)`` gives the same web without a server:
 its pages, their out-links and the seeds, to compute on the graph a
 complete crawl would find.
 
-The web, a pure function of (pages, sites, seed):
+The web, a pure function of (pages, sites, seed, words):
 
 - **Sites**: ``sites`` hosts, 127.0.1.1, 127.0.1.2, ... (254 a /24, then
   127.0.2.1 ...); their sizes drawn from a log-normal distribution (sigma
@@ -38,7 +38,10 @@ The web, a pure function of (pages, sites, seed):
   another: the crawler does not follow a near copy's links), then the links
   as ``<a href>``: tree links first, then the random ones, cross-site links
   absolute (``http://HOST:PORT/path``), the others root-relative.
-  ``/robots.txt`` and any other path answer 404.
+  ``/robots.txt`` and any other path answer 404. With ``words=(fewest,
+  most)`` (``--words 50-2000``) each page's paragraph is as long as an RNG
+  of its own draws, uniformly in that range (words as before, so the web
+  is otherwise the same).
 """
 
 from __future__ import annotations
@@ -101,10 +104,12 @@ class Page:
 class Web:
     """The pages (``pages[i]``), their links and each page's popularity weight."""
 
-    def __init__(self, pages: int = 20_000, sites: int = 100, seed: int = 1) -> None:
+    def __init__(self, pages: int = 20_000, sites: int = 100, seed: int = 1,
+                 words: tuple[int, int] | None = None) -> None:
         if pages < sites * MIN_SITE_PAGES:
             raise ValueError(f"{pages} pages for {sites} sites: at least {MIN_SITE_PAGES} a site")
         self.seed = seed
+        self.words = words  # (fewest, most) words of text a page; None: PAGE_WORDS each
         self.sites = sites
         rng = random.Random(f"webgen:{seed}")
         self.sizes = self._sizes(rng, pages, sites)
@@ -208,7 +213,8 @@ class Web:
     def html(self, i: int, port: int) -> bytes:
         page = self.pages[i]
         rnd = random.Random(f"text:{self.seed}:{i}")
-        words = [rnd.choice(WORDS) for _ in range(PAGE_WORDS)]
+        n = PAGE_WORDS if self.words is None else random.Random(f"length:{self.seed}:{i}").randint(*self.words)
+        words = [rnd.choice(WORDS) for _ in range(n)]
         text = " ".join((w.capitalize() if k % 12 == 0 else w) + ("." if k % 12 == 11 else "")
                         for k, w in enumerate(words))
         items = []
@@ -263,10 +269,18 @@ async def main() -> None:
     ap.add_argument("--pages", type=int, default=20_000)
     ap.add_argument("--sites", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--words", default="", help="N or FEWEST-MOST words of text a page, drawn for each "
+                    f"(default: {PAGE_WORDS} each)")
     ap.add_argument("--log", type=Path)
     ap.add_argument("--stats", action="store_true", help="print the web's figures and exit")
     args = ap.parse_args()
-    w = Web(args.pages, args.sites, args.seed)
+    words = None
+    if args.words:
+        bounds = [int(x) for x in args.words.split("-") if x.isdigit()]
+        if len(bounds) not in (1, 2) or len(bounds) != args.words.count("-") + 1 or not 1 <= bounds[0] <= bounds[-1]:
+            ap.error(f"--words {args.words!r}: N or FEWEST-MOST, as 50-2000")
+        words = (bounds[0], bounds[-1])  # N: N each
+    w = Web(args.pages, args.sites, args.seed, words)
     if args.stats:
         print(json.dumps(w.stats()))
         return

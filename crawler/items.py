@@ -62,6 +62,10 @@ class PageItem:
     # The page's language (a primary subtag: en, de, zh) and its hreflang
     # alternates (language tag -> URL), crawler/variants.py.
     lang: str | None = None
+    # The place in time of the URL's first duplicate check (14 hex digits of
+    # microseconds, crawler/frontier/dupindex.py), kept by its re-crawls: an
+    # original that changed is not taken for a copy of a copy made since.
+    dup_order: str | None = None
     # An importance crawl's (-a order=importance, crawler/importance.py):
     # the page's importance when it was leased.
     importance: float | None = None

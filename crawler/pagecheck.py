@@ -159,7 +159,7 @@ class PageCheck:
         also = [frontier.templates.call(*template)] if template is not None else []
         try:
             verdict = frontier.duplicates.check(
-                item.url, item.site, key, sketch, self.resemblance,
+                item.url, item.site, key, sketch, self.resemblance, first=item.dup_order,
                 mirror_min_pages=self.mirror_min_pages, mirror_share=self.mirror_share,
                 also=also, also_results=answer)
         except redis.RedisError as exc:
@@ -168,6 +168,8 @@ class PageCheck:
             logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
                            extra={"spider": self.crawler.spider})
             return False
+        if verdict.order:
+            item.dup_order = verdict.order  # stored: its re-crawls keep this place in time
         if verdict.kind == "new":
             return False
         item.dup_of = verdict.first

@@ -7,13 +7,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scrapy.http import Response, TextResponse
 
-__all__ = ["content_length", "header", "is_html", "revisit_due"]
+__all__ = ["content_length", "dup_order_of", "header", "is_html", "revisit_due"]
 
 
 def revisit_due(meta: dict[str, Any]) -> int | None:
     """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
     due = meta.get("revisit")
     return due if isinstance(due, int) and not isinstance(due, bool) else None
+
+
+def dup_order_of(meta: dict[str, Any]) -> str | None:
+    """The URL's first duplicate check, as a re-crawl passes it from the store
+    (``dup_order``: 14 hex digits), else None: anything else read back is no
+    evidence."""
+    value = meta.get("dup_order")
+    return value if isinstance(value, str) and len(value) == 14 and all(c in "0123456789abcdef" for c in value) \
+        else None
 
 
 def content_length(response: Response) -> int | None:

@@ -12,7 +12,7 @@ import pytest
 import redis
 from scrapy import Request, Spider
 
-from crawler.fingerprint import content_hash, fingerprints, shingles
+from crawler.fingerprint import content_hash, fingerprints, shingles, sketch
 from crawler.frontier.dupindex import page_id
 from crawler.frontier import Frontier, LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
@@ -398,7 +398,7 @@ def test_a_duplicate_check_is_one_round_trip_of_four_scripts_on_one_redis(client
     f = make(client, crawl_name)
     assert _check(f, "http://a/1", "a", "k1", " ".join(_words(0, 50))).kind == "new"
     assert f.round_trips == 1
-    assert f.calls == {"MIRROR": 1, "BAND": 1, "RECORD": 1, "FIRST": 1}
+    assert f.calls == {"MIRROR": 1, "BAND": 1, "RECORD": 1}
 
 
 def test_near_duplicate_index_is_shared_and_atomic(client, crawl_name):
@@ -564,35 +564,26 @@ def test_a_record_without_a_well_formed_order_key_is_no_evidence(client, crawl_n
         assert (d.kind, d.first) == (("new", None) if n == 0 else ("near", "http://a/c0")), bad
 
 
-def test_order_keys_of_an_earlier_version_read_as_the_same_moment(client, crawl_name):
-    """Records written with millisecond order keys (11 hex digits) still
-    come before a check made after them, and after one made before; a
-    URL's first check recorded in milliseconds keeps its place when the URL
-    is checked again."""
-    from crawler.frontier import dupindex
-
-    assert dupindex._order_key(b"0000000000f") == f"{15_000:014x}"
-    assert dupindex._order_key(b"00000000000abc") == "00000000000abc"
-    assert dupindex._order_key(bytes.fromhex("00000000000abc")) == "00000000000abc"  # as written now
-    assert dupindex._order_key(b"12") == "" and dupindex._order_key(b"zzzzzzzzzzz") == ""
-    assert dupindex._order_key(None) == "" and dupindex._order_key(b"\x00" * 8) == ""
-
-
-def test_a_first_check_recorded_in_milliseconds_keeps_its_place(client, crawl_name):
-    """A URL whose first check an earlier version recorded (in ms), copied
-    since on another site, is not a copy of its copy when checked again."""
+def test_a_first_check_passed_back_keeps_its_place_and_a_malformed_one_is_ignored(client, crawl_name):
+    """A URL's first check (its order key, which the store keeps as
+    ``dup_order`` and a re-crawl passes back), copied since on another site,
+    changed: still not a copy of its copy. A value that is not an order key
+    (read back from a store) is no evidence."""
     f = make(client, crawl_name)
     text = " ".join(_words(0, 120))
-    assert _check(f, "http://orig/p", "orig", content_hash(text), text).kind == "new"
-    (first_key,) = [k for k in f.all_keys() if ":first:" in k]
-    (field, order), = client.hgetall(first_key).items()
-    client.hset(first_key, field, f"{int.from_bytes(order, 'big') // 1000:011x}")
+    first = _check(f, "http://orig/p", "orig", content_hash(text), text)
+    assert first.kind == "new" and len(first.order) == 14
     copy = text + " banner"
     d = _check(f, "http://copier/p", "copier", content_hash(copy), copy)
     assert (d.kind, d.first) == ("near", "http://orig/p")
-    # The original changed a little and is checked again: still no copy.
+    # The original changed a little and is checked again: without its first
+    # place in time it would be a copy of its copy; with it, it is not.
     again = text + " changed"
-    assert _check(f, "http://orig/p", "orig", content_hash(again), again).kind == "new"
+    for bad in ("", "zz", first.order.upper(), first.order + "0", "0" * 13):
+        d = f.duplicates.check("http://orig/p", "orig", content_hash(again + bad), sketch(again), first=bad)
+        assert (d.kind, d.first) == ("near", "http://copier/p"), bad
+    d = f.duplicates.check("http://orig/p", "orig", content_hash(again), sketch(again), first=first.order)
+    assert (d.kind, d.first, d.order) == ("new", None, first.order)
 
 
 def test_near_duplicates_of_long_pages_are_judged_on_a_sample_of_their_shingles(client, crawl_name):
@@ -678,11 +669,14 @@ def test_a_re_crawled_original_that_changed_is_not_a_copy_of_its_copy(client, cr
     f = make(client, crawl_name)
     text = " ".join(_words(0, 150))
     copied = "A mirror of the manual kept by the university " + text
-    assert _check(f, "http://orig/p", "orig", content_hash(text), text).kind == "new"
+    first = _check(f, "http://orig/p", "orig", content_hash(text), text)
+    assert first.kind == "new"
     assert _check(f, "http://copier/p", "copier", content_hash(copied), copied).first == "http://orig/p"
-    # The original, fetched again with one word more: its copy is still later.
+    # The original, fetched again with one word more (its first check's
+    # order passed back, as a re-crawl does from the store): its copy is
+    # still later.
     changed = text + " w9999"
-    again = _check(f, "http://orig/p", "orig", content_hash(changed), changed)
+    again = f.duplicates.check("http://orig/p", "orig", content_hash(changed), sketch(changed), first=first.order)
     assert (again.kind, again.first) == ("new", None)
     # A page first seen now, alike, is a copy of the original, not of the copier.
     late = _check(f, "http://orig/q", "orig", content_hash(changed + " w8888"), changed + " w8888")

@@ -113,6 +113,9 @@ def test_recrawl_finds_unchanged_changed_trivial_gone_moved_and_new_pages(changi
             assert a["etag"] and a["last_modified"] and a["history"][0][1] == "new"
             assert a["next_fetch_at"] == pytest.approx(a["fetched_at"] + 1)
             assert store.get_page(url("/novalid/f.html"))["etag"] is None
+            # Each page's first duplicate check, kept for its re-crawls (crawler/frontier/dupindex.py).
+            orders = {p: store.get_page(url(p))["dup_order"] for p in ("/a.html", "/b.html", "/c.html", "/d.html")}
+            assert all(isinstance(o, str) and len(o) == 14 for o in orders.values()), orders
 
         # The site changes.
         time.sleep(1.1)  # every page due (REVISIT_DEFAULT_INTERVAL = 1 s); mtimes move on
@@ -156,6 +159,8 @@ def test_recrawl_finds_unchanged_changed_trivial_gone_moved_and_new_pages(changi
                 "/": "changed", "/a.html": "unchanged", "/b.html": "changed", "/c.html": "trivial",
                 "/d.html": "gone", "/e.html": "moved", "/novalid/f.html": "unchanged",
                 "/e2.html": "new", "/new.html": "new"}
+            # Changed (b, c), unchanged (a: 304) or answering 404 (d): each keeps its first check.
+            assert {p: store.get_page(url(p))["dup_order"] for p in orders} == orders
             a = store.get_page(url("/a.html"))
             assert a["state"] == "C" and a["text"] and a["status"] == 200 and len(a["history"]) == 2
             b = store.get_page(url("/b.html"))

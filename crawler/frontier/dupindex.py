@@ -52,10 +52,11 @@ one script. Instead:
    by URL), written with its record (``rec``) in the same pipeline. A
    candidate counts only if its record is there and its order is earlier.
    So two pages never both count as copies of each other: of a pair, at
-   most the later is a copy. A URL keeps the order key of its first check
-   (``first:<bucket>``, in its site's shard, read in the same pipeline):
-   re-crawled, changed or not, an original is not taken for a copy of a
-   copy made of it since.
+   most the later is a copy. A URL keeps the order key of its first check:
+   the store keeps it with the page (``dup_order``) and a re-crawl passes
+   it back (``first``), so that re-crawled, changed or not, an original is
+   not taken for a copy of a copy made of it since. (Redis kept it, 20 B a
+   page, until the index had to fit a billion pages.)
 3. What can be lost: two near copies checked at the same moment by two
    workers, each reaching the shared tables before the other, within the
    clock skew of their workers: both are kept as originals (as a single
@@ -121,6 +122,7 @@ class Duplicate:
     same_site: bool = False
     mirror_of: str | None = None
     resemblance: float = 0.0
+    order: str = ""  # the page's place in time (a page with a sketch), to be stored with it
 
 
 @dataclass(slots=True)
@@ -187,7 +189,7 @@ class DuplicateIndex:
               sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
               mirror_min_pages: int = 20, mirror_share: float = 0.5,
               also: Sequence[tuple[str, Sequence[str], Sequence[Any]]] = (),
-              also_results: list[Any] | None = None) -> Duplicate:
+              also_results: list[Any] | None = None, first: str | None = None) -> Duplicate:
         """Is ``url``'s text a copy? ``content_key`` finds exact copies
         (same text); ``sketch`` near ones, pages whose shingles' resemblance
         to it is at least ``resemblance`` (None: no near check, a short
@@ -198,7 +200,9 @@ class DuplicateIndex:
         At most ``max_candidates`` pages (those sharing most band keys) are
         compared. ``also``: other calls of the page sent in the check's
         first round trip (the site template's count), their answers (or
-        errors) put in ``also_results``."""
+        errors) put in ``also_results``. ``first``: the order key of the
+        URL's first check, as its store kept it (a re-crawl), which the page
+        keeps; the verdict's ``order`` is the one to store."""
         site_keys = self.keys.site(site)
         tag = site_tag(site)
         calls: list[tuple[str, list[str], list[Any]]] = [
@@ -210,6 +214,8 @@ class DuplicateIndex:
         first_band = len(calls)
         by_shard: dict[int, tuple[list[str], list[Any]]] = {}
         order = self._order()
+        if first is not None and _ORDER.match(first) and first < order:
+            order = first  # re-crawled: an original stays earlier than the copies made of it since
         ref = b""
         if pid is not None:
             assert sketch is not None
@@ -228,9 +234,6 @@ class DuplicateIndex:
             calls.append(("RECORD", [self._record_key(ref), self._sketch_key(ref)],
                           [ref, (pid & 0xFFFFFF).to_bytes(3, "big"), bytes.fromhex(tag),
                            bytes.fromhex(order), url, sketch.odd]))
-            url_key = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-            calls.append(("FIRST", [site_keys.first(int.from_bytes(url_key, "big") % self.buckets)],
-                          [url_key, bytes.fromhex(order)]))
         answered = self.gateway.run_many([*calls, *also], raise_on_error=False)
         results = answered[:len(calls)]
         if also_results is not None:
@@ -250,22 +253,18 @@ class DuplicateIndex:
         near_other: _Candidate | None = None
         if pid is not None:
             assert sketch is not None
-            # A URL keeps the place in time of its first check (a re-crawl,
-            # changed or not): a copy made of it since, on another site, is
-            # not taken for its original.
-            first_order = _order_key(results[-1])
-            if first_order and first_order < order:
-                order = first_order
-            created, before, own_before, _ = results[-2]
+            created, before, own_before, _ = results[-1]
             if int(created) == 0:
                 # This text has a record: an exact copy, unless it is this very page's.
                 main = _record(before, with_rest=True)
                 own = _record(own_before) if own_before else None
+                if main is not None and main.url == url and main.order < order:
+                    order = main.order  # this page again, unchanged: it keeps its place in time
                 if main is not None and main.url != url:
                     if bytes(before[3:8]) == bytes.fromhex(tag) or (own is not None and own.url != url):
                         first = main.url if own is None else own.url
                         self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
-                        return Duplicate("exact", first, 0, True, mirror, 1.0)
+                        return Duplicate("exact", first, 0, True, mirror, 1.0, order)
                     exact_other = _Candidate(main.url, _site_of(main.url), 0, "")
             hits: dict[bytes, int] = {}
             for out in results[first_band:first_band + len(by_shard)]:
@@ -279,13 +278,14 @@ class DuplicateIndex:
             own_near, near_other = self._candidates(best, sketch, resemblance, url, bytes.fromhex(tag), order)
             if own_near is not None:
                 self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "near")
-                return Duplicate("near", own_near.url, own_near.distance, True, mirror, own_near.resemblance)
+                return Duplicate("near", own_near.url, own_near.distance, True, mirror, own_near.resemblance, order)
         copy, kind = (exact_other, "exact") if exact_other is not None else (near_other, "near")
         if copy is None:
-            return Duplicate("new", mirror_of=mirror)
+            return Duplicate("new", mirror_of=mirror, order=order if pid is not None else "")
         mirror = _s(self.gateway.run_many([("MIRROR", [*site_keys.fixed, site_keys.mirror(site)],
                                  [site, copy.site, mirror_min_pages, mirror_share, kind])])[0]) or None
-        return Duplicate(kind, copy.url, copy.distance, False, mirror, copy.resemblance)
+        return Duplicate(kind, copy.url, copy.distance, False, mirror, copy.resemblance,
+                         order if pid is not None else "")
 
     def mirror_of(self, site: str) -> str | None:
         """The site ``site`` mirrors, as its pages' copies have said (None: none)."""
@@ -380,23 +380,8 @@ def _record(value: Any, with_rest: bool = False, resemblance: float = 1.0) -> _C
     return _Candidate(url, "", 0, value[head:head + 7].hex(), resemblance)
 
 
-def _order_key(value: Any) -> str:
-    """An order key as 14 hex digits of microseconds, from one read back
-    (7 bytes as this version writes it; the 14 hex digits and the 11 of
-    milliseconds of earlier versions); anything else is "" (no evidence)."""
-    if isinstance(value, bytes) and len(value) == 7:
-        return value.hex()
-    text = _s(value)
-    if _ORDER.match(text):
-        return text
-    if _ORDER_MS.match(text):
-        return f"{int(text, 16) * 1000:014x}"
-    return ""
-
-
 _URL = re.compile(r"https?://[^\s/?#]+[/?#]?\S*\Z")
 _ORDER = re.compile(r"[0-9a-f]{14}\Z")
-_ORDER_MS = re.compile(r"[0-9a-f]{11}\Z")  # before microseconds
 
 
 def _is_url(value: str) -> bool:

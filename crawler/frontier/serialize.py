@@ -99,6 +99,9 @@ META_KEYS: dict[str, str] = {
     # names the stored record [uri, WARC-Date, payload digest] its 304
     # revisit refers to (checked again when read).
     "warc_original": "strs",
+    # A re-crawl's visit: the URL's first duplicate check, as stored
+    # (crawler/frontier/dupindex.py; checked again when read).
+    "dup_order": "str",
 }
 
 

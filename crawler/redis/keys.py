@@ -34,8 +34,6 @@ touches one slot only:
   ``node:<node>``    hash of a node's counters in this shard (pages, errors)
   ``seen:<bucket>``  set of 64-bit URL fingerprints (intset: 8 bytes each)
   ``mirror:<site>``  hash: "pages" fingerprinted, "copies\\t<other site>"
-  ``first:<bucket>`` hash URL (8 bytes of its hash) -> the order key of its first
-                     near-duplicate check (a re-crawl keeps its first place in time)
   ``robots:body:<host>``, ``robots:lock:<host>``: the shared robots.txt cache
   ``sitemaps:<site>`` zset: the site's sitemap files, read one at a time
                      (``crawler/frontier/sitemapqueue.py``); ``sitemaps:count``
@@ -134,9 +132,6 @@ class ShardKeys:
 
     def mirror(self, site: str) -> str:
         return self.prefix + "mirror:" + site
-
-    def first(self, bucket: int) -> str:
-        return f"{self.prefix}first:{bucket}"
 
     @property
     def sent(self) -> str:

@@ -50,7 +50,7 @@ from crawler.config import ConfigError
 from crawler.crawldir import crawl_name
 from crawler.items import PageItem
 from crawler.progress import duration
-from crawler.responses import content_length
+from crawler.responses import content_length, dup_order_of
 from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, normalize, url_site
@@ -172,6 +172,8 @@ class RecrawlSpider(SiteSpider):
                 outside.append(url)
             n += 1
             meta: dict[str, Any] = {"revisit": due, "depth": int(page.get("depth") or 0)}
+            if page.get("dup_order"):
+                meta["dup_order"] = page["dup_order"]  # its first duplicate check (validated where read)
             if headers and page.get("warc_date") and page.get("warc_digest"):
                 # A 304's revisit record names the stored response (crawler/warc/).
                 meta[ORIGINAL_META] = [url, str(page["warc_date"]), str(page["warc_digest"])]
@@ -334,6 +336,6 @@ def _not_modified(response: Response, warc: Any = None) -> PageItem:
     modified = response.headers.get(b"Last-Modified") if response.status == 304 else None
     return PageItem(url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)), state="E", status=304,
                     fetched_at=time.time(), revisit=_revisit_of(response), referer=request.meta.get("referer_url"),
-                    warc=warc,
+                    warc=warc, dup_order=dup_order_of(request.meta),
                     etag=etag.decode("latin-1") if etag else None,
                     last_modified=modified.decode("latin-1") if modified else None)

@@ -82,7 +82,7 @@ from crawler.pagecheck import PageCheck
 from crawler.pagehead import parse_robots_directives
 from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
-from crawler.responses import content_length, header, is_html, revisit_due
+from crawler.responses import content_length, dup_order_of, header, is_html, revisit_due
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
 from crawler.rules import RulesError, UrlRules, read_rules_file
 from crawler.seeds import read_seeds, seeds_again
@@ -318,6 +318,7 @@ class SiteSpider(Spider):
             etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"), revisit=revisit_due(response.meta),
             content_length=content_length(response), importance=response.meta.get("importance"),
+            dup_order=dup_order_of(response.meta),
             warc=WarcService.record_of(self.crawler, response.request),
         )
         if response.status in REDIRECT_STATUSES:
@@ -503,4 +504,5 @@ class SiteSpider(Spider):
             referer=request.meta.get("referer_url"), revisit=revisit_due(request.meta),
             etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
             warc=WarcService.record_of(self.crawler, request) if response is not None else None,
+            dup_order=dup_order_of(request.meta),
         )

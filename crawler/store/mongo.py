@@ -267,7 +267,7 @@ class MongoStore(Store):
             every: bool = False) -> Iterator[dict[str, Any]]:
         fields = {"_id": 0, "url": 1, "site": 1, "depth": 1, "etag": 1, "last_modified": 1,
                   "next_fetch_at": 1, "fetched_at": 1, "change_rate": 1, "content_length": 1,
-                  "warc_date": 1, "warc_digest": 1}
+                  "warc_date": 1, "warc_digest": 1, "dup_order": 1}
         cursor = self.pages.find(self._due_query(now, default_interval, site, every), fields).sort(
             [("next_fetch_at", 1), ("url", 1)])
         if limit > 0:
@@ -279,7 +279,8 @@ class MongoStore(Store):
             yield {"url": d["url"], "site": d.get("site"), "depth": d.get("depth"), "etag": d.get("etag"),
                    "last_modified": d.get("last_modified"), "next_fetch_at": due,
                    "fetched_at": d.get("fetched_at"), "change_rate": d.get("change_rate"),
-                   "content_length": d.get("content_length")}
+                   "content_length": d.get("content_length"), "warc_date": d.get("warc_date"),
+                   "warc_digest": d.get("warc_digest"), "dup_order": d.get("dup_order")}
 
     def revisit_sample(self, size: int) -> tuple[int, list[dict[str, Any]]]:
         total = int(self.pages.count_documents({"state": "C"}))

@@ -63,7 +63,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and crawl orders (crawler/importance.py)
                     "importance": "REAL", "indegree": "INTEGER", "mirror_degree": "INTEGER",
                     # and WARC output (crawler/warc/)
-                    "warc_file": "TEXT", "warc_offset": "INTEGER", "warc_date": "TEXT", "warc_digest": "TEXT"}
+                    "warc_file": "TEXT", "warc_offset": "INTEGER", "warc_date": "TEXT", "warc_digest": "TEXT",
+                    # and the duplicate index's first check of the URL (crawler/frontier/dupindex.py)
+                    "dup_order": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -328,7 +330,7 @@ class SQLiteStore(Store):
         where, args = self._due_where(now, default_interval, site, every)
         sql = ("SELECT url, site, depth, etag, last_modified, "
                "COALESCE(next_fetch_at, fetched_at + ?, 0) AS next_fetch_at, "
-               "fetched_at, change_rate, content_length, warc_date, warc_digest" + where + " ORDER BY 6, url")
+               "fetched_at, change_rate, content_length, warc_date, warc_digest, dup_order" + where + " ORDER BY 6, url")
         args = [default_interval, *args]
         if limit > 0:
             sql += " LIMIT ?"

@@ -11,6 +11,13 @@ tell) and about 11 GB of disk a mode (the store):
 
     python -m bench.bench_million --redis both --plot bench/million.png
 
+or one mode a run, the second drawn with the first (``--also``, the first's
+samples CSV):
+
+    python -m bench.bench_million --redis embedded --samples bench/million-embedded.csv
+    python -m bench.bench_million --redis cluster --samples bench/million-cluster.csv \\
+        --also bench/million-embedded.csv --plot bench/million.png
+
 The web: ``bench/webgen.py``'s (``--pages`` pages over ``--sites`` sites on
 127.0.1.1 ..., ``--seed``; power-law in-degree, 15 % of the random links
 cross-site), each page's text ``--words`` long, drawn uniformly (default
@@ -329,6 +336,18 @@ def verdicts(mode: str, rows: list[dict[str, Any]], pages: int) -> list[tuple[bo
     return out
 
 
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """The rows of a samples CSV as ``crawl`` made them (numbers as numbers, "" kept)."""
+    def value(v: str) -> Any:
+        try:
+            return float(v) if v != "" else v
+        except ValueError:
+            return v
+
+    with path.open(newline="") as f:
+        return [{k: (v if k in ("mode", "kind") else value(v)) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
 def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     """Pages/s, RSS, Redis bytes a page and store size against pages
     fetched, a line a mode (matplotlib, the bench extra)."""
@@ -369,6 +388,8 @@ def main() -> None:
     ap.add_argument("--stall", type=float, default=900, help="seconds without a page before the crawl is stopped")
     ap.add_argument("--samples", type=Path, help="the samples' CSV (default: samples.csv in the work directory)")
     ap.add_argument("--plot", type=Path, help="draw the samples (matplotlib)")
+    ap.add_argument("--also", type=Path, action="append", default=[],
+                    help="an earlier run's samples CSV, drawn on the plot too (its other modes)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args()
     commit = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cd", "--date=iso"],
@@ -420,6 +441,8 @@ def main() -> None:
     for ok, line in results:
         print(f"  {'PASS' if ok else 'FAIL'}  {line}")
     if args.plot and rows:
+        modes = {r["mode"] for r in rows}
+        rows = [r for path in args.also for r in read_samples(path) if r["mode"] not in modes] + rows
         plot(rows, args.plot, f"bench_million: {args.pages:,} pages, {args.sites:,} sites, "
              f"{args.words or 120} words a page, CRAWL_PROCESSES=2 ({commit})")
     print(f"total {time.monotonic() - t0:.0f} s")

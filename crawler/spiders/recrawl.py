@@ -51,7 +51,8 @@ from crawler.crawldir import crawl_name
 from crawler.items import PageItem
 from crawler.progress import duration
 from crawler.responses import content_length, dup_order_of
-from crawler.spiders.site import _RUNNER_ARGUMENTS, SiteSpider
+from crawler.spiders.arguments import RUNNER_ARGUMENTS
+from crawler.spiders.site import SiteSpider
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, normalize, url_site
 from crawler.warc.service import ORIGINAL_META, WarcService
@@ -80,7 +81,7 @@ class RecrawlSpider(SiteSpider):
     handle_httpstatus_list: list[int]
 
     @classmethod
-    def check_arguments(  # type: ignore[override]  # other arguments: called by keyword (-a NAME=)
+    def check_arguments(  # other arguments: called by keyword (-a NAME=)
             cls, site: str | None = None, all: str | None = None,  # noqa: A002 (-a all=1)
             limit: str | None = None, follow: str | None = None,
             **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
@@ -111,7 +112,7 @@ class RecrawlSpider(SiteSpider):
     def __init__(self, site: str | None = None, all: str | None = None,  # noqa: A002
                  limit: str | None = None, follow: str | None = None, **kwargs: Any) -> None:
         self.check_arguments(site, all, limit, follow, **kwargs)
-        super().__init__(None, None, None, follow, **{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
+        super().__init__(None, None, None, follow, **{k: v for k, v in kwargs.items() if k in RUNNER_ARGUMENTS})
         self.only_site = site.strip().lower() if site else None
         self.every = all is not None and all.strip().lower() in _TRUE
         self.limit = int(limit) if limit else 0

@@ -22,7 +22,7 @@ Arguments (``-a``):
   the crawl's, recorded like ``follow``.
 
 Any other argument is an error that lists these (``check_arguments``, which
-``scrapy crawl`` runs before anything starts).
+``scrapy crawl`` runs before anything starts: ``crawler/spiders/arguments.py``).
 
 This module is the glue: ``parse`` calls the steps of a page's life in the
 order the page lives, each in the module named for it::
@@ -84,12 +84,11 @@ from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
 from crawler.responses import content_length, dup_order_of, header, is_html, revisit_due
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
-from crawler.rules import RulesError, UrlRules, read_rules_file
 from crawler.seeds import read_seeds, seeds_again
 from crawler.sitemaps import Sitemaps
-from crawler.language import parse_languages
-from crawler.topic import Topic, TopicError, load_topic
-from crawler.urls import SCOPES, InvalidURL, LinkResolver, normalize, url_site
+from crawler.spiders import arguments as checks
+from crawler.topic import Topic
+from crawler.urls import LinkResolver, normalize, url_site
 from crawler.variants import Variants
 from crawler.warc.service import WarcService
 
@@ -105,11 +104,6 @@ __all__ = ["FOLLOW_MODES", "SiteSpider", "content_length", "read_seeds"]
 
 _TOPIC_META = ("topic_hops", "topic_parent", "topic_priority")
 
-# scrapyd passes its job id and, when the project was deployed with one, the
-# version: neither is the spider's to read.
-_RUNNER_ARGUMENTS = frozenset({"_job", "_version"})
-
-
 class SiteSpider(Spider):
     name = "site"
     # The only callbacks a frontier entry may name (crawler.frontier.serialize).
@@ -122,73 +116,13 @@ class SiteSpider(Spider):
     records_follow = True
 
     @classmethod
-    def check_arguments(cls, seeds: str | None = None, seeds_file: str | None = None,
-                        scope: str | None = None, follow: str | None = None, topic: str | None = None,
-                        allow: str | None = None, deny: str | None = None, rules: str | None = None,
-                        sitemaps: str | None = None, languages: str | None = None, order: str | None = None,
-                        **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
-        """The seeds (normal form) and the bad seeds with their reasons;
-        ``ConfigError`` for an argument the spider cannot run with."""
-        unknown = sorted(set(kwargs) - _RUNNER_ARGUMENTS)
-        if unknown:
-            raise ConfigError(
-                f"unknown spider argument{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join('-a ' + k for k in unknown)}; spider {cls.name!r} takes "
-                f"{', '.join('-a ' + a for a in cls.arguments)}")
-        if scope is not None and scope not in SCOPES:
-            raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
-        if follow is not None and follow not in FOLLOW_MODES:
-            raise ConfigError(f"-a follow={follow!r} is not one of {', '.join(FOLLOW_MODES)}")
-        if sitemaps is not None and sitemaps not in ("0", "1"):
-            raise ConfigError(f"-a sitemaps={sitemaps!r} is not 0 or 1")
-        cls.crawl_languages(languages)
-        if order is not None and order not in ORDERS:
-            raise ConfigError(f"-a order={order!r} is not one of {', '.join(ORDERS)}")
-        if order is not None and topic is not None:
-            raise ConfigError("-a order and -a topic: a focused crawl keeps its topic order; give one of them")
-        if topic is not None:
-            cls.read_topic(topic)
-        raw_seeds = read_seeds(seeds, seeds_file)
-        good: list[str] = []
-        bad: list[tuple[str, str]] = []
-        for raw in raw_seeds:
-            try:
-                good.append(normalize(raw))
-            except InvalidURL as exc:
-                bad.append((raw.strip(), str(exc)))
-        if raw_seeds and not good:
-            raise ConfigError(
-                f"no valid seed ({bad[0][1]}{' ...' if len(bad) > 1 else ''}): give -a seeds=URL[,URL...] "
-                "or -a seeds_file=PATH with absolute http:// or https:// URLs (or no seed at all, "
-                "to join a running crawl)"
-            )
-        url_rules = cls.url_rules(allow, deny, rules)
-        for seed in good:
-            if url_rules.verdict(seed) is not None:
-                raise ConfigError(f"seed {seed} is excluded by the URL rules: {url_rules.describe(seed)}")
-        return list(dict.fromkeys(good)), bad
+    def check_arguments(cls, *args: Any, **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
+        """The seeds and the bad seeds (``crawler/spiders/arguments.py``)."""
+        return checks.check_arguments(cls.name, cls.arguments, *args, **kwargs)
 
-    @staticmethod
-    def crawl_languages(languages: str | None) -> str | None:
-        """``-a languages=en,de`` as the crawl records it ("de,en"; None: not
-        asked); ``ConfigError`` for an entry that is no language code."""
-        if languages is None:
-            return None
-        try:
-            return ",".join(parse_languages(languages)) or None
-        except ValueError as exc:
-            raise ConfigError(f"-a languages: {exc}") from None
-
-    @staticmethod
-    def url_rules(allow: str | None, deny: str | None, rules: str | None) -> UrlRules:
-        """The URL rules of ``-a allow``, ``-a deny`` and ``-a rules=PATH``
-        (``crawler/rules.py``); ``ConfigError`` for a pattern or file that
-        cannot be used."""
-        try:
-            found = read_rules_file(rules) if rules is not None else UrlRules()
-            return found.joined(UrlRules((allow,) if allow is not None else (), (deny,) if deny is not None else ()))
-        except RulesError as exc:
-            raise ConfigError(str(exc)) from None
+    crawl_languages = staticmethod(checks.crawl_languages)
+    url_rules = staticmethod(checks.url_rules)
+    read_topic = staticmethod(checks.read_topic)
 
     @property
     def frontier_order(self) -> str | None:
@@ -197,15 +131,6 @@ class SiteSpider(Spider):
         if self.topic is not None:
             return "topic:" + self.topic.digest
         return ORDERS[self.order] if self.order is not None else "any"
-
-    @staticmethod
-    def read_topic(path: str) -> Topic:
-        if not path.strip():
-            raise ConfigError("-a topic= names no file: give the path of a topic file (JSON or YAML)")
-        try:
-            return load_topic(path)
-        except TopicError as exc:
-            raise ConfigError(f"-a topic: {exc}") from None
 
     def __init__(
         self,
@@ -231,7 +156,7 @@ class SiteSpider(Spider):
         self.asked_languages = self.crawl_languages(languages)
         self.rules = self.url_rules(allow, deny, rules)
         self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
-        super().__init__(**{k: v for k, v in kwargs.items() if k in _RUNNER_ARGUMENTS})
+        super().__init__(**{k: v for k, v in kwargs.items() if k in checks.RUNNER_ARGUMENTS})
         for seed, reason in bad:
             logger.error("Ignoring seed %(seed)r: %(reason)s", {"seed": seed, "reason": reason})
         self.scope = scope

@@ -262,9 +262,9 @@ class DuplicateIndex:
                     order = main.order  # this page again, unchanged: it keeps its place in time
                 if main is not None and main.url != url:
                     if bytes(before[3:8]) == bytes.fromhex(tag) or (own is not None and own.url != url):
-                        first = main.url if own is None else own.url
+                        original = main.url if own is None else own.url
                         self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
-                        return Duplicate("exact", first, 0, True, mirror, 1.0, order)
+                        return Duplicate("exact", original, 0, True, mirror, 1.0, order)
                     exact_other = _Candidate(main.url, _site_of(main.url), 0, "")
             hits: dict[bytes, int] = {}
             for out in results[first_band:first_band + len(by_shard)]:

@@ -93,7 +93,7 @@ from crawler.frontier import Frontier
 from crawler.redis.client import get_redis
 from tests.support.crawl import crawl_cmd
 from tests.support.redis_cluster import start_cluster
-from tests.support.servers import Server, stop_process
+from tests.support.servers import Server, launch, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,13 +115,7 @@ def start_web(args: argparse.Namespace, work: Path) -> tuple[Server, float]:
     if args.words:
         cmd += ["--words", args.words]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        proc.kill()
-        raise SystemExit("bench.webgen did not start")
-    return Server(port=json.loads(line)["port"], log=log, proc=proc), time.monotonic() - t0
+    return launch(cmd, log), time.monotonic() - t0
 
 
 def cpu(p: psutil.Process) -> float:

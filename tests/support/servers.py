@@ -67,12 +67,18 @@ def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
         cmd += ["--latency", str(latency)]
     if grid_pages:
         cmd += ["--grid-pages", str(grid_pages)]
+    return launch(cmd, log)
+
+
+def launch(cmd: list[str], log: Path) -> Server:
+    """Run a server command from the repository that prints ``{"port": P}``
+    as its first line once it listens, logging its requests into ``log``."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line:
         proc.kill()
-        raise RuntimeError("mock server did not start")
+        raise RuntimeError(f"{' '.join(cmd[1:3])} did not start")
     return Server(port=json.loads(line)["port"], log=log, proc=proc)
 
 

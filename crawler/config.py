@@ -180,6 +180,23 @@ def _token(value: Any) -> str | None:
     return None
 
 
+# Playwright's resource types (Request.resource_type); "document" (frames) and
+# "script", "xhr", "fetch" are what a page's content is built from.
+RENDER_TYPES = ("stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch", "eventsource",
+                "websocket", "manifest", "other", "ping", "beacon", "document", "prefetch", "signedexchange",
+                "cspviolationreport", "preflight")
+
+
+def _render_types(value: Any) -> str | None:
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or any(not isinstance(v, str) for v in items):
+        return "must be a list of resource types"
+    bad = [v for v in items if v and v not in RENDER_TYPES]
+    if bad:
+        return f"{bad[0]!r} is not a resource type ({', '.join(RENDER_TYPES)})"
+    return None
+
+
 SECONDS = _number(float, 0)
 POSITIVE_SECONDS = _number(float, 0, lo_open=True)
 COUNT = _number(int, 0)
@@ -295,6 +312,18 @@ SPECS: dict[str, Check] = {
     "STORE_RETRY_MAX_DELAY": POSITIVE_SECONDS,
     "STORE_CLOSE_TIMEOUT": SECONDS,
     "STORE_MAX_TEXT_CHARS": POSITIVE_COUNT,
+    # Rendering (crawler/render/)
+    "RENDER_BROWSER": _path,
+    "RENDER_CONCURRENCY": _number(int, 1, 64),
+    "RENDER_TIMEOUT": _number(float, 1, 600),
+    "RENDER_SETTLE": _number(float, 0, 60),
+    "RENDER_MAX_REQUESTS": _number(int, 0, 10_000),
+    "RENDER_BLOCK": _render_types,
+    "RENDER_OTHER_SITES": _bool,
+    "RENDER_MEMORY_MB": _number(int, 64, 65_536),
+    "RENDER_PAGES_PER_BROWSER": POSITIVE_COUNT,
+    "RENDER_CACHE_MB": COUNT,
+    "RENDER_AUTO_PROBE": POSITIVE_COUNT,
 }
 
 # (smaller, larger): the first may not exceed the second.

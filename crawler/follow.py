@@ -63,7 +63,7 @@ __all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict"
 FOLLOW_MODES = ("index", "all")
 # The crawl's other choices, and what a crawl started without them records
 # (sitemaps: SITEMAP_ENABLED's).
-CHOICE_DEFAULTS = {"sitemaps": "1", "languages": ""}
+CHOICE_DEFAULTS = {"sitemaps": "1", "languages": "", "render": "never"}
 
 _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
 
@@ -109,7 +109,7 @@ def _recorded_rules(raw: str | None) -> UrlRules | None:
 def policy_conflict(meta: Any, crawl: str, follow: str | None, scope: str | None, rules: UrlRules,
                     choices: dict[str, str | None] | None = None) -> str | None:
     """Why a site worker that asks for ``follow``, ``scope``, ``rules`` and
-    other ``choices`` (``sitemaps``, ``languages``; None, empty: whatever
+    other ``choices`` (``sitemaps``, ``languages``, ``render``; None, empty: whatever
     the crawl recorded) may not join crawl ``crawl`` (``meta``: its
     ``CrawlMeta``), in one line; None when it may."""
     asked = {"follow": follow, "scope": scope, **(choices or {})}

@@ -66,6 +66,11 @@ class PageItem:
     # microseconds, crawler/frontier/dupindex.py), kept by its re-crawls: an
     # original that changed is not taken for a copy of a copy made since.
     dup_order: str | None = None
+    # The response's media type (text/html, application/pdf ...), and whether
+    # the page's content is its DOM after its scripts ran (-a render,
+    # crawler/render/): None on a crawl that does not render.
+    content_type: str | None = None
+    rendered: bool | None = None
     # An importance crawl's (-a order=importance, crawler/importance.py):
     # the page's importance when it was leased.
     importance: float | None = None

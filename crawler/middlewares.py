@@ -70,6 +70,7 @@ from twisted.internet.task import deferLater
 
 from crawler.compat import reactor
 from crawler.frontier.service import FrontierService
+from crawler.render.router import RENDER_META
 from crawler.traps import META_KEYS, LinkParent, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
 
@@ -340,18 +341,22 @@ class SendSpacingMiddleware:
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         from crawler.frontier.scheduler import GAP_META
 
-        # Only requests the frontier leased for a site with a gap, and only
-        # where a site takes more than one request at a time: with one, the
-        # next lease waits a full gap after this request's download is over
-        # (crawler/redis/lua/send.lua), which holds however late this
+        # A rendered page's request (crawler/render/) is no lease: it takes
+        # its place in the site's timeline, whatever the site's concurrency.
+        # Else only requests the frontier leased for a site with a gap, and
+        # only where a site takes more than one request at a time: with one,
+        # the next lease waits a full gap after this request's download is
+        # over (crawler/redis/lua/send.lua), which holds however late this
         # worker sends it. robots.txt requests are spaced by the robots
         # middleware. No round trip else.
-        if self.concurrency <= 1 or not request.meta.get(GAP_META):
+        rendering = bool(request.meta.get(RENDER_META))
+        if not rendering and (self.concurrency <= 1 or not request.meta.get(GAP_META)):
             return
         service = FrontierService.of(self.crawler)
         site = queue_key(host_of(request.url), self.queue_by)
+        politeness = service.frontier.politeness
         try:
-            wait = service.frontier.politeness.reserve_send(site)
+            wait = politeness.reserve(site) if rendering else politeness.reserve_send(site)
         except Exception as exc:  # Redis away: the lease's spacing still holds
             if not service.refused_for_memory(exc):  # Redis full: said once, by the service
                 logger.warning("Could not reserve a send time for %(site)s: %(exc)s", {"site": site, "exc": exc})

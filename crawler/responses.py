@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scrapy.http import Response, TextResponse
 
-__all__ = ["content_length", "dup_order_of", "header", "is_html", "revisit_due"]
+__all__ = ["content_length", "dup_order_of", "header", "is_html", "media_type", "revisit_due"]
 
 
 def revisit_due(meta: dict[str, Any]) -> int | None:
@@ -40,6 +40,15 @@ def header(response: Response | None, name: bytes) -> str | None:
         return None
     value = response.headers.get(name)
     return value.decode("latin-1") if value else None
+
+
+def media_type(response: Response) -> str | None:
+    """The response's media type, lower case, without parameters (None: none sent)."""
+    value = response.headers.get(b"Content-Type")
+    if not value:
+        return None
+    kind = value.split(b";")[0].strip().lower().decode("latin-1")
+    return kind[:100] if kind else None
 
 
 def is_html(response: TextResponse) -> bool:

@@ -308,6 +308,29 @@ STORE_SPILL_PATH = None
 # by DOWNLOAD_MAXSIZE).
 STORE_MAX_TEXT_CHARS = 1_000_000
 
+# --- Pages built by scripts (-a render=auto|always, crawler/render/) ----------
+# The Chromium Playwright drives: a path or a name on PATH; unset, the first of
+# chromium, chromium-browser, google-chrome (Debian: apt-get install chromium).
+RENDER_BROWSER = None
+RENDER_CONCURRENCY = 2  # pages rendered at once by a worker
+# Seconds a page may take to load and settle; then its DOM is taken as it is.
+RENDER_TIMEOUT = 20.0
+# A loaded page is taken as built once no request has been in flight this long.
+RENDER_SETTLE = 0.5
+RENDER_MAX_REQUESTS = 100  # requests one page may make (more are refused)
+# Resource types not fetched: the text and links do not depend on them.
+RENDER_BLOCK = ["image", "media", "font", "stylesheet", "manifest", "texttrack", "eventsource", "websocket", "ping",
+                "beacon", "other"]
+# A page may load scripts and data from other sites, each under that site's
+# robots.txt and politeness (False: refused).
+RENDER_OTHER_SITES = True
+RENDER_MEMORY_MB = 512  # a page's JavaScript heap; over it the page crashes (a retry)
+RENDER_PAGES_PER_BROWSER = 200  # the browser is restarted after this many pages
+RENDER_CACHE_MB = 32  # scripts kept by a worker for its next pages
+# -a render=auto: renderings on a site, none paying off, after which its pages
+# are no longer rendered.
+RENDER_AUTO_PROBE = 3
+
 EXTENSIONS = {
     # Checks every setting before anything starts (crawler/config.py).
     "crawler.config.SettingsCheck": 0,

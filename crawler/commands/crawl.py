@@ -90,7 +90,8 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
             rules = SiteSpider.url_rules(args.get("allow"), args.get("deny"), args.get("rules"))
             conflict = policy_conflict(frontier.meta, name, args.get("follow"), args.get("scope"), rules,
                                        {"sitemaps": args.get("sitemaps"),
-                                        "languages": SiteSpider.crawl_languages(args.get("languages"))})
+                                        "languages": SiteSpider.crawl_languages(args.get("languages")),
+                                        "render": args.get("render")})
             if conflict is not None:
                 raise ConfigError(conflict)
         stop = frontier.stop_requested()

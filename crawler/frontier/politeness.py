@@ -1,6 +1,6 @@
 """Politeness for the whole cluster, in each site's shard: the time a
 request to a site may go on the wire (``SEND``), a request sent outside the
-frontier (``TOUCH``: robots.txt), backoff after 429/503/timeouts
+frontier (``TOUCH``: robots.txt; ``RESERVE``: a rendered page's), backoff after 429/503/timeouts
 (``BACKOFF``), a site's own delay (robots.txt ``Crawl-delay``); and the
 shared robots.txt cache (``RobotsCache``: one body and one fetch lock per
 host, in its site's shard; ``crawler/frontier/robots.py`` reads and fills it).
@@ -33,6 +33,15 @@ class Politeness:
         sk = self.keys.site(site)
         cfg = self.settings
         return int(self.gateway.run("SEND", [*sk.fixed, sk.sent], [site, cfg.default_delay_ms, cfg.margin_ms])) / 1000.0
+
+    def reserve(self, site: str) -> float:
+        """A rendered page's request to ``site`` (outside the frontier):
+        seconds to wait first, so that it keeps the site's gap after the last
+        request any worker sent, leased or reserved there; the site's next
+        request then waits a gap after it. 0 for sites without a delay."""
+        sk = self.keys.site(site)
+        cfg = self.settings
+        return int(self.gateway.run("RESERVE", sk.fixed, [site, cfg.default_delay_ms, cfg.margin_ms])) / 1000.0
 
     def touch(self, site: str, delay: float) -> None:
         """A request went to ``site`` outside the frontier (robots.txt): hold

@@ -34,7 +34,7 @@ from importlib.resources import files
 
 __all__ = ["ALL", "SCRIPTS", "SHARD_SCRIPTS", "TEMPLATE_SCRIPTS", "source"]
 
-SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
+SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "RESERVE", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
 ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD")
 # Site templates (crawler/frontier/templates.py, crawler/template.py).
 TEMPLATE_SCRIPTS = ("TEMPLATE",)

@@ -1,7 +1,7 @@
 """The ``site`` spider's arguments (``-a``), checked before anything starts
 (``scrapy crawl`` runs ``SiteSpider.check_arguments``; the spider reads
 them again when it is built): seeds, scope, follow policy, topic, URL
-rules, sitemaps, languages and crawl order. Each bad one is a
+rules, sitemaps, languages, crawl order and rendering. Each bad one is a
 ``ConfigError`` whose message names it and says what is expected. No
 settings, no stats.
 """
@@ -14,6 +14,7 @@ from crawler.config import ConfigError
 from crawler.follow import FOLLOW_MODES
 from crawler.frontier.meta import ORDERS
 from crawler.language import parse_languages
+from crawler.render.decide import RENDER_MODES
 from crawler.rules import RulesError, UrlRules, read_rules_file
 from crawler.seeds import read_seeds
 from crawler.topic import Topic, TopicError, load_topic
@@ -30,7 +31,7 @@ def check_arguments(name: str, arguments: tuple[str, ...], seeds: str | None = N
                     scope: str | None = None, follow: str | None = None, topic: str | None = None,
                     allow: str | None = None, deny: str | None = None, rules: str | None = None,
                     sitemaps: str | None = None, languages: str | None = None, order: str | None = None,
-                    **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
+                    render: str | None = None, **kwargs: Any) -> tuple[list[str], list[tuple[str, str]]]:
     """The seeds (normal form) and the bad seeds with their reasons, for
     spider ``name`` taking ``arguments``; ``ConfigError`` for an argument
     the spider cannot run with."""
@@ -47,6 +48,8 @@ def check_arguments(name: str, arguments: tuple[str, ...], seeds: str | None = N
     if sitemaps is not None and sitemaps not in ("0", "1"):
         raise ConfigError(f"-a sitemaps={sitemaps!r} is not 0 or 1")
     crawl_languages(languages)
+    if render is not None and render not in RENDER_MODES:
+        raise ConfigError(f"-a render={render!r} is not one of {', '.join(RENDER_MODES)}")
     if order is not None and order not in ORDERS:
         raise ConfigError(f"-a order={order!r} is not one of {', '.join(ORDERS)}")
     if order is not None and topic is not None:

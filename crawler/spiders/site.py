@@ -18,8 +18,10 @@ Arguments (``-a``):
   ``sitemaps``: ``1`` (default) or ``0``, whether the crawl reads sitemaps
   (``crawler/sitemaps.py``); ``languages``: ``en,de``, the languages whose
   pages' links are followed (``crawler/variants.py``); ``order``: ``bfs``
-  (default), ``dfs`` or ``importance`` (``crawler/importance.py``). All are
-  the crawl's, recorded like ``follow``.
+  (default), ``dfs`` or ``importance`` (``crawler/importance.py``);
+  ``render``: ``never`` (default), ``auto`` or ``always``, whether pages
+  are rendered in a browser (``crawler/render/``). All are the crawl's,
+  recorded like ``follow``.
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts: ``crawler/spiders/arguments.py``).
@@ -27,7 +29,8 @@ Any other argument is an error that lists these (``check_arguments``, which
 This module is the glue: ``parse`` calls the steps of a page's life in the
 order the page lives, each in the module named for it::
 
-    decode and extract      crawler/encoding.py, crawler/extract.py
+    decode and extract      crawler/encoding.py, crawler/extract.py (a PDF: crawler/pdf.py)
+    render (-a render)      crawler/render/: the DOM after the page's scripts ran, extracted again
     redirect or refresh?    crawler/redirects.py
     topic score             crawler/topic.py (-a topic)
     page check              crawler/pagecheck.py: duplicate check + template count, one Redis round trip
@@ -62,6 +65,8 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider
+from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 
 from crawler import fingerprint
@@ -82,7 +87,10 @@ from crawler.pagecheck import PageCheck
 from crawler.pagehead import parse_robots_directives
 from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
-from crawler.responses import content_length, dup_order_of, header, is_html, revisit_due
+from crawler.responses import content_length, dup_order_of, header, is_html, media_type, revisit_due
+from crawler.render.browser import BrowserUnavailable, find_browser
+from crawler.render.decide import Shape, shape_of
+from crawler.render.service import RenderFailed, Renderer
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
 from crawler.seeds import read_seeds, seeds_again
 from crawler.sitemaps import Sitemaps
@@ -98,6 +106,8 @@ if TYPE_CHECKING:
 
     from typing_extensions import Self
 
+    from crawler.extract import Page
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["FOLLOW_MODES", "SiteSpider", "content_length", "read_seeds"]
@@ -110,7 +120,7 @@ class SiteSpider(Spider):
     frontier_callbacks = frozenset({"parse", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "sitemap_failed"})
     arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
-                                  "sitemaps", "languages", "order")
+                                  "sitemaps", "languages", "order", "render")
     # Whether this spider records its -a follow as the crawl's policy (the
     # re-crawl reads the crawl's, and may be asked another for one pass).
     records_follow = True
@@ -145,15 +155,17 @@ class SiteSpider(Spider):
         sitemaps: str | None = None,
         languages: str | None = None,
         order: str | None = None,
+        render: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, None, allow, deny, rules,
-                                                         sitemaps, languages, order, **kwargs)
+                                                         sitemaps, languages, order, render, **kwargs)
         if order is not None and topic is not None:
             raise ConfigError("-a order and -a topic: a focused crawl keeps its topic order; give one of them")
         self.order = order
         self.asked_sitemaps = sitemaps
         self.asked_languages = self.crawl_languages(languages)
+        self.asked_render = render
         self.rules = self.url_rules(allow, deny, rules)
         self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
         super().__init__(**{k: v for k, v in kwargs.items() if k in checks.RUNNER_ARGUMENTS})
@@ -172,6 +184,7 @@ class SiteSpider(Spider):
         self.max_redirects: int
         self.sitemaps: Sitemaps
         self.variants: Variants
+        self.renderer: Renderer
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -183,11 +196,18 @@ class SiteSpider(Spider):
         spider.follower = Follower(crawler, spider._request, scope=spider.scope, follow=spider.follow,
                                    seed_urls=spider.seed_urls, topic=spider.topic, rules=spider.rules,
                                    records_policy=cls.records_follow,
-                                   choices={"sitemaps": spider.asked_sitemaps, "languages": spider.asked_languages})
+                                   choices={"sitemaps": spider.asked_sitemaps, "languages": spider.asked_languages,
+                                            "render": spider.asked_render})
         spider.sitemaps = Sitemaps(crawler, spider.follower, spider)
         spider.variants = Variants(crawler, spider.follower)
         crawler.signals.connect(spider.sitemaps.robots_read, signal=ROBOTS_READ)
         spider.pagecheck = PageCheck(crawler)
+        spider.renderer = Renderer(crawler, spider.follower)
+        if spider.asked_render not in (None, "never"):
+            try:  # asked to render with no browser: stopped before anything starts
+                find_browser(settings.get("RENDER_BROWSER") or None)
+            except BrowserUnavailable as exc:
+                raise ConfigError(str(exc)) from None
         spider.typer = PageTyper(crawler)
         spider.max_text_chars = settings.getint("STORE_MAX_TEXT_CHARS")
         spider.max_redirects = settings.getint("REDIRECT_MAX_TIMES")
@@ -211,6 +231,14 @@ class SiteSpider(Spider):
                          "sites": ", ".join(sorted(follower.seed_sites))}, extra={"spider": self})
         self.follow = follower.settle_policy()
         self.sitemaps.enabled = follower.choices.get("sitemaps") != "0"
+        try:
+            self.renderer.configure(follower.choices.get("render"))
+        except BrowserUnavailable as exc:
+            # The crawl renders (recorded by the worker that started it) and this machine cannot.
+            logger.error("Crawl %(crawl)s renders pages (-a render=%(mode)s) and this worker cannot: %(exc)s",
+                         {"crawl": crawl_name(self.crawler.settings, self.name),
+                          "mode": follower.choices.get("render"), "exc": exc}, extra={"spider": self})
+            raise CloseSpider("render_unavailable") from None
         again = seeds_again(self.crawler, crawl_name(self.crawler.settings, self.name), self.seed_urls)
         for url in self.seed_urls:
             if url in follower.seen:
@@ -243,7 +271,7 @@ class SiteSpider(Spider):
             etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
             referer=response.meta.get("referer_url"), revisit=revisit_due(response.meta),
             content_length=content_length(response), importance=response.meta.get("importance"),
-            dup_order=dup_order_of(response.meta),
+            dup_order=dup_order_of(response.meta), content_type=media_type(response),
             warc=WarcService.record_of(self.crawler, response.request),
         )
         if response.status in REDIRECT_STATUSES:
@@ -270,6 +298,14 @@ class SiteSpider(Spider):
                                           self._encodings.get(item.site))
         self._encodings.remember(item.site, item.encoding)
         page = analyze(parse_html(text), url, link_context=topic is not None)
+        navigations: list[str] = []
+        if self.renderer.mode != "never":
+            rendered = await self._render(response, item, page)
+            if isinstance(rendered, Request):
+                yield rendered  # the browser failed it: a retry
+                return
+            if rendered is not None:
+                text, page, navigations = rendered
         robots |= page.robots
         item.title, item.text, item.abstract = page.title, page.text[: self.max_text_chars], page.abstract
         if topic is not None:
@@ -278,6 +314,10 @@ class SiteSpider(Spider):
         refresh = meta_refresh(text, url)
         if refresh is not None:
             out.setdefault(refresh, "[meta refresh]")
+        for target in navigations:
+            moved = self._resolver.resolve(url, target)
+            if moved is not None:
+                out.setdefault(moved, "[script navigation]")
         item.links = [{"url": u, "anchor": a} for u, a in out.items()]
         stats.inc_value("frontier/hrefs_found", len(page.links))
         stats.inc_value("frontier/links_found", len(out))
@@ -331,6 +371,36 @@ class SiteSpider(Spider):
             requests = self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance)
         for request in requests:
             yield request
+
+    async def _render(self, response: Response, item: PageItem, page: Page) -> Request | tuple[str, Page, list[str]] \
+            | None:
+        """The render step (``crawler/render/``): the page's DOM after its
+        scripts ran, its extraction and where its scripts tried to send the
+        browser; None to keep the static page; a retry of the page when the
+        browser failed it (after ``RETRY_TIMES``: the static page, said)."""
+        renderer, stats = self.renderer, self.crawler.stats
+        item.rendered = False
+        static = shape_of(response.body, len(page.text), len(page.links))
+        if not renderer.wants(item.site, static):
+            return None
+        try:
+            rendered = await renderer.render(response, item.url)
+        except (RenderFailed, BrowserUnavailable) as exc:
+            reason = exc.reason if isinstance(exc, RenderFailed) else "no_browser"
+            stats.inc_value(f"render/failed/{reason}")
+            retry = get_retry_request(response.request, spider=self, reason=f"render {reason}") \
+                if response.request is not None else None
+            if retry is not None:
+                logger.warning("%(exc)s: the page is retried", {"exc": exc}, extra={"spider": self})
+                return retry
+            stats.inc_value("render/gave_up")
+            logger.warning("Gave up rendering %(url)s (%(exc)s): stored from its static HTML",
+                         {"url": item.url, "exc": exc}, extra={"spider": self})
+            return None
+        again = analyze(parse_html(rendered.html), item.url, link_context=self.topic is not None)
+        renderer.learn(item.site, static, Shape(len(again.text), len(again.links)))
+        item.rendered = True
+        return rendered.html, again, rendered.navigations
 
     def _score(self, topic: Topic, response: Response, item: PageItem, title: str, own_text: str) -> None:
         """A focused crawl's page: its topic score, and the tunnel figures."""

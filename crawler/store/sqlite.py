@@ -65,7 +65,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and WARC output (crawler/warc/)
                     "warc_file": "TEXT", "warc_offset": "INTEGER", "warc_date": "TEXT", "warc_digest": "TEXT",
                     # and the duplicate index's first check of the URL (crawler/frontier/dupindex.py)
-                    "dup_order": "TEXT"}
+                    "dup_order": "TEXT",
+                    # and what the page was: its media type, rendered or not (crawler/render/)
+                    "content_type": "TEXT", "rendered": "INTEGER"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -390,8 +392,9 @@ def _page(row: sqlite3.Row) -> dict[str, Any]:
                 page[name] = json.loads(page[name]) if page[name] else empty
             except (TypeError, ValueError, RecursionError):
                 page[name] = empty  # edited by hand: read as none (the evidence is rebuilt from the history)
-    if page.get("on_topic") is not None:
-        page["on_topic"] = bool(page["on_topic"])
+    for flag in ("on_topic", "rendered"):
+        if page.get(flag) is not None:
+            page[flag] = bool(page[flag])
     if "in_sitemap" in page:
         page["in_sitemap"] = bool(page["in_sitemap"])
     return page

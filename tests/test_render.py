@@ -1,0 +1,221 @@
+"""``-a render``: pages whose content scripts build, rendered by Debian's
+Chromium through Playwright, end to end (``scrapy crawl`` in a subprocess,
+the application site of ``tests/support/app_server.py`` on 127.0.0.2, its
+"outside" address 127.0.0.5 not in the allowed networks). Every request a
+rendered page makes is checked against the server's own log: what was
+fetched, how often; and against the store: what was kept."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from crawler.store import SQLiteStore
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
+from tests.support.servers import Server, launch
+
+pytestmark = pytest.mark.slow
+
+DOCS = 8
+ALLOW = "127.0.0.1/32,127.0.0.2/32,127.0.0.3/32"
+
+
+def start_app(tmp: Path, docs: int = DOCS, hosts: str = "127.0.0.2,127.0.0.5", root: Path | None = None) -> Server:
+    log = (tmp / "app-requests.jsonl").resolve()
+    cmd = [sys.executable, "-m", "tests.support.app_server", "--hosts", hosts, "--log", str(log), "--docs", str(docs)]
+    if root is not None:
+        cmd += ["--root", str(root)]
+    return launch(cmd, log)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _chromium() -> None:
+    if not shutil.which("chromium"):
+        pytest.fail("Debian's chromium is needed: apt-get install chromium (.ci/run installs it)")
+
+
+@pytest.fixture
+def app(tmp_path):
+    server = start_app(tmp_path)
+    yield server
+    server.stop()
+
+
+def stats_of(log: str) -> dict[str, object]:
+    found = re.findall(r"Dumping Scrapy stats:\n(\{.*?\})\n", log, re.S)
+    assert found, log[-3000:]
+    return ast.literal_eval(re.sub(r"datetime\.datetime\([^)]*\)", "None", found[-1]))
+
+
+def render_stats(stats: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in stats.items() if k.startswith("render/") and k not in (
+        "render/browser_own_refused", "render/proxy_idle_connections")}
+
+
+def pages(result, server: Server) -> dict[str, dict]:
+    base = server.url("/", host="127.0.0.2")[:-1]
+    with SQLiteStore(result.store_path) as store:
+        return {p["url"][len(base):]: p for p in store.iter_pages()}
+
+
+def crawl(server: Server, crawl_dir: Path, seeds: list[str], *args: str, **settings: object):
+    base = {"NETWORK_ALLOWLIST": ALLOW, "RENDER_SETTLE": 0.2, **settings}
+    urls = ",".join(server.url(s, host="127.0.0.2") for s in seeds)
+    result = run_crawl(server, crawl_dir, [f"seeds={urls}", *args], base, timeout=240)
+    return result
+
+
+def api(path: str) -> str:
+    return "/api/route?path=" + path.replace("/", "%2F")
+
+
+def test_an_app_shell_is_empty_without_rendering_and_whole_with_it(app, tmp_path):
+    # render=never (the default): the shell's script never runs; the page
+    # has no text of its own and no link, so the crawl ends there.
+    never = crawl(app, tmp_path / "never", ["/"], "follow=all")
+    assert never.returncode == 0, never.log[-3000:]
+    assert Counter(never.fetched) == Counter(["/robots.txt", "/"])
+    home = pages(never, app)["/"]
+    assert home["rendered"] is None and home["title"] == "App"
+    assert "render/pages" not in stats_of(never.log)
+    stop_embedded_redis(tmp_path / "never")
+
+    # render=always: the shell's script builds the home page's links and
+    # each document's text, through requests the crawler made for it.
+    always = crawl(app, tmp_path / "always", ["/"], "follow=all", "render=always")
+    assert always.returncode == 0, always.log[-3000:]
+    docs = [f"/docs/{i}" for i in range(DOCS)]
+    assert Counter(always.fetched) == Counter(
+        ["/robots.txt", "/", "/static/app.js", api("/"), *docs, *(api(d) for d in docs)])
+    stored = pages(always, app)
+    assert set(stored) == {"/", *docs}
+    assert {u: (p["rendered"], p["title"]) for u, p in stored.items()} == {
+        "/": (True, "Home"), **{d: (True, f"Document {d[6:]}") for d in docs}}
+    assert all("doc" + str(int(d[6:]) * 3) in stored[d]["text"] for d in docs)
+    assert stored["/"]["page_type"] == "index" and {stored[d]["page_type"] for d in docs} == {"info"}
+    assert stored["/"]["content_type"] == "text/html"
+    stats = stats_of(always.log)
+    assert render_stats(stats) == {
+        "render/pages": 9, "render/paid_off": 9, "render/requests": 10, "render/cache_hits": 8,
+        "render/browser_launches": 1}
+    stop_embedded_redis(tmp_path / "always")
+
+
+def test_auto_renders_the_shells_and_not_the_static_page(app, tmp_path):
+    result = crawl(app, tmp_path / "auto", ["/static.html", "/"], "follow=all", "render=auto")
+    assert result.returncode == 0, result.log[-3000:]
+    docs = [f"/docs/{i}" for i in range(DOCS)]
+    assert Counter(result.fetched) == Counter(
+        ["/robots.txt", "/static.html", "/", "/static/app.js", api("/"), *docs, *(api(d) for d in docs)])
+    stored = pages(result, app)
+    assert {u: p["rendered"] for u, p in stored.items()} == {"/static.html": False, "/": True,
+                                                             **{d: True for d in docs}}
+    stats = stats_of(result.log)
+    assert (stats["render/candidates"], stats["render/candidate/empty_app_root"], stats["render/pages"]) == (9, 9, 9)
+
+
+def test_a_rendered_page_reaches_no_address_the_guard_refuses_and_nothing_robots_forbids(app, tmp_path):
+    result = crawl(app, tmp_path / "guard", ["/leak", "/robots-test"], "render=always")
+    assert result.returncode == 0, result.log[-3000:]
+    # The scripts asked for http://127.0.0.5:P/secret (loopback, outside the
+    # allowed networks), http://169.254.169.254/latest/meta-data/ (cloud
+    # metadata) and /private/data.json (robots.txt: Disallow /private/):
+    # none reached a server; the browser's proxy saw nothing of theirs.
+    assert Counter(zip(result.hosts, result.fetched)) == Counter(
+        [("127.0.0.2", "/robots.txt"), ("127.0.0.2", "/leak"), ("127.0.0.2", "/robots-test")])
+    stored = pages(result, app)
+    assert {u: (p["rendered"], p["title"]) for u, p in stored.items()} == {
+        "/leak": (True, "Leak"), "/robots-test": (True, "Robots")}
+    assert "river" in stored["/leak"]["text"] or "stone" in stored["/leak"]["text"]
+    stats = stats_of(result.log)
+    assert render_stats(stats) == {
+        "render/pages": 2, "render/paid_off": 2, "render/requests": 3, "render/refused/address": 2,
+        "render/refused/robots": 1, "render/browser_launches": 1}
+    assert "refused 127.0.0.5 (loopback" in result.log and "169.254.169.254" in result.log
+
+
+def test_a_page_that_never_loads_a_download_a_popup_and_a_script_navigation(app, tmp_path):
+    result = crawl(app, tmp_path / "odd", ["/stall", "/download", "/popup", "/nav"], "render=always",
+                   "follow=all", RENDER_TIMEOUT=4)
+    assert result.returncode == 0, result.log[-3000:]
+    fetched = Counter(result.fetched)
+    # /never.js was asked once and never answered: the page was taken as it
+    # was at RENDER_TIMEOUT. The frame's attachment was fetched (through the
+    # crawler) and not handed to the browser; the clicked download link is
+    # refused (and, a .zip, not followed as a link either); the pop-up's and
+    # the script's destinations are links of their pages, crawled as such.
+    assert {p: fetched[p] for p in ("/never.js", "/files/attach", "/files/report.zip", "/docs/0", "/docs/1")} == {
+        "/never.js": 1, "/files/attach": 1, "/files/report.zip": 0, "/docs/0": 1, "/docs/1": 1}
+    stored = pages(result, app)
+    assert {u: (stored[u]["rendered"], stored[u]["title"]) for u in ("/stall", "/download", "/popup", "/nav")} == {
+        "/stall": (True, "Stall"), "/download": (True, "Download"), "/popup": (True, "Popup"), "/nav": (True, "Nav")}
+    stats = stats_of(result.log)
+    # /stall's script never comes; /download's load event waits on the
+    # download the browser was not allowed to make: both taken at RENDER_TIMEOUT.
+    assert stats["render/load_timeout"] == 2
+    assert stats["render/refused/download"] == 1
+    # location.href: a navigation not made; window.open: a window not opened;
+    # both links of their pages (render/navigations).
+    assert (stats["render/refused/navigation"], stats["render/navigations"]) == (1, 2)
+    # The download link the script clicked: Chromium's download manager asks
+    # around interception, and the proxy sink refused it (no server saw it).
+    assert stats["render/escaped"] == 1
+
+
+def test_a_page_that_hangs_or_exhausts_the_browser_costs_retries_not_the_page(app, tmp_path):
+    result = crawl(app, tmp_path / "hang", ["/spin", "/hog"], "render=always", RENDER_TIMEOUT=3,
+                   RETRY_TIMES=1, RENDER_MEMORY_MB=64)
+    assert result.returncode == 0, result.log[-3000:]
+    assert Counter(result.fetched) == Counter(["/robots.txt", "/spin", "/spin", "/hog", "/hog"])
+    stored = pages(result, app)
+    # Given up after RETRY_TIMES: kept from the static HTML, said so.
+    assert {u: (p["state"], p["rendered"], p["title"]) for u, p in stored.items()} == {
+        "/spin": ("C", False, "Spin"), "/hog": ("C", False, "Hog")}
+    stats = stats_of(result.log)
+    assert stats["render/gave_up"] == 2
+    assert (stats["render/failed/hung"], stats["render/failed/crashed"]) == (2, 2), render_stats(stats)
+    assert result.log.count("Gave up rendering") == 2
+
+
+def test_a_crawl_that_renders_without_a_browser_stops_at_start(app, tmp_path):
+    result = crawl(app, tmp_path / "nobrowser", ["/"], "render=auto", RENDER_BROWSER="/nonexistent/chromium")
+    assert result.returncode == 1
+    assert "RENDER_BROWSER='/nonexistent/chromium' is not an executable" in result.log
+    assert result.fetched == []
+
+
+def test_two_workers_share_a_rendered_crawl(redis_url, crawl_name, tmp_path):
+    docs = 24
+    server = start_app(tmp_path, docs=docs, hosts="127.0.0.2,127.0.0.3,127.0.0.5")
+    try:
+        seeds = ",".join(server.url("/", host=h) for h in ("127.0.0.2", "127.0.0.3"))
+        settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "NETWORK_ALLOWLIST": ALLOW,
+                    "RENDER_SETTLE": 0.2, "DOWNLOAD_DELAY": 0.05,
+                    # One lease at a time each: both workers get sites.
+                    "FRONTIER_MAX_HELD": 1, "RENDER_CONCURRENCY": 1}
+        mark = server.mark()
+        procs = []
+        for i, args in enumerate(([f"seeds={seeds}", "follow=all", "render=always"], [])):
+            cmd = crawl_cmd(args, {**settings, "CRAWL_DIR": str(tmp_path / f"w{i}")}, tmp_path / f"w{i}")
+            procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True))
+        logs = [p.communicate(timeout=300)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], logs[0][-2000:] + logs[1][-2000:]
+        seen = Counter((str(r["host"]), str(r["path"])) for r in server.requests(mark))
+        for host in ("127.0.0.2", "127.0.0.3"):
+            for path in ["/", *(f"/docs/{i}" for i in range(docs))]:
+                assert seen[(host, path)] == 1, (host, path)
+                assert seen[(host, api(path))] == 1, (host, path)
+        rendered = [stats_of(log).get("render/pages", 0) for log in logs]
+        assert sum(rendered) == 2 * (docs + 1) and min(rendered) > 0, rendered
+        assert "renders pages" not in logs[1]  # the joining worker took -a render=always from the crawl's meta
+    finally:
+        server.stop()

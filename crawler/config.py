@@ -324,6 +324,11 @@ SPECS: dict[str, Check] = {
     "RENDER_PAGES_PER_BROWSER": POSITIVE_COUNT,
     "RENDER_CACHE_MB": COUNT,
     "RENDER_AUTO_PROBE": POSITIVE_COUNT,
+    # PDF documents (crawler/documents.py)
+    "PDF_TIMEOUT": _number(float, 0, 3600, lo_open=True),
+    "PDF_MEMORY_MB": _number(int, 256, 65_536),
+    "PDF_MAX_PAGES": _number(int, 1, 1_000_000),
+    "PDF_PROCESSES": _number(int, 1, 64),
 }
 
 # (smaller, larger): the first may not exceed the second.

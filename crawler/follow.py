@@ -65,7 +65,9 @@ FOLLOW_MODES = ("index", "all")
 # (sitemaps: SITEMAP_ENABLED's).
 CHOICE_DEFAULTS = {"sitemaps": "1", "languages": "", "render": "never"}
 
-_IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS)
+# Links to files the crawl does not read (Scrapy's list: images, archives,
+# office files ...) are not followed; PDFs are read (crawler/documents.py).
+_IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS if ext != "pdf")
 
 # How often a worker reads the seeds other workers brought (seconds).
 SCOPE_REFRESH = 5.0

@@ -331,6 +331,15 @@ RENDER_CACHE_MB = 32  # scripts kept by a worker for its next pages
 # are no longer rendered.
 RENDER_AUTO_PROBE = 3
 
+# --- PDF documents (crawler/documents.py, crawler/pdf.py) -------------------------
+# Each PDF is read in a child process (spawned, never forked) under a time and
+# an address-space limit: a decompression bomb or a parser that loops costs
+# the child, never the crawl's process. A PDF over either is an error record.
+PDF_TIMEOUT = 30.0  # seconds a PDF may take; then its child is killed ("timeout")
+PDF_MEMORY_MB = 1024  # a child's address space (RLIMIT_AS), MiB; at least 256
+PDF_MAX_PAGES = 500  # pages read; a longer PDF gives its first pages (stat pdf/cut)
+PDF_PROCESSES = 1  # children at most; more PDFs wait their turn
+
 EXTENSIONS = {
     # Checks every setting before anything starts (crawler/config.py).
     "crawler.config.SettingsCheck": 0,

@@ -72,6 +72,7 @@ from scrapy.http import Response, TextResponse
 from crawler import fingerprint
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
+from crawler.documents import Documents
 from crawler.encoding import EncodingHints, decode_html
 from crawler.extract import analyze
 from crawler.failures import failure_reason, robots_forbidden
@@ -185,6 +186,7 @@ class SiteSpider(Spider):
         self.sitemaps: Sitemaps
         self.variants: Variants
         self.renderer: Renderer
+        self.documents: Documents
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
@@ -203,6 +205,7 @@ class SiteSpider(Spider):
         crawler.signals.connect(spider.sitemaps.robots_read, signal=ROBOTS_READ)
         spider.pagecheck = PageCheck(crawler)
         spider.renderer = Renderer(crawler, spider.follower)
+        spider.documents = Documents(crawler)
         if spider.asked_render not in (None, "never"):
             try:  # asked to render with no browser: stopped before anything starts
                 find_browser(settings.get("RENDER_BROWSER") or None)
@@ -280,7 +283,12 @@ class SiteSpider(Spider):
             return
         robots = parse_robots_directives(
             ",".join(v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")))
+        if self.documents.is_pdf(response, item.content_type):
+            async for out in self._pdf(response, item, robots):
+                yield out
+            return
         if not isinstance(response, TextResponse) or not is_html(response):
+            self.documents.skipped(item.content_type)
             item.page_type = self.typer.other_type()
             item.encoding = getattr(response, "encoding", None)
             # What a re-crawl compares: the bytes, as they came.
@@ -370,6 +378,35 @@ class SiteSpider(Spider):
         else:
             requests = self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance)
         for request in requests:
+            yield request
+
+    async def _pdf(self, response: Response, item: PageItem, robots: frozenset[str]) -> AsyncIterator[Any]:
+        """A PDF (``crawler/documents.py``): an information page from its
+        text, duplicate-checked, stored, its links followed as such a page's."""
+        item.page_type = self.typer.other_type()
+        doc = await self.documents.read(response, item)
+        if doc is None:  # an error record with the reason
+            item.content_hash = content_hash(response.body.decode("latin-1"))
+            yield item
+            return
+        url = item.url
+        item.title, item.text = doc.title, doc.text[: self.max_text_chars]
+        item.abstract = " ".join(doc.text[:600].split())[:300]
+        out: dict[str, str] = {}
+        for uri, anchor in doc.links:
+            target = self._resolver.resolve(url, uri)
+            if target is not None:
+                out.setdefault(target, anchor[:200])
+        item.links = [{"url": u, "anchor": a} for u, a in out.items()]
+        self.crawler.stats.inc_value("frontier/links_found", len(out))
+        checked = await self.pagecheck.check(item, None)
+        if "noindex" in robots:
+            self.crawler.stats.inc_value("robots/noindex")
+        else:
+            yield item
+        if checked.duplicate or "nofollow" in robots:
+            return
+        for request in self.follower.page_links(False, url, item.depth, iter(out), item.importance):
             yield request
 
     async def _render(self, response: Response, item: PageItem, page: Page) -> Request | tuple[str, Page, list[str]] \

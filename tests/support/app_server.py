@@ -20,6 +20,7 @@ tests.support.app_server --hosts 127.0.0.2,127.0.0.5 --log FILE``; prints
 - ``/spin``: a script that never yields (the page hangs its renderer).
 - ``/hog``: a script that allocates without end (out of memory).
 - ``/nav``: its script sends the browser to ``/docs/1`` after writing text.
+- ``/chart``: an image (``image/png``) at a path with no suffix.
 - Files put under ``--root`` are served as they are (PDFs: ``.pdf``).
 """
 
@@ -136,6 +137,8 @@ def make_app(holder: dict[str, int], log_path: Path | None, root: Path | None, d
                       "a.download = 'report.zip'; a.textContent = 'report'; document.body.appendChild(a); a.click();")
             return web.Response(text=page_with("Download", script, '<iframe src="/files/attach"></iframe>'),
                                 content_type=html)
+        if path == "/chart":  # an image at a path without a suffix: fetched, a record, not read
+            return web.Response(body=b"\x89PNG\r\n\x1a\n" + b"\0" * 100, content_type="image/png")
         if path in ("/files/report.zip", "/files/attach"):
             return web.Response(body=b"PK\x03\x04" + b"\0" * 2000, content_type="application/zip",
                                 headers={"Content-Disposition": "attachment; filename=report.zip"})

@@ -770,6 +770,27 @@ def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl
         nodelay.delete_all()
 
 
+def test_a_rendered_pages_requests_take_their_place_in_the_sites_timeline(client, crawl_name):
+    # crawler/render/: a request a rendered page makes is no lease; it waits
+    # its turn a gap after the site's last request and pushes the site's
+    # next lease a gap after itself, for every worker.
+    w1 = make(client, crawl_name, node="w1", default_delay=1.0, delay_margin=0.05)
+    w2 = make(client, crawl_name, node="w2", default_delay=1.0, delay_margin=0.05)
+    start = time.monotonic()
+    assert w1.politeness.reserve("a") == 0.0
+    second = w2.politeness.reserve("a")
+    assert 1.05 - (time.monotonic() - start) - 0.01 <= second <= 1.05
+    w1.enqueue([link(w1, "http://a/1", "a"), link(w1, "http://b/1", "b")])
+    assert urls(w2.lease(10)[0]) == ["http://b/1"]  # a's next turn is 2.1 s away
+    assert w2.politeness.reserve("c") == 0.0
+    assert 1.0 <= w2.politeness.reserve("b") <= 1.05  # b's lease took its turn: the next waits a gap
+    nodelay = make(client, crawl_name + "x", node="w3", default_delay=0, delay_margin=0.05)
+    try:
+        assert (nodelay.politeness.reserve("a"), nodelay.politeness.reserve("a")) == (0.0, 0.0)
+    finally:
+        nodelay.delete_all()
+
+
 def test_leases_carry_their_site_gap(client, crawl_name):
     f = make(client, crawl_name, default_delay=0.5, delay_margin=0.05)
     f.enqueue([link(f, "http://a/1", "a")])

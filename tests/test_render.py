@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from crawler.store import SQLiteStore
 from tests.support import ROOT
@@ -110,7 +111,8 @@ def test_an_app_shell_is_empty_without_rendering_and_whole_with_it(app, tmp_path
 
 
 def test_auto_renders_the_shells_and_not_the_static_page(app, tmp_path):
-    result = crawl(app, tmp_path / "auto", ["/static.html", "/"], "follow=all", "render=auto")
+    warc_dir = tmp_path / "warc"
+    result = crawl(app, tmp_path / "auto", ["/static.html", "/"], "follow=all", "render=auto", WARC_DIR=warc_dir)
     assert result.returncode == 0, result.log[-3000:]
     docs = [f"/docs/{i}" for i in range(DOCS)]
     assert Counter(result.fetched) == Counter(
@@ -120,6 +122,17 @@ def test_auto_renders_the_shells_and_not_the_static_page(app, tmp_path):
                                                              **{d: True for d in docs}}
     stats = stats_of(result.log)
     assert (stats["render/candidates"], stats["render/candidate/empty_app_root"], stats["render/pages"]) == (9, 9, 9)
+    # What the rendered pages fetched is archived like the pages: a record
+    # for each fetch the server saw (the shells, all the same bytes, as
+    # revisits of the first).
+    archived = Counter()
+    for path in sorted(warc_dir.glob("*.warc.gz")):
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type in ("response", "revisit"):
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    archived[uri[uri.index("/", 8):]] += 1
+    assert archived == Counter(result.fetched)
 
 
 def test_a_rendered_page_reaches_no_address_the_guard_refuses_and_nothing_robots_forbids(app, tmp_path):

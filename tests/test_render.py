@@ -107,6 +107,16 @@ def test_an_app_shell_is_empty_without_rendering_and_whole_with_it(app, tmp_path
     assert render_stats(stats) == {
         "render/pages": 9, "render/paid_off": 9, "render/requests": 10, "render/cache_hits": 8,
         "render/browser_launches": 1}
+
+    # The re-crawl renders as the crawl did (its meta): every page comes
+    # back the same, none taken for changed by its empty shell.
+    again = run_crawl(app, tmp_path / "always", ["all=1"], {"NETWORK_ALLOWLIST": ALLOW, "RENDER_SETTLE": 0.2},
+                      timeout=240, spider="recrawl")
+    assert again.returncode == 0, again.log[-3000:]
+    assert Counter(again.fetched) == Counter(["/", "/static/app.js", api("/"), *docs, *(api(d) for d in docs)])
+    stats = stats_of(again.log)
+    assert (stats["render/pages"], stats.get("recrawl/changed", 0), stats["recrawl/unchanged"]) == (9, 0, 9)
+    assert {u: p["rendered"] for u, p in pages(again, app).items()} == {u: True for u in stored}
     stop_embedded_redis(tmp_path / "always")
 
 

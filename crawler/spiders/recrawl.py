@@ -236,6 +236,7 @@ class RecrawlSpider(SiteSpider):
     async def start(self) -> AsyncIterator[Any]:
         self.follower.load_scope()
         self.follow = self.follower.settle_policy()
+        self.settle_rendering()  # a crawl that rendered its pages re-renders them
         now = time.time()
         store = self._open_store()
         if self.crawler.settings.getbool("REVISIT_IMPORTANCE"):

@@ -234,14 +234,7 @@ class SiteSpider(Spider):
                          "sites": ", ".join(sorted(follower.seed_sites))}, extra={"spider": self})
         self.follow = follower.settle_policy()
         self.sitemaps.enabled = follower.choices.get("sitemaps") != "0"
-        try:
-            self.renderer.configure(follower.choices.get("render"))
-        except BrowserUnavailable as exc:
-            # The crawl renders (recorded by the worker that started it) and this machine cannot.
-            logger.error("Crawl %(crawl)s renders pages (-a render=%(mode)s) and this worker cannot: %(exc)s",
-                         {"crawl": crawl_name(self.crawler.settings, self.name),
-                          "mode": follower.choices.get("render"), "exc": exc}, extra={"spider": self})
-            raise CloseSpider("render_unavailable") from None
+        self.settle_rendering()
         again = seeds_again(self.crawler, crawl_name(self.crawler.settings, self.name), self.seed_urls)
         for url in self.seed_urls:
             if url in follower.seen:
@@ -260,6 +253,19 @@ class SiteSpider(Spider):
             elif follower.importance.enabled:
                 follower.importance.mark(request, 0, seed=True)
             yield request
+
+    def settle_rendering(self) -> None:
+        """Render as the crawl does (``-a render``, settled with its meta);
+        a crawl that renders on a machine that cannot closes this worker."""
+        mode = self.follower.choices.get("render")
+        try:
+            self.renderer.configure(mode)
+        except BrowserUnavailable as exc:
+            # The crawl renders (recorded by the worker that started it) and this machine cannot.
+            logger.error("Crawl %(crawl)s renders pages (-a render=%(mode)s) and this worker cannot: %(exc)s",
+                         {"crawl": crawl_name(self.crawler.settings, self.name), "mode": mode, "exc": exc},
+                         extra={"spider": self})
+            raise CloseSpider("render_unavailable") from None
 
     # -- a page's life ----------------------------------------------------------------------
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:

@@ -15,7 +15,7 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "removed", "pages_per_min", "links"}, "time", "download_delay",
      "topic": null, or for a focused crawl {"on_topic", "pages",
      "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"},
-     "control": {"scope", "follow", "rules", "sitemaps", "languages"} as
+     "control": {"scope", "follow", "rules", "sitemaps", "languages", "render"} as
      the crawl recorded them (null: not recorded), with "order" (bfs, dfs,
      importance or topic) and "best_waiting" (the best priority queued: an
      importance crawl's importance, a focused crawl's link priority; null
@@ -95,7 +95,7 @@ def _error_reason(reason: Any) -> str:
 
 
 # The crawl's choices `scrapy status` shows, as its meta records them.
-CONTROL_NAMES = ("scope", "follow", "rules", "sitemaps", "languages")
+CONTROL_NAMES = ("scope", "follow", "rules", "sitemaps", "languages", "render")
 
 
 # What `scrapy status` shows of a re-crawl (stats recrawl/<name>).

@@ -8,6 +8,7 @@ fetched, how often; and against the store: what was kept."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -117,6 +118,17 @@ def test_an_app_shell_is_empty_without_rendering_and_whole_with_it(app, tmp_path
     stats = stats_of(again.log)
     assert (stats["render/pages"], stats.get("recrawl/changed", 0), stats["recrawl/unchanged"]) == (9, 0, 9)
     assert {u: p["rendered"] for u, p in pages(again, app).items()} == {u: True for u in stored}
+
+    # The crawl's choice, shown by status; a worker asking another is refused.
+    status = json.loads(subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s",
+                                        f"CRAWL_DIR={tmp_path / 'always'}"], cwd=ROOT, capture_output=True,
+                                       text=True, timeout=60).stdout)
+    assert status["control"]["render"] == "always"
+    refused = run_crawl(app, tmp_path / "always", ["render=never"], {"NETWORK_ALLOWLIST": ALLOW})
+    assert refused.returncode == 1 and refused.fetched == []
+    assert refused.log.strip().splitlines()[-1] == (
+        "Error: crawl 'site' has -a render=always (recorded when it started); this worker asks -a render=never: "
+        "join it with -a render=always (or without -a render), or start another crawl (-s CRAWL_NAME=...)")
     stop_embedded_redis(tmp_path / "always")
 
 

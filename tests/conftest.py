@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.crawl import stop_embedded_redis
 from tests.support.servers import Server, start_secantus, start_server, stop_secantus
+from tests.support.system import CHROMIUM, ensure_commands
 
 # Fixtures that start servers or crawls: a test using one is end-to-end.
 _SLOW_FIXTURES = frozenset({"server", "grid_server", "hostile", "hostile_crawl", "default_crawl",
@@ -149,10 +150,11 @@ def mongo(tmp_path):
 @pytest.fixture
 def browser() -> Iterator[Any]:
     """A headless Chromium (tests.support.console reads its pages)."""
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
+    problem = ensure_commands(CHROMIUM)  # installed when absent
+    if problem is not None:
         # Not a skip: a console test that quietly does not run proves nothing.
-        pytest.fail("headless Chromium needed: apt-get install chromium chromium-driver (.ci/run installs them)")
+        pytest.fail(f"headless Chromium {problem}")
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

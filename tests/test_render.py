@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -23,6 +22,7 @@ from crawler.store import SQLiteStore
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
 from tests.support.servers import Server, launch
+from tests.support.system import CHROMIUM, ensure_commands
 
 pytestmark = pytest.mark.slow
 
@@ -40,8 +40,9 @@ def start_app(tmp: Path, docs: int = DOCS, hosts: str = "127.0.0.2,127.0.0.5", r
 
 @pytest.fixture(scope="module", autouse=True)
 def _chromium() -> None:
-    if not shutil.which("chromium"):
-        pytest.fail("Debian's chromium is needed: apt-get install chromium (.ci/run installs it)")
+    problem = ensure_commands(CHROMIUM)  # installed when absent
+    if problem is not None:
+        pytest.fail(f"Debian's Chromium {problem}")
 
 
 @pytest.fixture

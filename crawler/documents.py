@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
+from crawler.fingerprint import content_hash
 from crawler.pdf import PdfError, PdfText, is_pdf
 from crawler.pdfworker import PdfWorker
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from crawler.items import PageItem
+    from crawler.urls import LinkResolver
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,26 @@ class Documents:
     @staticmethod
     def is_pdf(response: Response, media_type: str | None) -> bool:
         return is_pdf(response.body, media_type)
+
+    async def read_pdf(self, response: Response, item: PageItem, resolver: LinkResolver,
+                       max_text_chars: int) -> dict[str, str] | None:
+        """Read a PDF into ``item`` (title, text, abstract, links): its links
+        (normalised URL -> anchor), or None when it cannot be read (``item``
+        is then an error record with the reason)."""
+        item.content_hash = content_hash(response.body.decode("latin-1"))  # until its text sets it
+        doc = await self.read(response, item)
+        if doc is None:
+            return None
+        item.title, item.text = doc.title, doc.text[:max_text_chars]
+        item.abstract = " ".join(doc.text[:600].split())[:300]
+        links: dict[str, str] = {}
+        for uri, anchor in doc.links:
+            target = resolver.resolve(item.url, uri)
+            if target is not None:
+                links.setdefault(target, anchor[:200])
+        item.links = [{"url": u, "anchor": a} for u, a in links.items()]
+        self.crawler.stats.inc_value("frontier/links_found", len(links))
+        return links
 
     async def read(self, response: Response, item: PageItem) -> PdfText | None:
         """The PDF's text, title and links; None when it cannot be read

@@ -315,8 +315,9 @@ RENDER_BROWSER = None
 RENDER_CONCURRENCY = 2  # pages rendered at once by a worker
 # Seconds a page may take to load and settle; then its DOM is taken as it is.
 RENDER_TIMEOUT = 20.0
-# A loaded page is taken as built once no request has been in flight this long.
-RENDER_SETTLE = 0.5
+# A loaded page is taken as built once no request has been in flight this long
+# after Playwright's network idle (itself 500 ms without a request).
+RENDER_SETTLE = 0.1
 RENDER_MAX_REQUESTS = 100  # requests one page may make (more are refused)
 # Resource types not fetched: the text and links do not depend on them.
 RENDER_BLOCK = ["image", "media", "font", "stylesheet", "manifest", "texttrack", "eventsource", "websocket", "ping",

@@ -26,8 +26,9 @@ Settings:
 - ``RENDER_CONCURRENCY`` - pages rendered at once by a worker.
 - ``RENDER_TIMEOUT`` - seconds a page may take, load and settle; then its
   DOM is taken as it is.
-- ``RENDER_SETTLE`` - seconds without a request in flight after which a
-  loaded page is taken as built.
+- ``RENDER_SETTLE`` - seconds without a request in flight, after the load
+  event and Playwright's network idle (500 ms without one), after which the
+  page is taken as built.
 - ``RENDER_MAX_REQUESTS`` - requests one page may make.
 - ``RENDER_BLOCK`` - resource types not fetched.
 - ``RENDER_OTHER_SITES`` - whether a page may load from other sites (each
@@ -40,7 +41,7 @@ Settings:
 
 Stats: ``render/pages``, ``render/candidates`` and ``render/candidate/<why>``
 (``auto``), ``render/paid_off``, ``render/site_static``, ``render/skipped_static_site``,
-``render/load_timeout``, ``render/failed/<reason>``, ``render/gave_up``,
+``render/load_timeout``, ``render/settle_timeout``, ``render/failed/<reason>``, ``render/gave_up``,
 ``render/requests``, ``render/cache_hits``, ``render/request_errors``,
 ``render/refused/<reason>``, ``render/blocked/<type>``, ``render/navigations``,
 ``render/escaped``, ``render/browser_launches``.
@@ -56,18 +57,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.retry import get_retry_request
 
 from crawler.render.browser import Browser, BrowserUnavailable, find_browser
-from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off
+from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off, shape_of
 from crawler.render.router import PageRequests, ScriptCache
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
-    from scrapy import Request
+    from collections.abc import Callable
+
+    from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from crawler.extract import Page
     from crawler.follow import Follower
+    from crawler.items import PageItem
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +87,7 @@ _BROWSER_OWN = re.compile(r"^(?:CONNECT |[A-Z]+ https?://)(?:[a-z0-9-]+\.)*(?:go
 
 # Seconds the browser has to answer a question about a page (its DOM, its
 # closing) once the page's own time is up.
-_ANSWER = 5.0
+_ANSWER = 10.0
 
 
 class RenderFailed(Exception):
@@ -190,6 +196,39 @@ class Renderer:
         assert engine is not None
         return await engine.download_async(request)
 
+    async def page_step(self, spider: Spider, response: Response, item: PageItem, page: Page,
+                        extract: Callable[[str], Page]) -> Request | tuple[str, Page, list[str]] | None:
+        """The render step of a page's life (``crawler/spiders/site.py``):
+        the page's DOM, its extraction (``extract``) and the URLs its scripts
+        tried to send the browser to; None to keep the static page; a retry
+        of the page when the browser failed it (after ``RETRY_TIMES``: the
+        static page, said). Sets ``item.rendered``."""
+        stats = self.stats
+        item.rendered = False
+        if item.content_type not in (None, "text/html", "application/xhtml+xml"):
+            return None  # plain text: nothing runs in it
+        static = shape_of(response.body, len(page.text), len(page.links))
+        if not self.wants(item.site, static):
+            return None
+        try:
+            rendered = await self.render(response, item.url)
+        except (RenderFailed, BrowserUnavailable) as exc:
+            reason = exc.reason if isinstance(exc, RenderFailed) else "no_browser"
+            stats.inc_value(f"render/failed/{reason}")
+            retry = get_retry_request(response.request, spider=spider, reason=f"render {reason}") \
+                if response.request is not None else None
+            if retry is not None:
+                logger.warning("%(exc)s: the page is retried", {"exc": exc}, extra={"spider": spider})
+                return retry
+            stats.inc_value("render/gave_up")
+            logger.warning("Gave up rendering %(url)s (%(exc)s): stored from its static HTML",
+                           {"url": item.url, "exc": exc}, extra={"spider": spider})
+            return None
+        again = extract(rendered.html)
+        self.learn(item.site, static, Shape(len(again.text), len(again.links)))
+        item.rendered = True
+        return rendered.html, again, rendered.navigations
+
     async def render(self, response: Response, url: str) -> Rendered:
         """The page's DOM after its scripts ran; ``RenderFailed`` when the browser failed it."""
         assert self.browser is not None and self._slots is not None
@@ -235,6 +274,17 @@ class Renderer:
                 if not crashed:
                     self.stats.inc_value("render/load_timeout")
                     logger.debug("%(url)s did not finish loading in RENDER_TIMEOUT: its DOM as it is", {"url": url})
+            if not crashed and time.monotonic() < deadline:
+                # Network idle as Playwright's driver counts it (500 ms with no
+                # request in flight, those waiting on the router included: it
+                # sees them before this process does), then RENDER_SETTLE of
+                # quiet as the router saw it.
+                try:
+                    await page.wait_for_load_state("networkidle", timeout=max(0.1, deadline - time.monotonic()) * 1000)
+                except Exception as exc:  # noqa: BLE001 - never idle in time (a page that polls): as it is
+                    if crashed or "Timeout" not in type(exc).__name__:
+                        raise
+                    self.stats.inc_value("render/settle_timeout")
             while not crashed and time.monotonic() < deadline and requests.quiet_for() < self.settle:
                 await asyncio.sleep(0.05)
             try:

@@ -65,7 +65,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider
-from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 
@@ -90,8 +89,7 @@ from crawler.pagerules import INDEX
 from crawler.pagetype import PageTyper
 from crawler.responses import content_length, dup_order_of, header, is_html, media_type, revisit_due
 from crawler.render.browser import BrowserUnavailable, find_browser
-from crawler.render.decide import Shape, shape_of
-from crawler.render.service import RenderFailed, Renderer
+from crawler.render.service import Renderer
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target, meta_refresh
 from crawler.seeds import read_seeds, seeds_again
 from crawler.sitemaps import Sitemaps
@@ -106,8 +104,6 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from typing_extensions import Self
-
-    from crawler.extract import Page
 
 logger = logging.getLogger(__name__)
 
@@ -314,7 +310,8 @@ class SiteSpider(Spider):
         page = analyze(parse_html(text), url, link_context=topic is not None)
         navigations: list[str] = []
         if self.renderer.mode != "never":
-            rendered = await self._render(response, item, page)
+            rendered = await self.renderer.page_step(self, response, item, page, lambda html: analyze(
+                parse_html(html), url, link_context=topic is not None))
             if isinstance(rendered, Request):
                 yield rendered  # the browser failed it: a retry
                 return
@@ -390,21 +387,10 @@ class SiteSpider(Spider):
         """A PDF (``crawler/documents.py``): an information page from its
         text, duplicate-checked, stored, its links followed as such a page's."""
         item.page_type = self.typer.other_type()
-        doc = await self.documents.read(response, item)
-        if doc is None:  # an error record with the reason
-            item.content_hash = content_hash(response.body.decode("latin-1"))
+        links = await self.documents.read_pdf(response, item, self._resolver, self.max_text_chars)
+        if links is None:  # an error record with the reason
             yield item
             return
-        url = item.url
-        item.title, item.text = doc.title, doc.text[: self.max_text_chars]
-        item.abstract = " ".join(doc.text[:600].split())[:300]
-        out: dict[str, str] = {}
-        for uri, anchor in doc.links:
-            target = self._resolver.resolve(url, uri)
-            if target is not None:
-                out.setdefault(target, anchor[:200])
-        item.links = [{"url": u, "anchor": a} for u, a in out.items()]
-        self.crawler.stats.inc_value("frontier/links_found", len(out))
         checked = await self.pagecheck.check(item, None)
         if "noindex" in robots:
             self.crawler.stats.inc_value("robots/noindex")
@@ -412,38 +398,8 @@ class SiteSpider(Spider):
             yield item
         if checked.duplicate or "nofollow" in robots:
             return
-        for request in self.follower.page_links(False, url, item.depth, iter(out), item.importance):
+        for request in self.follower.page_links(False, item.url, item.depth, iter(links), item.importance):
             yield request
-
-    async def _render(self, response: Response, item: PageItem, page: Page) -> Request | tuple[str, Page, list[str]] \
-            | None:
-        """The render step (``crawler/render/``): the page's DOM after its
-        scripts ran, its extraction and where its scripts tried to send the
-        browser; None to keep the static page; a retry of the page when the
-        browser failed it (after ``RETRY_TIMES``: the static page, said)."""
-        renderer, stats = self.renderer, self.crawler.stats
-        item.rendered = False
-        static = shape_of(response.body, len(page.text), len(page.links))
-        if not renderer.wants(item.site, static):
-            return None
-        try:
-            rendered = await renderer.render(response, item.url)
-        except (RenderFailed, BrowserUnavailable) as exc:
-            reason = exc.reason if isinstance(exc, RenderFailed) else "no_browser"
-            stats.inc_value(f"render/failed/{reason}")
-            retry = get_retry_request(response.request, spider=self, reason=f"render {reason}") \
-                if response.request is not None else None
-            if retry is not None:
-                logger.warning("%(exc)s: the page is retried", {"exc": exc}, extra={"spider": self})
-                return retry
-            stats.inc_value("render/gave_up")
-            logger.warning("Gave up rendering %(url)s (%(exc)s): stored from its static HTML",
-                         {"url": item.url, "exc": exc}, extra={"spider": self})
-            return None
-        again = analyze(parse_html(rendered.html), item.url, link_context=self.topic is not None)
-        renderer.learn(item.site, static, Shape(len(again.text), len(again.links)))
-        item.rendered = True
-        return rendered.html, again, rendered.navigations
 
     def _score(self, topic: Topic, response: Response, item: PageItem, title: str, own_text: str) -> None:
         """A focused crawl's page: its topic score, and the tunnel figures."""

@@ -158,13 +158,30 @@ def test_auto_renders_the_shells_and_not_the_static_page(app, tmp_path):
     assert archived == Counter(result.fetched)
 
 
-def test_a_rendered_page_reaches_no_address_the_guard_refuses_and_nothing_robots_forbids(app, tmp_path):
-    result = crawl(app, tmp_path / "guard", ["/leak", "/robots-test"], "render=always")
+@pytest.fixture
+def metadata_address():
+    """169.254.169.254 on the loopback interface, for a server to listen on,
+    where this machine lets the test add it (root): then a request that got
+    through would be in that server's log. Removed after."""
+    added = subprocess.run(["ip", "addr", "add", "169.254.169.254/32", "dev", "lo"], capture_output=True).returncode == 0
+    yield added
+    if added:
+        subprocess.run(["ip", "addr", "del", "169.254.169.254/32", "dev", "lo"], capture_output=True)
+
+
+def test_a_rendered_page_reaches_no_address_the_guard_refuses_and_nothing_robots_forbids(metadata_address, tmp_path):
+    hosts = "127.0.0.2,127.0.0.5" + (",169.254.169.254" if metadata_address else "")
+    app = start_app(tmp_path, hosts=hosts)
+    try:
+        result = crawl(app, tmp_path / "guard", ["/leak", "/robots-test"], "render=always")
+    finally:
+        app.stop()
     assert result.returncode == 0, result.log[-3000:]
     # The scripts asked for http://127.0.0.5:P/secret (loopback, outside the
-    # allowed networks), http://169.254.169.254/latest/meta-data/ (cloud
-    # metadata) and /private/data.json (robots.txt: Disallow /private/):
-    # none reached a server; the browser's proxy saw nothing of theirs.
+    # allowed networks), http://169.254.169.254:P/latest/meta-data/ (cloud
+    # metadata; the same server listens there when the machine lets the test
+    # add the address) and /private/data.json (robots.txt: Disallow
+    # /private/): none reached a server; the browser's proxy saw nothing of theirs.
     assert Counter(zip(result.hosts, result.fetched)) == Counter(
         [("127.0.0.2", "/robots.txt"), ("127.0.0.2", "/leak"), ("127.0.0.2", "/robots-test")])
     stored = pages(result, app)

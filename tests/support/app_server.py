@@ -9,7 +9,8 @@ tests.support.app_server --hosts 127.0.0.2,127.0.0.5 --log FILE``; prints
   paragraphs and links and writes them into the root.
 - ``/static.html``: a page of plain HTML, text and links, no script.
 - ``/leak``: its script fetches ``http://127.0.0.5:P/secret`` and
-  ``http://169.254.169.254/latest/meta-data/`` (and writes its own text).
+  ``http://169.254.169.254:P/latest/meta-data/`` (and writes its own text;
+  the server listens on 169.254.169.254 too when given it in ``--hosts``).
 - ``/robots-test``: its script fetches ``/private/data.json``, which
   robots.txt disallows.
 - ``/stall``: writes its text, then loads ``/never.js``, which never
@@ -117,7 +118,8 @@ def make_app(holder: dict[str, int], log_path: Path | None, root: Path | None, d
                                      f"<ul>{links}</ul></body></html>", content_type=html)
         if path == "/leak":
             script = (f"fetch('http://127.0.0.5:{port}/secret').catch(function(){{}});"
-                      "fetch('http://169.254.169.254/latest/meta-data/').catch(function(){});" + written("Leak"))
+                      f"fetch('http://169.254.169.254:{port}/latest/meta-data/').catch(function(){{}});"
+                      + written("Leak"))
             return web.Response(text=page_with("Leak", script), content_type=html)
         if path == "/robots-test":
             script = "fetch('/private/data.json').catch(function(){});" + written("Robots")

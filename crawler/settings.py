@@ -326,7 +326,7 @@ RENDER_BLOCK = ["image", "media", "font", "stylesheet", "manifest", "texttrack",
 # robots.txt and politeness (False: refused).
 RENDER_OTHER_SITES = True
 RENDER_MEMORY_MB = 512  # a page's JavaScript heap; over it the page crashes (a retry)
-RENDER_PAGES_PER_BROWSER = 200  # the browser is restarted after this many pages
+RENDER_PAGES_PER_BROWSER = 200  # a browser is retired after this many pages (a new one takes over)
 RENDER_CACHE_MB = 32  # scripts kept by a worker for its next pages
 # -a render=auto: renderings on a site, none paying off, after which its pages
 # are no longer rendered.

@@ -34,8 +34,15 @@ LINKS = "".join(f'<a href="/{i}">{i}</a>' for i in range(20))
     (b"<body><div id='root'><h1>Title</h1>" + PROSE.encode() + b"</div><script src=/a.js></script></body>",
      2000, 20, None),
     (b"<body><p>Loading</p><script src=/a.js></script></body>", 7, 0, "little text and few links"),
-    (b"<body><noscript>Please enable JavaScript</noscript><p>short</p>" + LINKS.encode() +
-     b"<script src=/a.js></script></body>", 800, 20, "noscript warning"),
+    (b"<body><noscript>Please enable JavaScript</noscript><p>short</p><a href=/x>x</a>"
+     b"<script src=/a.js></script></body>", 800, 1, "noscript warning"),
+    # javadoc: every page says "JavaScript is disabled" for its search box;
+    # an index page of 48 characters and 79 links is not built by scripts.
+    (b"<body><noscript><div>JavaScript is disabled on your browser.</div></noscript>" + LINKS.encode() +
+     b"<script src=/script.js></script></body>", 48, 79, None),
+    # Enough text and links: not scanned for a root or a notice at all.
+    (b"<body><div id='root'></div><noscript>enable JavaScript</noscript><script src=/a.js></script></body>",
+     1500, 10, None),
     # A documentation page with a search script and a noscript note: enough of its own.
     (b"<body><noscript>Search needs JavaScript</noscript>" + PROSE.encode() + LINKS.encode() +
      b"<script src=/searchtools.js></script></body>", 2000, 20, None),

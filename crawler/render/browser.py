@@ -17,8 +17,9 @@ of its own.
   UDP outside the proxy.
 - **Bounded.** One browser context per page, closed after it; the V8 heap
   of a page is capped at ``RENDER_MEMORY_MB`` (a page over it crashes, which
-  costs a retry); the browser is restarted after ``RENDER_PAGES_PER_BROWSER``
-  pages, and at once when it crashed or a page hung (``restart``).
+  costs a retry); a browser is retired after ``RENDER_PAGES_PER_BROWSER``
+  pages (new pages go to a new one; it closes once its last page has
+  ended), and dropped at once when a page hung in it (``restart``).
 - Downloads are refused (``accept_downloads=False``; Chromium's download
   manager asks outside interception, so a download's request is one the
   proxy sink refuses), service workers blocked, ``window.open`` opens
@@ -32,10 +33,11 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from playwright.async_api import Browser as PwBrowser
     from playwright.async_api import BrowserContext, Playwright
@@ -45,6 +47,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["BROWSERS", "Browser", "BrowserUnavailable", "ProxySink", "find_browser"]
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+# Seconds the browser has to answer a question about a page (its DOM, its
+# closing) once the page's own time is up.
+ANSWER = 10.0
 
 
 # Run in every frame before the page's scripts: window.open opens nothing and
@@ -110,10 +115,23 @@ class ProxySink:
             self.server = None
 
 
+@dataclass(eq=False)
+class _Generation:
+    """One launched browser (and the Playwright driver that started it)."""
+
+    playwright: Playwright
+    browser: PwBrowser
+    started: int = 0  # pages begun in it
+    active: int = 0  # pages in it now
+    closed: bool = False
+
+
 class Browser:
     """This worker's Chromium: ``context()`` gives a fresh browser context
-    for one page; ``page_done()`` counts pages and restarts the browser
-    after ``pages_per_browser``; ``restart()`` drops it at once."""
+    for one page and the call that ends it. After ``pages_per_browser``
+    pages a browser is retired: new pages go to a new one, and the old one
+    is closed once its last page has ended (a recycle fails no page);
+    ``restart()`` drops a browser at once (one that hung)."""
 
     def __init__(self, executable: str, *, memory_mb: int, pages_per_browser: int, user_agent: str | None,
                  on_escape: Callable[[str], None]) -> None:
@@ -122,10 +140,9 @@ class Browser:
         self.pages_per_browser = max(1, pages_per_browser)
         self.user_agent = user_agent
         self.sink = ProxySink(on_escape)
-        self._playwright: Playwright | None = None
-        self._browser: PwBrowser | None = None
+        self._current: _Generation | None = None
+        self._all: set[_Generation] = set()
         self._lock = asyncio.Lock()
-        self._pages = 0
         self.launches = 0
         self._closed = False
 
@@ -149,75 +166,105 @@ class Browser:
             f"--js-flags=--max-old-space-size={self.memory_mb}",
         ]
 
-    async def _ensure(self) -> PwBrowser:
+    async def _generation(self) -> _Generation:
+        """The browser new pages go to: launched when there is none, the
+        last one died, or it has had its ``pages_per_browser``."""
         async with self._lock:
             if self._closed:
                 raise BrowserUnavailable("the renderer is closed")
-            if self._browser is not None and self._browser.is_connected():
-                return self._browser
-            await self._drop()
+            gen = self._current
+            if gen is not None and gen.browser.is_connected() and gen.started < self.pages_per_browser:
+                return gen
+            self._current = None
+            if gen is not None and (gen.active <= 0 or not gen.browser.is_connected()):
+                await self._close(gen)
             from playwright.async_api import async_playwright
 
             if self.sink.server is None:
                 await self.sink.start()
-            self._playwright = await async_playwright().start()
+            playwright = await async_playwright().start()
             try:
-                self._browser = await self._playwright.chromium.launch(
+                browser = await playwright.chromium.launch(
                     executable_path=self.executable, headless=True, args=self._args(self.sink.port),
                     handle_sigint=False, handle_sigterm=False, handle_sighup=False)
             except Exception as exc:
-                await self._drop()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(playwright.stop(), ANSWER)
                 raise BrowserUnavailable(f"could not start {self.executable}: {str(exc).splitlines()[0]}") from exc
             self.launches += 1
-            self._pages = 0
-            return self._browser
+            self._current = _Generation(playwright, browser)
+            self._all.add(self._current)
+            return self._current
 
-    async def context(self) -> BrowserContext:
-        """A new browser context (its own cookies, cache and storage) for one page."""
-        browser = await self._ensure()
-        kwargs: dict[str, Any] = {"service_workers": "block", "accept_downloads": False,
-                                  "java_script_enabled": True, "viewport": {"width": 1280, "height": 1024}}
-        if self.user_agent:
-            kwargs["user_agent"] = self.user_agent
-        context = await browser.new_context(**kwargs)
-        await context.add_init_script(NO_POPUPS)
+    async def context(self) -> tuple[BrowserContext, Callable[[], Awaitable[None]]]:
+        """A new browser context (its own cookies, cache and storage) for one
+        page, and the call that ends it (closes the context; a context that
+        cannot be closed takes its browser with it)."""
+        gen = await self._generation()
+        gen.started += 1
+        gen.active += 1
+        try:
+            kwargs: dict[str, Any] = {"service_workers": "block", "accept_downloads": False,
+                                      "java_script_enabled": True, "viewport": {"width": 1280, "height": 1024}}
+            if self.user_agent:
+                kwargs["user_agent"] = self.user_agent
+            context = await gen.browser.new_context(**kwargs)
+            await context.add_init_script(NO_POPUPS)
+        except BaseException:
+            gen.active -= 1
+            await self._retire_if_done(gen)
+            raise
 
         def close_popup(page: Any) -> None:
             if len(context.pages) > 1:
                 asyncio.ensure_future(page.close())
 
         context.on("page", close_popup)
-        return context
 
-    async def page_done(self) -> None:
-        """One page rendered: the browser is restarted every ``pages_per_browser``."""
-        self._pages += 1
-        if self._pages >= self.pages_per_browser:
-            async with self._lock:
-                await self._drop()
+        async def end() -> None:
+            try:
+                await asyncio.wait_for(context.close(), ANSWER)
+            except Exception:  # noqa: BLE001 - a page that holds its context: the browser goes
+                await self.restart(gen)
+            finally:
+                gen.active -= 1
+                await self._retire_if_done(gen)
 
-    async def restart(self) -> None:
-        """The browser crashed or a page hung in it: drop it, started anew on next use."""
-        async with self._lock:
-            await self._drop()
+        return context, end
 
-    async def _drop(self) -> None:
-        browser, playwright = self._browser, self._playwright
-        self._browser = self._playwright = None
-        if browser is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(browser.close(), 10)
-        if playwright is not None:
-            # Stopping the driver ends the browser it started, hung or not.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(playwright.stop(), 10)
+    async def _retire_if_done(self, gen: _Generation) -> None:
+        if gen is not self._current and gen.active <= 0:
+            await self._close(gen)
+
+    async def restart(self, gen: _Generation | None = None) -> None:
+        """A browser hung (or crashed): drop it now, whatever pages it still
+        has (they fail: retries); new pages get a new one."""
+        gen = gen or self._current
+        if gen is None:
+            return
+        if gen is self._current:
+            self._current = None
+        await self._close(gen)
+
+    async def _close(self, gen: _Generation) -> None:
+        if gen.closed:
+            return
+        gen.closed = True
+        self._all.discard(gen)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(gen.browser.close(), ANSWER)
+        # Stopping the driver ends the browser it started, hung or not.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(gen.playwright.stop(), ANSWER)
 
     @property
     def running(self) -> bool:
-        return self._browser is not None and self._browser.is_connected()
+        return self._current is not None and self._current.browser.is_connected()
 
     async def close(self) -> None:
         self._closed = True
         async with self._lock:
-            await self._drop()
+            self._current = None
+            for gen in list(self._all):
+                await self._close(gen)
         self.sink.close()

@@ -6,18 +6,20 @@ A page is a candidate when its static HTML looks built by scripts
 scan of the markup for scripts, an application root and a ``<noscript>``
 warning:
 
-- no ``<script>`` at all: never (nothing would run);
+- no ``<script>`` at all: never (nothing would run); nor a page with
+  ``NOSCRIPT_TEXT`` characters of text and ``NOSCRIPT_LINKS`` links (it
+  has its content; a script may add to it, not build it);
 - an empty application root (``<div id="root"></div>``, ``app``,
   ``__next``, ``__nuxt``, ``<app-root></app-root>`` ...): "empty app root";
 - fewer than ``THIN_TEXT`` characters of text and fewer than ``THIN_LINKS``
   links: "little text and few links";
 - a ``<noscript>`` that asks for JavaScript, with fewer than
-  ``NOSCRIPT_TEXT`` characters of text or fewer than ``NOSCRIPT_LINKS``
-  links: "noscript warning".
+  ``NOSCRIPT_TEXT`` characters of text and fewer than ``NOSCRIPT_LINKS``
+  links: "noscript warning". (With *or*, every javadoc page, whose search
+  box brings a "JavaScript is disabled" notice, was a candidate.)
 
-The thresholds were measured (``python -m bench.bench_render --rule``,
-``bench/RESULTS.md``): on the static documentation trees the rule picks
-almost no page, on script-built sites every shell.
+Measured with ``python -m bench.bench_render --rule`` (``bench/RESULTS.md``):
+on static documentation trees, and on script-built pages.
 
 A rendering *paid off* (``paid_off``) when the rendered page has at least
 ``PAID_TEXT`` more characters of text (and 20 % more) or ``PAID_LINKS``
@@ -71,23 +73,27 @@ class Shape:
 
 def shape_of(markup: bytes, text_chars: int, links: int) -> Shape:
     """A page's shape from its markup (the bytes as received) and what the
-    extraction found: ``text_chars`` characters of text, ``links`` links."""
-    scripts = len(_SCRIPT.findall(markup))
-    if not scripts:
+    extraction found: ``text_chars`` characters of text, ``links`` links.
+    ``scripts`` is 1 when the page has a script at all. A page with text
+    and links enough is not scanned further: nothing in it could make it a
+    candidate (most pages of a static site end here, at one search)."""
+    if _SCRIPT.search(markup) is None:
         return Shape(text_chars, links)
+    if text_chars >= NOSCRIPT_TEXT and links >= NOSCRIPT_LINKS:
+        return Shape(text_chars, links, 1)
     noscript = any(_ASKS_FOR_JS.search(m.group(1)) for m in _NOSCRIPT.finditer(markup))
-    return Shape(text_chars, links, scripts, _APP_ROOT.search(markup) is not None, noscript)
+    return Shape(text_chars, links, 1, _APP_ROOT.search(markup) is not None, noscript)
 
 
 def looks_scripted(shape: Shape) -> str | None:
     """Why the page looks built by scripts (None: it does not)."""
-    if not shape.scripts:
+    if not shape.scripts or (shape.text_chars >= NOSCRIPT_TEXT and shape.links >= NOSCRIPT_LINKS):
         return None
     if shape.app_root:
         return "empty app root"
     if shape.text_chars < THIN_TEXT and shape.links < THIN_LINKS:
         return "little text and few links"
-    if shape.noscript and (shape.text_chars < NOSCRIPT_TEXT or shape.links < NOSCRIPT_LINKS):
+    if shape.noscript and shape.text_chars < NOSCRIPT_TEXT and shape.links < NOSCRIPT_LINKS:
         return "noscript warning"
     return None
 

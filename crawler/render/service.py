@@ -34,7 +34,8 @@ Settings:
 - ``RENDER_OTHER_SITES`` - whether a page may load from other sites (each
   under its own site's robots.txt and politeness).
 - ``RENDER_MEMORY_MB`` - a page's JavaScript heap.
-- ``RENDER_PAGES_PER_BROWSER`` - pages after which the browser is restarted.
+- ``RENDER_PAGES_PER_BROWSER`` - pages after which a browser is retired (new
+  pages go to a new one; it closes once its last page has ended).
 - ``RENDER_CACHE_MB`` - the worker's script cache.
 - ``RENDER_AUTO_PROBE`` - renderings on a site, none paying off, after
   which ``auto`` stops rendering it.
@@ -59,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
-from crawler.render.browser import Browser, BrowserUnavailable, find_browser
+from crawler.render.browser import ANSWER, Browser, BrowserUnavailable, find_browser
 from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off, shape_of
 from crawler.render.router import PageRequests, ScriptCache
 from crawler.urls import url_site
@@ -83,11 +84,6 @@ __all__ = ["RENDER_MODES", "RenderFailed", "Rendered", "Renderer"]
 # (its vendor's update, time and account services), not a page's.
 _BROWSER_OWN = re.compile(r"^(?:CONNECT |[A-Z]+ https?://)(?:[a-z0-9-]+\.)*(?:google\.com|googleapis\.com|gstatic\.com|"
                           r"gvt1\.com|googleusercontent\.com)(?::\d+)?[/ ]")
-
-
-# Seconds the browser has to answer a question about a page (its DOM, its
-# closing) once the page's own time is up.
-_ANSWER = 10.0
 
 
 class RenderFailed(Exception):
@@ -250,12 +246,11 @@ class Renderer:
             self.stats.inc_value("render/pages")
             if rendered.navigations:
                 self.stats.inc_value("render/navigations", len(rendered.navigations))
-            await self.browser.page_done()
             return rendered
 
     async def _render(self, response: Response, url: str, started: float) -> Rendered:
         assert self.browser is not None
-        context = await self.browser.context()
+        context, end = await self.browser.context()
         self.stats.set_value("render/browser_launches", self.browser.launches)
         deadline = started + self.timeout
         requests = PageRequests(url, response, fetch=self._fetch, refuse=self._refuse(url_site(url)),
@@ -288,8 +283,8 @@ class Renderer:
             while not crashed and time.monotonic() < deadline and requests.quiet_for() < self.settle:
                 await asyncio.sleep(0.05)
             try:
-                html = await asyncio.wait_for(page.content(), _ANSWER)
-                opened = await asyncio.wait_for(page.evaluate("window.__crawlerOpened || []"), _ANSWER)
+                html = await asyncio.wait_for(page.content(), ANSWER)
+                opened = await asyncio.wait_for(page.evaluate("window.__crawlerOpened || []"), ANSWER)
             except asyncio.TimeoutError:
                 raise RenderFailed("hung", f"the page's scripts held its renderer past RENDER_TIMEOUT: {url}") from None
         except Exception as exc:
@@ -299,10 +294,7 @@ class Renderer:
             raise
         finally:
             requests.cancel()
-            try:
-                await asyncio.wait_for(context.close(), _ANSWER)
-            except Exception:  # noqa: BLE001 - a context that cannot be closed: the browser goes
-                await self.browser.restart()
+            await end()
         for target in opened if isinstance(opened, list) else ():
             if isinstance(target, str) and target.startswith(("http://", "https://")) \
                     and target not in requests.navigations:

@@ -180,8 +180,8 @@ class Tally:
         if why is not None:
             self.why[why] += 1
             if len(self.examples[why]) < 3:
-                self.examples[why].append(f"{label} ({shape.text_chars} chars, {shape.links} links, "
-                                          f"{shape.scripts} scripts{', noscript' if shape.noscript else ''})")
+                self.examples[why].append(f"{label} ({shape.text_chars} chars, {shape.links} links"
+                                          f"{', noscript warning' if shape.noscript else ''})")
 
     def row(self) -> str:
         flagged = sum(self.why.values())
@@ -199,10 +199,11 @@ def _thin(s: Shape) -> bool:
 
 # The rule's noscript clause read otherwise: which pages each would flag.
 VARIANTS = {
-    "as now (text < NOSCRIPT_TEXT or links < NOSCRIPT_LINKS)": lambda s: looks_scripted(s) is not None,
-    "noscript with text < NOSCRIPT_TEXT and links < NOSCRIPT_LINKS": lambda s: _thin(s) or (
-        s.scripts > 0 and s.noscript and s.text_chars < NOSCRIPT_TEXT and s.links < NOSCRIPT_LINKS),
-    "noscript with text < THIN_TEXT": lambda s: _thin(s) or (s.scripts > 0 and s.noscript and s.text_chars < THIN_TEXT),
+    "the crawler's rule (noscript: text < NOSCRIPT_TEXT and links < NOSCRIPT_LINKS)":
+        lambda s: looks_scripted(s) is not None,
+    "noscript: text < NOSCRIPT_TEXT or links < NOSCRIPT_LINKS (the rule before 05b7840)": lambda s: _thin(s) or (
+        s.scripts > 0 and s.noscript and (s.text_chars < NOSCRIPT_TEXT or s.links < NOSCRIPT_LINKS)),
+    "noscript: text < THIN_TEXT": lambda s: _thin(s) or (s.scripts > 0 and s.noscript and s.text_chars < THIN_TEXT),
     "no noscript clause": _thin,
 }
 
@@ -270,7 +271,7 @@ def part_rule(args: argparse.Namespace, work: Path) -> None:
     for t in [*rows, *apps]:
         for why, examples in t.examples.items():
             print(f"  {t.name}, {why}: " + "; ".join(examples))
-    print("\nThe rule's noscript clause read otherwise (what-if, not the crawler's rule):")
+    print("\nThe rule's noscript clause read otherwise (what-if figures beside the crawler's rule):")
     for name, variant in VARIANTS.items():
         got = [sum(variant(x) for x in t.shapes) for t in (static, *apps)]
         print(f"  {name}: static trees {got[0]} ({100 * got[0] / max(static.pages, 1):.2f} %), "

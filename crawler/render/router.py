@@ -34,6 +34,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
+from urllib.parse import urlsplit
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -221,9 +222,13 @@ class PageRequests:
         if remaining <= 0.5:
             await self._refused(route, "time", "timedout")
             return None
+        # A downloader slot of its own: in the host's slot it would queue
+        # behind the pages the frontier leased there, and the page being
+        # rendered would wait for the whole queue. Politeness does not
+        # depend on it: the site's timeline in Redis spaces it (RESERVE).
         scrapy_request = Request(url, method=request.method, headers=headers, dont_filter=True, meta={
             RENDER_META: self.page_url, "dont_redirect": True, "handle_httpstatus_all": True, "dont_retry": True,
-            "download_timeout": remaining, "dont_merge_cookies": False})
+            "download_timeout": remaining, "download_slot": "render " + (urlsplit(url).hostname or "")})
         self.stats.inc_value("render/requests")
         try:
             response = await self.fetch(scrapy_request)

@@ -251,8 +251,7 @@ class SiteSpider(Spider):
             yield request
 
     def settle_rendering(self) -> None:
-        """Render as the crawl does (``-a render``, settled with its meta);
-        a crawl that renders on a machine that cannot closes this worker."""
+        """Render as the crawl does (its meta's ``-a render``); a machine that cannot: closed."""
         mode = self.follower.choices.get("render")
         try:
             self.renderer.configure(mode)
@@ -384,8 +383,7 @@ class SiteSpider(Spider):
             yield request
 
     async def _pdf(self, response: Response, item: PageItem, robots: frozenset[str]) -> AsyncIterator[Any]:
-        """A PDF (``crawler/documents.py``): an information page from its
-        text, duplicate-checked, stored, its links followed as such a page's."""
+        """A PDF (``crawler/documents.py``): an information page, checked, stored, followed as one."""
         item.page_type = self.typer.other_type()
         links = await self.documents.read_pdf(response, item, self._resolver, self.max_text_chars)
         if links is None:  # an error record with the reason

@@ -257,10 +257,6 @@ class Browser:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(gen.playwright.stop(), ANSWER)
 
-    @property
-    def running(self) -> bool:
-        return self._current is not None and self._current.browser.is_connected()
-
     async def close(self) -> None:
         self._closed = True
         async with self._lock:

@@ -100,7 +100,6 @@ class Rendered:
     html: str
     navigations: list[str] = field(default_factory=list)
     requests: int = 0
-    seconds: float = 0.0
 
 
 class Renderer:
@@ -242,7 +241,6 @@ class Renderer:
             except Exception as exc:  # noqa: BLE001 - Playwright's errors: the page or the browser went away
                 # A browser that died is started again on next use (Browser._ensure).
                 raise RenderFailed("browser", f"rendering {url} failed: {str(exc).splitlines()[0][:300]}") from exc
-            rendered.seconds = time.monotonic() - started
             self.stats.inc_value("render/pages")
             if rendered.navigations:
                 self.stats.inc_value("render/navigations", len(rendered.navigations))

@@ -131,6 +131,10 @@ FRONTIER_URL_CACHE = 100_000
 # Idle workers close when the whole cluster has nothing queued and nothing
 # leased; True keeps them waiting for new seeds.
 FRONTIER_WAIT_FOR_SEEDS = False
+# A worker started without seeds on a crawl nobody has given a URL yet waits
+# this long (seconds) for the worker that seeds it: workers started together
+# join one crawl whichever comes up first (0: close at once).
+FRONTIER_JOIN_WAIT = 60.0
 # The re-crawl (`scrapy crawl recrawl`, crawler/recrawl.py): each page's next
 # visit follows its estimated change rate, within these bounds (seconds); a
 # page fetched once is due again after REVISIT_DEFAULT_INTERVAL.

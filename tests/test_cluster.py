@@ -229,3 +229,38 @@ def test_seeds_added_to_redis_reach_a_waiting_worker_in_full(grid_server, redis_
         worker.wait()
     got = Counter(fetched(grid_server, mark))
     assert got == Counter((h, p) for h in (first_site, second_site) for p in ["/robots.txt", *grid_paths()])
+
+
+def test_a_worker_started_before_the_seeding_one_joins_its_crawl(grid_server, redis_url, crawl_name, tmp_path):
+    """Workers started together: the one without seeds may come up first,
+    on a crawl nobody has seeded yet. It waits for the seeds
+    (FRONTIER_JOIN_WAIT) and takes its share instead of closing at once."""
+    settings = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "DOWNLOAD_DELAY": 0.05,
+                "FRONTIER_DELAY_MARGIN": 0, "FRONTIER_MAX_HELD": 1}
+    mark = grid_server.mark()
+    joiner = Worker([], settings, tmp_path / "joiner")
+    frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name, node="reader")
+    deadline = time.monotonic() + 60
+    while not frontier.nodes():  # up, heart-beating, before any seed exists
+        assert time.monotonic() < deadline and joiner.proc.poll() is None, joiner.wait()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    assert joiner.proc.poll() is None  # still waiting, not closed on an empty crawl
+    seeder = Worker([seeds(grid_server)], settings, tmp_path / "seeder")
+    assert seeder.wait() == 0, seeder.log[-3000:]
+    assert joiner.wait() == 0, joiner.log[-3000:]
+    assert Counter(fetched(grid_server, mark)) == EXPECTED
+    assert "has no URL yet: waiting up to 60s for a worker to seed it" in joiner.log
+    assert f"No seeds: joining crawl {crawl_name} (scope: {', '.join(sorted(GRID_HOSTS))})" in joiner.log
+    assert joiner.stat("response_received_count") > 0
+    assert (joiner.stat("response_received_count") + seeder.stat("response_received_count")
+            == sum(EXPECTED.values()))
+
+
+def test_a_worker_alone_without_seeds_says_there_is_nothing_to_join(grid_server, redis_url, crawl_name, tmp_path):
+    mark = grid_server.mark()
+    worker = Worker([], {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "FRONTIER_JOIN_WAIT": 0.5}, tmp_path)
+    assert worker.wait() == 0, worker.log[-3000:]
+    assert fetched(grid_server, mark) == []
+    assert (f"Crawl {crawl_name} has no URL: no worker seeded it within 0.5s, so this one has nothing to join. "
+            "Give seeds (-a seeds=URL,...) or add them with `scrapy seed URL`") in worker.log

@@ -19,6 +19,8 @@ Settings:
   tail of its site queue.
 - ``FRONTIER_WAIT_FOR_SEEDS``: keep idle workers waiting for new URLs instead
   of closing when the cluster has nothing left.
+- ``FRONTIER_JOIN_WAIT``: how long a worker without seeds (the spider's
+  ``joins``) waits, before leasing, for a crawl nobody has seeded yet.
 - ``FRONTIER_LEASE_BATCH``: most requests leased in one call (one per site).
 - ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
   waiting for the spider (those waiting only for the store do not count; 0:
@@ -69,6 +71,7 @@ import redis
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.task import LoopingCall
 
 from crawler import compat
@@ -85,6 +88,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.internet.base import DelayedCall
+    from twisted.internet.defer import Deferred
     from twisted.python.failure import Failure
     from typing_extensions import Self
 
@@ -126,7 +130,7 @@ class FrontierScheduler(BaseScheduler):
         return cls(crawler)
 
     # -- lifecycle -----------------------------------------------------------
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Deferred[None] | None:
         self.spider = spider
         sig = self.crawler.signals
         # Before the service opens: its first heartbeat is sent there.
@@ -142,6 +146,12 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._closed, signal=signals.spider_closed)
         self._tick_loop = LoopingCall(self._tick)
         self._tick_loop.start(0.25, now=False)
+        if getattr(spider, "joins", False) and not self.wait_for_seeds:
+            # A worker without seeds, perhaps up before the one that seeds
+            # the crawl: waits for it before leasing, and before the spider
+            # reads the crawl's policy (the engine waits for this open).
+            return deferred_from_coro(self.service.until_seeded(self.crawler.settings.getfloat("FRONTIER_JOIN_WAIT")))
+        return None
 
     def _closed(self, reason: str) -> None:
         if self.stopping == "now":

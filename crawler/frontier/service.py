@@ -45,7 +45,8 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
-from twisted.internet.task import LoopingCall
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.task import LoopingCall, deferLater
 
 from crawler import compat
 from crawler.crawldir import crawl_dir, crawl_name
@@ -349,6 +350,40 @@ class FrontierService:
     async def writable(self) -> None:
         """Return once Redis takes writes (at once unless it is full)."""
         await self.fullness.writable()
+
+    async def until_seeded(self, wait: float) -> None:
+        """For a worker without seeds: return once the crawl has had a URL
+        (queued, leased, waiting, done or failed), after ``wait`` seconds, or
+        when the worker is stopped. Workers started together then join one
+        crawl whichever comes up first; one started alone says why it
+        closes."""
+        def seeded() -> bool:
+            try:
+                st = self.frontier.stats()
+            except redis.RedisError:
+                return True  # Redis away: the scheduler waits for it, said there
+            return any(st.get(k, 0) for k in ("queued", "leased", "delayed", "done", "errors"))
+
+        deadline = time.monotonic() + wait
+        if seeded() or wait <= 0:
+            return
+        logger.info("Crawl %(crawl)s has no URL yet: waiting up to %(wait)gs for a worker to seed it "
+                    "(FRONTIER_JOIN_WAIT)", {"crawl": self.frontier.crawl, "wait": wait},
+                    extra={"spider": self.spider})
+        reactor = compat.reactor()
+        # Ctrl-C now: Scrapy stops the reactor without closing a spider that
+        # is still opening. The node leaves then (it holds nothing).
+        trigger = reactor.addSystemEventTrigger("before", "shutdown", self.close)
+        try:
+            while time.monotonic() < deadline:
+                await maybe_deferred_to_future(deferLater(reactor, 0.25, lambda: None))
+                if seeded() or not self.crawler.crawling or self.frontier.stop_mode is not None:
+                    return  # stop_mode: `scrapy stop`
+        finally:
+            reactor.removeSystemEventTrigger(trigger)
+        logger.warning("Crawl %(crawl)s has no URL: no worker seeded it within %(wait)gs, so this one has "
+                       "nothing to join. Give seeds (-a seeds=URL,...) or add them with `scrapy seed URL`",
+                       {"crawl": self.frontier.crawl, "wait": wait}, extra={"spider": self.spider})
 
     def refused_for_memory(self, exc: BaseException) -> bool:
         """Whether ``exc`` is Redis refusing a write for want of memory:

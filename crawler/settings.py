@@ -369,6 +369,9 @@ SPIDER_MIDDLEWARES = {
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "crawler.middlewares.TrapGuardMiddleware": 850,
 }
+# The spider yields retries of pages the browser failed (get_retry_request,
+# crawler/render/service.py): their retry_times is the count, on purpose.
+META_COPY_WARN_SKIP_KEYS = ["retry_times"]
 DOWNLOADER_MIDDLEWARES = {
     # Before robots.txt handling (90, 100), whose own requests pass through it
     # too; after Scrapy's OffsiteMiddleware (50), which drops requests without

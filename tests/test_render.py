@@ -242,6 +242,7 @@ def test_a_page_that_hangs_or_exhausts_the_browser_costs_retries_not_the_page(ap
     assert stats["render/gave_up"] == 2
     assert (stats["render/failed/hung"], stats["render/failed/crashed"]) == (2, 2), render_stats(stats)
     assert result.log.count("Gave up rendering") == 2
+    assert "internal meta keys" not in result.log  # the spider's retries are retries (MetaCopyDetection)
 
 
 def test_a_crawl_that_renders_without_a_browser_stops_at_start(app, tmp_path):

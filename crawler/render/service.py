@@ -213,6 +213,7 @@ class Renderer:
             retry = get_retry_request(response.request, spider=spider, reason=f"render {reason}") \
                 if response.request is not None else None
             if retry is not None:
+                retry.meta.pop("download_latency", None)  # the last fetch's, not the retry's
                 logger.warning("%(exc)s: the page is retried", {"exc": exc}, extra={"spider": spider})
                 return retry
             stats.inc_value("render/gave_up")

@@ -332,8 +332,8 @@ RENDER_OTHER_SITES = True
 RENDER_MEMORY_MB = 512  # a page's JavaScript heap; over it the page crashes (a retry)
 RENDER_PAGES_PER_BROWSER = 200  # a browser is retired after this many pages (a new one takes over)
 RENDER_CACHE_MB = 32  # scripts kept by a worker for its next pages
-# -a render=auto: renderings on a site, none paying off, after which its pages
-# are no longer rendered.
+# -a render=auto: once a site has had this many renderings and fewer than one
+# in this many paid off, its pages are no longer rendered.
 RENDER_AUTO_PROBE = 3
 
 # --- PDF documents (crawler/documents.py, crawler/pdf.py) -------------------------

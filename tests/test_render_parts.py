@@ -60,14 +60,39 @@ def test_rendering_paid_off_when_it_brought_text_or_links():
     assert not paid_off(Shape(5000, 10), Shape(5300, 11))  # 300 more, but 6 %: the same page
 
 
-def test_a_site_is_taken_as_static_after_probe_renderings_that_never_paid():
+def test_a_site_is_taken_as_static_once_fewer_than_one_in_probe_renderings_paid():
     memory = SiteMemory(probe=3, size=2)
     assert [memory.record("a.org", False) for _ in range(3)] == [False, False, True]
     assert not memory.worth_rendering("a.org") and memory.counts("a.org") == (3, 0)
-    assert memory.record("b.org", False) is False and memory.record("b.org", True) is False
-    assert [memory.record("b.org", False) for _ in range(5)] == [False] * 5 and memory.worth_rendering("b.org")
-    memory.record("c.org", False)  # a third site: the least recently used (a.org) is forgotten
+    # The first paid (a menu a script writes, new on the first page), no other: static at the fourth.
+    assert [memory.record("b.org", p) for p in (True, False, False, False)] == [False, False, False, True]
+    assert not memory.worth_rendering("b.org") and memory.counts("b.org") == (4, 1)
+    # A site that keeps paying, one in three or more: rendered on. A third
+    # site: the least recently used (a.org) is forgotten.
+    assert [memory.record("c.org", p) for p in (True, False, True, False, False, True, False)] == [False] * 7
+    assert memory.worth_rendering("c.org") and memory.counts("c.org") == (7, 3)
     assert memory.worth_rendering("a.org") and memory.counts("a.org") == (0, 0)
+
+
+def test_only_links_new_to_the_crawl_make_a_rendering_pay():
+    from types import SimpleNamespace
+
+    from scrapy.utils.test import get_crawler
+
+    from crawler.extract import analyze
+    from crawler.follow import UrlCache
+    from crawler.render.service import Renderer
+
+    follower = SimpleNamespace(seen=UrlCache(100))
+    renderer = Renderer(get_crawler(settings_dict={"RENDER_AUTO_PROBE": 3}), follower)  # type: ignore[arg-type]
+    menu = '<a href="annotated.html">Classes</a><a href="files.html">Files</a><a href="modules.html">Modules</a>'
+    static = analyze('<p>T</p><a href="https://www.doxygen.org/">doxygen</a>', "http://s/classT.html")
+    rendered = analyze(menu + '<p>T</p><a href="https://www.doxygen.org/">doxygen</a>', "http://s/classT.html")
+    assert renderer.new_links("http://s/classT.html", static, rendered) == 3
+    follower.seen.add("http://s/annotated.html")  # sent to the frontier by the static crawl, or the first page
+    follower.seen.add("http://s/files.html")
+    assert renderer.new_links("http://s/classU.html", static, rendered) == 1
+    assert renderer.new_links("http://s/classU.html", rendered, rendered) == 0  # nothing the static page lacked
 
 
 def test_the_script_cache_keeps_whole_scripts_within_its_bytes():

@@ -23,8 +23,11 @@ on static documentation trees, and on script-built pages.
 
 A rendering *paid off* (``paid_off``) when the rendered page has at least
 ``PAID_TEXT`` more characters of text (and 20 % more) or ``PAID_LINKS``
-more links than the static one. ``SiteMemory`` keeps, per site, how often
-rendering paid: after ``probe`` renderings that never did, the site is
+more links than the static one; the renderer counts only links that
+neither the static page nor the worker's crawl had (a menu a script writes
+on every page of a Doxygen site pays once, not on every page).
+``SiteMemory`` keeps, per site, how often rendering paid: once a site has
+had ``probe`` renderings and fewer than one in ``probe`` paid off, it is
 taken as static and its candidates are no longer rendered, so a static site
 whose pages happen to look thin pays for a few renderings, then nothing.
 """
@@ -116,20 +119,23 @@ class SiteMemory:
         self._sites: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     def worth_rendering(self, site: str) -> bool:
-        """False once ``probe`` renderings on the site never paid off."""
-        done, paid = self._sites.get(site, (0, 0))
-        return paid > 0 or done < self.probe
+        """False once the site has had ``probe`` renderings and fewer than
+        one in ``probe`` paid off."""
+        return self._worth(*self._sites.get(site, (0, 0)))
+
+    def _worth(self, done: int, paid: int) -> bool:
+        return done < self.probe or paid * self.probe >= done
 
     def record(self, site: str, paid: bool) -> bool:
         """One rendering on ``site``; returns True when this one made the
         site static (it stops being rendered)."""
         done, got = self._sites.pop(site, (0, 0))
-        before = got > 0 or done < self.probe
+        before = self._worth(done, got)
         done, got = done + 1, got + int(paid)
         self._sites[site] = (done, got)
         if len(self._sites) > self.size:
             self._sites.popitem(last=False)
-        return before and not (got > 0 or done < self.probe)
+        return before and not self._worth(done, got)
 
     def counts(self, site: str) -> tuple[int, int]:
         """(renderings, renderings that paid off) on ``site``."""

@@ -37,8 +37,8 @@ Settings:
 - ``RENDER_PAGES_PER_BROWSER`` - pages after which a browser is retired (new
   pages go to a new one; it closes once its last page has ended).
 - ``RENDER_CACHE_MB`` - the worker's script cache.
-- ``RENDER_AUTO_PROBE`` - renderings on a site, none paying off, after
-  which ``auto`` stops rendering it.
+- ``RENDER_AUTO_PROBE`` - once a site has had this many renderings and
+  fewer than one in this many paid off, ``auto`` stops rendering it.
 
 Stats: ``render/pages``, ``render/candidates`` and ``render/candidate/<why>``
 (``auto``), ``render/paid_off``, ``render/site_static``, ``render/skipped_static_site``,
@@ -60,10 +60,11 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
+from crawler.follow import resolve_links
 from crawler.render.browser import ANSWER, Browser, BrowserUnavailable, find_browser
 from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off, shape_of
 from crawler.render.router import PageRequests, ScriptCache
-from crawler.urls import url_site
+from crawler.urls import LinkResolver, url_site
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -121,6 +122,7 @@ class Renderer:
         self.pages_per_browser = s.getint("RENDER_PAGES_PER_BROWSER")
         self.cache = ScriptCache(s.getint("RENDER_CACHE_MB") * 1024 * 1024)
         self.memory = SiteMemory(probe=s.getint("RENDER_AUTO_PROBE"))
+        self._resolver = LinkResolver(20_000)
         self.user_agent = s.get("USER_AGENT")
         self.browser: Browser | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -158,6 +160,14 @@ class Renderer:
             self.stats.inc_value("render/skipped_static_site")
             return False
         return True
+
+    def new_links(self, url: str, static: Page, rendered: Page) -> int:
+        """Links of the rendered page that neither its static HTML nor this
+        worker's crawl had (``Follower.seen``): what rendering found."""
+        before, _ = resolve_links(self._resolver, url, static)
+        after, _ = resolve_links(self._resolver, url, rendered)
+        seen = self.follower.seen
+        return sum(1 for u in after if u not in before and u not in seen)
 
     def learn(self, site: str, static: Shape, rendered: Shape) -> None:
         """What a rendering gave, against the static page: the site's memory."""
@@ -206,7 +216,7 @@ class Renderer:
         if not self.wants(item.site, static):
             return None
         try:
-            rendered = await self.render(response, item.url)
+            rendered = await self.render(response, item.url, item.site)
         except (RenderFailed, BrowserUnavailable) as exc:
             reason = exc.reason if isinstance(exc, RenderFailed) else "no_browser"
             stats.inc_value(f"render/failed/{reason}")
@@ -220,15 +230,22 @@ class Renderer:
             logger.warning("Gave up rendering %(url)s (%(exc)s): stored from its static HTML",
                            {"url": item.url, "exc": exc}, extra={"spider": spider})
             return None
+        if rendered is None:
+            return None
         again = extract(rendered.html)
-        self.learn(item.site, static, Shape(len(again.text), len(again.links)))
+        self.learn(item.site, static, Shape(len(again.text), static.links + self.new_links(item.url, page, again)))
         item.rendered = True
         return rendered.html, again, rendered.navigations
 
-    async def render(self, response: Response, url: str) -> Rendered:
-        """The page's DOM after its scripts ran; ``RenderFailed`` when the browser failed it."""
+    async def render(self, response: Response, url: str, site: str | None = None) -> Rendered | None:
+        """The page's DOM after its scripts ran; ``RenderFailed`` when the
+        browser failed it; None when, by the page's turn, ``auto`` has taken
+        ``site`` as static (renderings that waited for a slot then)."""
         assert self.browser is not None and self._slots is not None
         async with self._slots:
+            if site is not None and self.mode == "auto" and not self.memory.worth_rendering(site):
+                self.stats.inc_value("render/skipped_static_site")
+                return None
             started = time.monotonic()
             try:
                 rendered = await asyncio.wait_for(self._render(response, url, started), self.timeout + 30)
@@ -319,6 +336,8 @@ class Renderer:
             self._escape_said = True
             logger.info("A request went around the renderer's interception (a download?) and was refused at its "
                         "proxy: %(line)s (counted in render/escaped; not said again)", {"line": line})
+        else:
+            logger.debug("Refused at the renderer's proxy: %(line)s", {"line": line})
 
     async def _closed(self, spider: Any) -> None:
         if self.browser is not None:

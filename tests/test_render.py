@@ -214,16 +214,23 @@ def test_a_page_that_never_loads_a_download_a_popup_and_a_script_navigation(app,
     assert {u: (stored[u]["rendered"], stored[u]["title"]) for u in ("/stall", "/download", "/popup", "/nav")} == {
         "/stall": (True, "Stall"), "/download": (True, "Download"), "/popup": (True, "Popup"), "/nav": (True, "Nav")}
     stats = stats_of(result.log)
-    # /stall's script never comes; /download's load event waits on the
-    # download the browser was not allowed to make: both taken at RENDER_TIMEOUT.
-    assert stats["render/load_timeout"] == 2
+    # /stall's script never comes: taken at RENDER_TIMEOUT. /download's load
+    # event waits on the download the browser was not allowed to make: taken
+    # at the timeout too, unless Chromium's download manager gives up on the
+    # refusal first (seen with the machine loaded): 1 or 2.
+    assert stats["render/load_timeout"] in (1, 2), render_stats(stats)
     assert stats["render/refused/download"] == 1
     # location.href: a navigation not made; window.open: a window not opened;
     # both links of their pages (render/navigations).
     assert (stats["render/refused/navigation"], stats["render/navigations"]) == (1, 2)
     # The download link the script clicked: Chromium's download manager asks
-    # around interception, and the proxy sink refused it (no server saw it).
-    assert stats["render/escaped"] == 1
+    # around interception, and the proxy sink refused it (no server saw it:
+    # report.zip fetched 0 times above). Once a run here; twice in one CI run
+    # of many (the manager trying again, as far as can be told): the first is
+    # the one said.
+    assert stats["render/escaped"] in (1, 2), render_stats(stats)
+    assert re.search(r"A request went around the renderer's interception \(a download\?\) and was refused at its "
+                     r"proxy: GET http://127\.0\.0\.2:\d+/files/report\.zip HTTP/1\.1 ", result.log)
 
 
 def test_a_page_that_hangs_or_exhausts_the_browser_costs_retries_not_the_page(app, tmp_path):

@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawler.store import SQLiteStore
 from tests.support import ROOT
+from tests.support.app_server import REF_CLASSES, REF_MENU
 from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
 from tests.support.servers import Server, launch
 from tests.support.system import CHROMIUM, ensure_commands
@@ -159,6 +160,25 @@ def test_auto_renders_the_shells_and_not_the_static_page(app, tmp_path):
                     uri = record.rec_headers.get_header("WARC-Target-URI")
                     archived[uri[uri.index("/", 8):]] += 1
     assert archived == Counter(result.fetched)
+
+
+def test_auto_stops_rendering_a_static_site_whose_script_only_writes_its_menu(app, tmp_path):
+    # Thin class pages whose script writes the same menu on each (Doxygen's
+    # menu.js): candidates all. The first rendering finds the menu's pages,
+    # linked from nowhere else (it paid off); the next three find nothing
+    # new, and the site is taken as static: fewer than one in three paid.
+    result = crawl(app, tmp_path / "ref", ["/ref/index.html"], "follow=all", "render=auto", RENDER_CONCURRENCY=1)
+    assert result.returncode == 0, result.log[-3000:]
+    classes = [f"/ref/class{i}.html" for i in range(REF_CLASSES)]
+    assert Counter(result.fetched) == Counter(["/robots.txt", "/ref/index.html", *classes, "/ref/menu.js", *REF_MENU])
+    stored = pages(result, app)
+    assert sorted(stored) == sorted(["/ref/index.html", *classes, *REF_MENU])
+    assert sum(1 for p in stored.values() if p["rendered"]) == 4
+    stats = stats_of(result.log)
+    assert {k: stats.get(f"render/{k}") for k in ("candidates", "pages", "paid_off", "site_static",
+                                                   "skipped_static_site")} == {
+        "candidates": REF_CLASSES, "pages": 4, "paid_off": 1, "site_static": 1, "skipped_static_site": REF_CLASSES - 4}
+    assert "Rendering paid off on 1 of 4 pages of 127.0.0.2: its pages are no longer rendered" in result.log
 
 
 @pytest.fixture

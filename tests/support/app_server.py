@@ -80,6 +80,29 @@ def route(path: str, docs: int) -> dict[str, Any] | None:
     return None
 
 
+# A static reference manual as Doxygen writes one: an index page of links,
+# and thin class pages whose menu a script writes, the same on every page
+# (Doxygen's menu.js). REF_MENU's pages are linked from that menu only.
+REF_CLASSES = 10
+REF_MENU = ("/ref/files.html", "/ref/modules.html", "/ref/namespaces.html", "/ref/classlist.html")
+MENU_JS = ("document.getElementById('menu').innerHTML = "
+           + json.dumps("".join(f'<a href="{u}">{u[5:-5]}</a> ' for u in ("/ref/index.html", *REF_MENU))) + ";")
+
+
+def reference(path: str) -> str | None:
+    if path == "/ref/index.html":
+        links = "".join(f'<li><a href="/ref/class{i}.html">Class {i}</a></li>' for i in range(REF_CLASSES))
+        return f"<html><head><title>Reference</title></head><body><h1>Classes</h1><ul>{links}</ul></body></html>"
+    if path in REF_MENU:
+        return (f"<html><head><title>{path[5:-5]}</title></head><body><p>{prose(len(path) * 11)}</p>"
+                '<a href="/ref/index.html">Index</a></body></html>')
+    if path.startswith("/ref/class") and path[10:-5].isdigit() and int(path[10:-5]) < REF_CLASSES:
+        return (f"<html><head><title>Class {path[10:-5]}</title></head><body><div id=\"menu\"></div>"
+                f"<p>Class {path[10:-5]} of the library.</p><a href=\"https://www.doxygen.org/\">doxygen</a>"
+                '<script src="/ref/menu.js"></script></body></html>')
+    return None
+
+
 def page_with(title: str, script: str, text: str = "") -> str:
     return (f"<!doctype html><html><head><title>{title}</title></head><body><div id=\"root\"></div>"
             f"<script>{script}</script>{text}</body></html>")
@@ -111,6 +134,10 @@ def make_app(holder: dict[str, int], log_path: Path | None, root: Path | None, d
             return web.Response(text=json.dumps(found), content_type="application/json")
         if path == "/" or (path.startswith("/docs/") and route(path, docs) is not None):
             return web.Response(text=shell("App"), content_type=html)
+        if path == "/ref/menu.js":
+            return web.Response(text=MENU_JS, content_type="application/javascript")
+        if reference(path) is not None:
+            return web.Response(text=reference(path), content_type=html)
         if path == "/static.html":
             body = "".join(f"<p>{prose(900 + k)}</p>" for k in range(4))
             links = "".join(f'<li><a href="/docs/{i}">Document {i}</a></li>' for i in range(min(docs, 6)))

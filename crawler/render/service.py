@@ -176,9 +176,9 @@ class Renderer:
             self.stats.inc_value("render/paid_off")
         if self.memory.record(site, paid) and self.mode == "auto":
             self.stats.inc_value("render/site_static")
-            done, paid = self.memory.counts(site)
+            done, got = self.memory.counts(site)
             logger.info("Rendering paid off on %(paid)d of %(n)d pages of %(site)s: its pages are no longer rendered",
-                        {"site": site, "n": done, "paid": paid})
+                        {"site": site, "n": done, "paid": got})
 
     # -- rendering ---------------------------------------------------------------------
     def _refuse(self, page_site: str) -> Any:

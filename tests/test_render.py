@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawler.store import SQLiteStore
 from tests.support import ROOT
-from tests.support.app_server import REF_CLASSES, REF_MENU
+from tests.support.app_server import FRAMES, REF_CLASSES, REF_MENU
 from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
 from tests.support.servers import Server, launch
 from tests.support.system import CHROMIUM, ensure_commands
@@ -251,6 +251,26 @@ def test_a_page_that_never_loads_a_download_a_popup_and_a_script_navigation(app,
     assert stats["render/escaped"] in (1, 2), render_stats(stats)
     assert re.search(r"A request went around the renderer's interception \(a download\?\) and was refused at its "
                      r"proxy: GET http://127\.0\.0\.2:\d+/files/report\.zip HTTP/1\.1 ", result.log)
+
+
+def test_a_page_past_its_request_limit_is_taken_then(app, tmp_path):
+    # 60 iframes, 10 requests allowed: the first 10 frames are fetched, the
+    # rest answered 204 (an empty frame, not Chromium's error page: 918 of
+    # those hung a renderer), and the page taken as it is at the first
+    # refusal: its script-written text, no timeout.
+    result = crawl(app, tmp_path / "frames", ["/frames"], "render=always", RENDER_MAX_REQUESTS=10)
+    assert result.returncode == 0, result.log[-3000:]
+    fetched = Counter(result.fetched)
+    assert sum(n for p, n in fetched.items() if p.startswith("/frames/")) == 10
+    assert all(n == 1 for n in fetched.values()) and fetched["/frames"] == 1
+    stored = pages(result, app)
+    assert (stored["/frames"]["rendered"], stored["/frames"]["title"]) == (True, "Frames")
+    assert "Frames" in stored["/frames"]["text"] and len(stored["/frames"]["text"]) > 300
+    stats = stats_of(result.log)
+    assert {k: stats.get(f"render/{k}") for k in ("pages", "requests", "over_limit", "refused/limit", "load_timeout",
+                                                   "failed/hung")} == {
+        "pages": 1, "requests": 10, "over_limit": 1, "refused/limit": FRAMES - 10, "load_timeout": None,
+        "failed/hung": None}, render_stats(stats)
 
 
 def test_a_page_that_hangs_or_exhausts_the_browser_costs_retries_not_the_page(app, tmp_path):

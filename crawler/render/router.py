@@ -120,6 +120,9 @@ class PageRequests:
         self.deadline = deadline
         self.navigations: list[str] = []
         self.requests = 0
+        # Set at the first request refused for RENDER_MAX_REQUESTS: the page
+        # is taken as it is then rather than waited for (918 iframes ...).
+        self.over_limit = asyncio.Event()
         self.inflight = 0
         self.last_activity = time.monotonic()
         self._answered_first = False
@@ -153,8 +156,14 @@ class PageRequests:
         for task in list(self._tasks):
             task.cancel()
 
-    async def _refused(self, route: Route, reason: str, code: str = "blockedbyclient") -> None:
+    async def _refused(self, route: Route, reason: str, code: str = "blockedbyclient", frame: bool = False) -> None:
         self.stats.inc_value(f"render/refused/{reason}")
+        if frame:
+            # A frame's document: 204 No Content leaves the frame empty.
+            # Aborted, each would load Chromium's error page, and a page of
+            # 918 iframes (libstdc++'s inherits.html) hung its renderer so.
+            await route.fulfill(status=204, body=b"")
+            return
         await route.abort(code)
 
     async def _handle(self, route: Route, request: PwRequest) -> None:
@@ -181,10 +190,10 @@ class PageRequests:
             await route.abort("blockedbyclient")
             return
         if not url.startswith(("http://", "https://")):
-            await self._refused(route, "scheme")
+            await self._refused(route, "scheme", frame=navigation)
             return
         if request.method not in ("GET", "HEAD"):
-            await self._refused(route, "method")
+            await self._refused(route, "method", frame=navigation)
             return
         cached = self.cache.get(url) if kind == "script" else None
         if cached is None and kind == "script" and url in self.cache.pending:
@@ -195,11 +204,12 @@ class PageRequests:
             await route.fulfill(status=status, headers=headers, body=body)
             return
         if self.requests >= self.max_requests:
-            await self._refused(route, "limit")
+            self.over_limit.set()
+            await self._refused(route, "limit", frame=navigation)
             return
         why = self.refuse(url)
         if why is not None:
-            await self._refused(route, why)
+            await self._refused(route, why, frame=navigation)
             return
         self.requests += 1
         if kind != "script" or request.method != "GET":
@@ -220,7 +230,7 @@ class PageRequests:
         headers = {k: v for k, v in (await request.all_headers()).items() if k.lower() not in _DROP_REQUEST}
         remaining = self.deadline - time.monotonic()
         if remaining <= 0.5:
-            await self._refused(route, "time", "timedout")
+            await self._refused(route, "time", "timedout", frame=frame)
             return None
         # A downloader slot of its own: in the host's slot it would queue
         # behind the pages the frontier leased there, and the page being
@@ -236,7 +246,7 @@ class PageRequests:
             # The network guard, robots.txt, or the crawl stopping: said by them, counted here.
             reason = "robots" if "robots" in type(exc).__name__.lower() or "robots" in str(exc).lower() else (
                 "address" if type(exc).__name__ == "AddressRefused" else "ignored")
-            await self._refused(route, reason)
+            await self._refused(route, reason, frame=frame)
             return None
         except asyncio.CancelledError:
             raise
@@ -246,7 +256,7 @@ class PageRequests:
             await route.abort("timedout" if "timeout" in type(exc).__name__.lower() else "failed")
             return None
         if frame and b"attachment" in (response.headers.get(b"Content-Disposition") or b"").lower():
-            await self._refused(route, "download")
+            await self._refused(route, "download", frame=frame)
             return None
         out_headers = browser_headers(response)
         kept = None

@@ -42,7 +42,8 @@ Settings:
 
 Stats: ``render/pages``, ``render/candidates`` and ``render/candidate/<why>``
 (``auto``), ``render/paid_off``, ``render/site_static``, ``render/skipped_static_site``,
-``render/load_timeout``, ``render/settle_timeout``, ``render/failed/<reason>``, ``render/gave_up``,
+``render/load_timeout``, ``render/settle_timeout``, ``render/over_limit``, ``render/failed/<reason>``,
+``render/gave_up``,
 ``render/requests``, ``render/cache_hits``, ``render/request_errors``,
 ``render/refused/<reason>``, ``render/blocked/<type>``, ``render/navigations``,
 ``render/escaped``, ``render/browser_launches``.
@@ -51,6 +52,7 @@ Stats: ``render/pages``, ``render/candidates`` and ``render/candidate/<why>``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -67,7 +69,7 @@ from crawler.render.router import PageRequests, ScriptCache
 from crawler.urls import LinkResolver, url_site
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
@@ -85,6 +87,25 @@ __all__ = ["RENDER_MODES", "RenderFailed", "Rendered", "Renderer"]
 # (its vendor's update, time and account services), not a page's.
 _BROWSER_OWN = re.compile(r"^(?:CONNECT |[A-Z]+ https?://)(?:[a-z0-9-]+\.)*(?:google\.com|googleapis\.com|gstatic\.com|"
                           r"gvt1\.com|googleusercontent\.com)(?::\d+)?[/ ]")
+
+
+async def _unless(work: Awaitable[Any], event: asyncio.Event) -> bool:
+    """Await ``work`` unless ``event`` is set first (``work`` is then
+    cancelled): whether the event came first."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task.done():
+        task.result()  # its error, if any
+        return False
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # retrieved: an error of the abandoned wait is of no interest
+    return True
 
 
 class RenderFailed(Exception):
@@ -279,26 +300,35 @@ class Renderer:
             page = await context.new_page()
             page.on("crash", lambda _: crashed.append("crash"))
             try:
-                await page.goto(url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
+                over = await _unless(page.goto(url, wait_until="load",
+                                               timeout=max(1.0, deadline - time.monotonic()) * 1000), requests.over_limit)
             except Exception as exc:  # noqa: BLE001 - never loaded in time: the DOM as it is then
                 if not crashed and "Timeout" not in type(exc).__name__:
                     raise
                 if not crashed:
                     self.stats.inc_value("render/load_timeout")
                     logger.debug("%(url)s did not finish loading in RENDER_TIMEOUT: its DOM as it is", {"url": url})
-            if not crashed and time.monotonic() < deadline:
+                over = False
+            if not over and not crashed and time.monotonic() < deadline:
                 # Network idle as Playwright's driver counts it (500 ms with no
                 # request in flight, those waiting on the router included: it
                 # sees them before this process does), then RENDER_SETTLE of
                 # quiet as the router saw it.
                 try:
-                    await page.wait_for_load_state("networkidle", timeout=max(0.1, deadline - time.monotonic()) * 1000)
+                    over = await _unless(page.wait_for_load_state(
+                        "networkidle", timeout=max(0.1, deadline - time.monotonic()) * 1000), requests.over_limit)
                 except Exception as exc:  # noqa: BLE001 - never idle in time (a page that polls): as it is
                     if crashed or "Timeout" not in type(exc).__name__:
                         raise
                     self.stats.inc_value("render/settle_timeout")
-            while not crashed and time.monotonic() < deadline and requests.quiet_for() < self.settle:
+            while not over and not crashed and time.monotonic() < deadline and requests.quiet_for() < self.settle:
                 await asyncio.sleep(0.05)
+            if over and not crashed:
+                # Past RENDER_MAX_REQUESTS: what the page still asks for is
+                # refused anyway. Its loading is stopped and its DOM taken now.
+                self.stats.inc_value("render/over_limit")
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(page.evaluate("window.stop()"), ANSWER)
             try:
                 html = await asyncio.wait_for(page.content(), ANSWER)
                 opened = await asyncio.wait_for(page.evaluate("window.__crawlerOpened || []"), ANSWER)

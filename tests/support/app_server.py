@@ -89,6 +89,9 @@ MENU_JS = ("document.getElementById('menu').innerHTML = "
            + json.dumps("".join(f'<a href="{u}">{u[5:-5]}</a> ' for u in ("/ref/index.html", *REF_MENU))) + ";")
 
 
+FRAMES = 60  # iframes of /frames (libstdc++'s inherits.html has 918)
+
+
 def reference(path: str) -> str | None:
     if path == "/ref/index.html":
         links = "".join(f'<li><a href="/ref/class{i}.html">Class {i}</a></li>' for i in range(REF_CLASSES))
@@ -134,6 +137,11 @@ def make_app(holder: dict[str, int], log_path: Path | None, root: Path | None, d
             return web.Response(text=json.dumps(found), content_type="application/json")
         if path == "/" or (path.startswith("/docs/") and route(path, docs) is not None):
             return web.Response(text=shell("App"), content_type=html)
+        if path == "/frames":
+            frames = "".join(f'<iframe src="/frames/{i}"></iframe>' for i in range(FRAMES))
+            return web.Response(text=page_with("Frames", written("Frames"), frames), content_type=html)
+        if path.startswith("/frames/") and path[8:].isdigit():
+            return web.Response(text=f"<html><body>frame {path[8:]}</body></html>", content_type=html)
         if path == "/ref/menu.js":
             return web.Response(text=MENU_JS, content_type="application/javascript")
         if reference(path) is not None:

@@ -20,7 +20,7 @@ Settings:
 - ``FRONTIER_WAIT_FOR_SEEDS``: keep idle workers waiting for new URLs instead
   of closing when the cluster has nothing left.
 - ``FRONTIER_JOIN_WAIT``: how long a worker without seeds (the spider's
-  ``joins``) waits, before leasing, for a crawl nobody has seeded yet.
+  ``seed_urls`` empty) waits, before leasing, for a crawl nobody has seeded.
 - ``FRONTIER_LEASE_BATCH``: most requests leased in one call (one per site).
 - ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
   waiting for the spider (those waiting only for the store do not count; 0:
@@ -146,10 +146,10 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._closed, signal=signals.spider_closed)
         self._tick_loop = LoopingCall(self._tick)
         self._tick_loop.start(0.25, now=False)
-        if getattr(spider, "joins", False) and not self.wait_for_seeds:
-            # A worker without seeds, perhaps up before the one that seeds
-            # the crawl: waits for it before leasing, and before the spider
-            # reads the crawl's policy (the engine waits for this open).
+        if getattr(spider, "seed_urls", None) == [] and not self.wait_for_seeds:
+            # A site worker without seeds, perhaps up before the one that
+            # seeds the crawl: waits for it before leasing, and before the
+            # spider reads the crawl's policy (the engine waits for this open).
             return deferred_from_coro(self.service.until_seeded(self.crawler.settings.getfloat("FRONTIER_JOIN_WAIT")))
         return None
 

@@ -157,7 +157,6 @@ class SiteSpider(Spider):
     ) -> None:
         self.seed_urls, bad = SiteSpider.check_arguments(seeds, seeds_file, scope, follow, None, allow, deny, rules,
                                                          sitemaps, languages, order, render, **kwargs)
-        self.joins = not self.seed_urls  # the scheduler waits for a worker to seed the crawl (FRONTIER_JOIN_WAIT)
         if order is not None and topic is not None:
             raise ConfigError("-a order and -a topic: a focused crawl keeps its topic order; give one of them")
         self.order = order

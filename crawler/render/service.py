@@ -127,7 +127,7 @@ class Rendered:
 class Renderer:
     """This worker's rendering: which pages, and the browser that renders them."""
 
-    def __init__(self, crawler: Crawler, follower: Follower) -> None:
+    def __init__(self, crawler: Crawler, follower: Follower, resolver: LinkResolver | None = None) -> None:
         s = crawler.settings
         self.crawler = crawler
         self.follower = follower
@@ -143,7 +143,7 @@ class Renderer:
         self.pages_per_browser = s.getint("RENDER_PAGES_PER_BROWSER")
         self.cache = ScriptCache(s.getint("RENDER_CACHE_MB") * 1024 * 1024)
         self.memory = SiteMemory(probe=s.getint("RENDER_AUTO_PROBE"))
-        self._resolver = LinkResolver(20_000)
+        self._resolver = resolver or LinkResolver()  # the spider's: the links of its pages resolved once
         self.user_agent = s.get("USER_AGENT")
         self.browser: Browser | None = None
         self._slots: asyncio.Semaphore | None = None

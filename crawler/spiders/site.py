@@ -200,7 +200,7 @@ class SiteSpider(Spider):
         spider.variants = Variants(crawler, spider.follower)
         crawler.signals.connect(spider.sitemaps.robots_read, signal=ROBOTS_READ)
         spider.pagecheck = PageCheck(crawler)
-        spider.renderer = Renderer(crawler, spider.follower)
+        spider.renderer = Renderer(crawler, spider.follower, spider._resolver)
         spider.documents = Documents(crawler)
         if spider.asked_render not in (None, "never"):
             try:  # asked to render with no browser: stopped before anything starts

@@ -23,39 +23,23 @@ Settings:
   ``seed_urls`` empty) waits, before leasing, for a crawl nobody has seeded.
 - ``FRONTIER_LEASE_BATCH``: most requests leased in one call (one per site).
 - ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
-  waiting for the spider (those waiting only for the store do not count; 0:
-  twice ``CONCURRENT_REQUESTS``). A worker whose
-  CPU is the bottleneck downloads faster than it parses; without a bound it
-  re-took every site slot its downloads freed in the same breath, and a
-  second worker of a one-site crawl got nothing. At the bound it only
-  reports its downloads over, and the slots go to whoever asks.
+  waiting for the spider (0: twice ``CONCURRENT_REQUESTS``); at the bound the
+  site slots its downloads free go to other workers (why: docs/reference.md).
 - ``DUPEFILTER_BUCKETS``: dedup sets (see queues.py for sizing).
 
 Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
 ``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/T`` (done, on a focused crawl's
 topic), ``frontier/acked/E``, ``frontier/lease_held_back``,
-``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
-``frontier/released_orphans``,
+``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``, ``frontier/released_orphans``,
 ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
 
-Where this departs from scrapy-redis (0.9.1), and why:
-
-- scrapy-redis pops a request off the shared queue when a worker takes it, so
-  a killed worker loses what it held. Here taking a request leases it; the
-  lease ends with an acknowledgement after the page and its links are stored,
-  or goes back to the queue when the worker's heartbeat stops.
-- scrapy-redis queues per crawl and leaves delays to each process's
-  downloader, so N workers hit a site N times as hard. Here requests queue
-  per site and Redis decides when a site may be served next, for everyone.
-- scrapy-redis's dupefilter keeps 40-character hex SHA1s in one set (about 88
-  bytes a URL) computed with a private hash; here 8-byte integers from
-  ``crawler.request_fingerprinter`` in bucketed integer sets (about 9).
-- scrapy-redis flushes the shared queue when any worker closes with the
-  default ``SCHEDULER_PERSIST = False``. Here closing a worker never deletes
-  shared state: persistence is not optional.
-- scrapy-redis pickles requests; these are JSON with callbacks by name.
-Kept from scrapy-redis: its connection helper and setting names
-(``REDIS_URL``, ``REDIS_PARAMS``).
+Where this departs from scrapy-redis (0.9.1), and why (at length in
+``docs/cluster.md``): a taken request is leased, not popped, so a killed
+worker loses nothing; requests queue per site and Redis decides when a site
+may be served, for every worker; dedup keeps 8-byte fingerprints in bucketed
+integer sets (about 9 bytes a URL, not 88); closing a worker never deletes
+shared state; requests are JSON with callbacks by name, never pickles. Kept:
+its connection helper and setting names (``REDIS_URL``, ``REDIS_PARAMS``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,19 @@ from tests.support.system import CHROMIUM, ensure_commands
 # Fixtures that start servers or crawls: a test using one is end-to-end.
 _SLOW_FIXTURES = frozenset({"server", "grid_server", "hostile", "hostile_crawl", "default_crawl",
                             "two_workers", "mongo_uri", "embedded_crawl_dir", "redis_cluster"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start, however the suite was
+    started. A shell without job control starts a background job (``pytest
+    &``) with SIGINT ignored; every child inherits that, and Scrapy leaves
+    an ignored SIGINT alone, so the tests that stop a crawl with SIGINT
+    (its Ctrl-C) would wait out their timeouts. Put back Python's handler
+    here (pytest-xdist's workers run this too): a handler, unlike an
+    ignored signal, is not inherited across exec, so children start with
+    the default and install their own."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

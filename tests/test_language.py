@@ -86,3 +86,20 @@ def test_a_sites_declarations_are_trusted_once_they_stood_the_check():
     trust.record("b.org", True)
     trust.record("c.org", True)  # bounded: a.org, the least recent, forgotten
     assert trust._sites.keys() == {"b.org", "c.org"}
+
+
+def test_warm_up_loads_the_model_once_in_a_thread_of_its_own():
+    """A worker loads the model while it starts, not on its first page (a
+    page half a second slower let a second worker lease the site's next
+    URL before that page's links were queued: tests/test_orders.py)."""
+    import subprocess
+    import sys
+
+    code = ("import threading; from crawler import language as l\n"
+            "l.warm_up()\n"
+            "[t.join() for t in threading.enumerate() if t.name == 'language-model']\n"
+            "loaded = l._load.cache_info()\n"
+            "assert l.identifier() is l.identifier()\n"
+            "print(loaded.currsize, loaded.misses, l._load.cache_info().misses)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["1", "1", "1"], out.stderr

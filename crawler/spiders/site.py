@@ -82,6 +82,7 @@ from crawler.frontier.signals import ROBOTS_READ
 from crawler.frontier.tracking import AGAIN_META
 from crawler.htmlparse import parse_html
 from crawler.items import PageItem
+from crawler.language import warm_up
 from crawler.middlewares import TRAP_PARENT
 from crawler.pagecheck import PageCheck
 from crawler.pagehead import parse_robots_directives
@@ -222,6 +223,7 @@ class SiteSpider(Spider):
                        meta={"referer_url": referer} if referer else None)
 
     async def start(self) -> AsyncIterator[Any]:
+        warm_up()  # the language model, off the reactor while the crawl starts
         follower = self.follower
         follower.load_scope()
         if not self.seed_urls:

@@ -58,7 +58,11 @@ class Worker:
         return 0
 
 
-def wait_for_requests(server, mark: int, n: int, timeout: float = 60) -> None:
+def wait_for_requests(server, mark: int, n: int, timeout: float = 180) -> None:
+    """Until the server has seen ``n`` requests since ``mark``. It returns
+    as soon as they come: the bound is for a crawl that never will, and is
+    generous because on a machine busy with other work a worker's start
+    (Scrapy's imports, a scrapyd job's egg) took over a minute."""
     deadline = time.monotonic() + timeout
     while len(server.requests(mark)) < n:
         assert time.monotonic() < deadline, "the crawl did not get going"

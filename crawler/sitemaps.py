@@ -31,14 +31,19 @@ turns them off for the crawl, recorded in its meta like its rules).
   sitemap's acknowledgement is an error with the reason (``scrapy status``
   lists it; counted as ``sitemap_errors``, not as a page error) and what
   was readable is kept. A ``/sitemap.xml`` that robots.txt did not name
-  and that is not there (404, 410) is no error (``sitemap/absent``).
+  and that is not there (404, 410) is no error anywhere
+  (``sitemap/absent``): the errback's own output says whether its lease is
+  an error, not the failure Scrapy hands it. A file robots.txt names that
+  is not there is a failure; one robots.txt forbids is skipped
+  (``sitemap/robots_forbidden``), no error.
 
 Settings: ``SITEMAP_MAX_DEPTH`` (index levels, default 2),
 ``SITEMAP_MAX_FILES`` (files a site, default 1,000). Stats:
 ``sitemap/read``, ``sitemap/urls_listed``, ``sitemap/urls_taken``,
 ``sitemap/urls_off_location``, ``sitemap/urls_invalid``,
 ``sitemap/urls_out_of_scope``, ``sitemap/off_scope``, ``sitemap/absent``,
-``sitemap/failed``, ``sitemap/refused_files``, ``sitemap/redirected``.
+``sitemap/failed``, ``sitemap/robots_forbidden``, ``sitemap/refused_files``,
+``sitemap/redirected``.
 """
 
 from __future__ import annotations

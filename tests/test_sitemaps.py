@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -20,7 +22,7 @@ import pytest
 
 from crawler.store import SQLiteStore
 from tests.support import ROOT
-from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
+from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis, until
 from tests.support.servers import start_server
 
 pytestmark = pytest.mark.slow
@@ -181,3 +183,119 @@ def test_sitemaps_off_for_a_crawl_and_a_worker_that_asks_otherwise_is_refused(si
             "it with -a sitemaps=0 (or without -a sitemaps), or start another crawl (-s CRAWL_NAME=...)")
     finally:
         stop_embedded_redis(crawl_dir)
+
+
+def status_text(crawl_dir: Path) -> str:
+    proc = subprocess.run([sys.executable, "-m", "scrapy", "status", "-s", f"CRAWL_DIR={crawl_dir}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scrape(port: int) -> dict[str, float]:
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+PROGRESS = re.compile(r"Progress: (\d+) pages .*, errors (\d+) \(cluster (\d+) pages, (\d+) errors\)(.*) \(at close\)")
+
+
+def progress_at_close(log: str) -> tuple[int, ...]:
+    """(pages, errors, cluster pages, cluster errors) of the last progress line, and its tail."""
+    found = PROGRESS.findall(log)
+    assert found, log[-3000:]
+    return (*(int(x) for x in found[-1][:4]), found[-1][4])
+
+
+def test_a_site_without_a_sitemap_shows_no_error_anywhere(tmp_path):
+    """No ``Sitemap:`` line in robots.txt and no /sitemap.xml (404): read as
+    absent, which is no error in ``scrapy status`` (text and --json), the
+    progress line, the Prometheus metrics, the store or ``scrapy export``.
+    A sitemap that robots.txt names but that 404s is a real failure: the
+    sitemaps' line and the errors section say so, the pages' errors do not."""
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    (root / "index.html").write_text(html("home", ["/a.html", "/b.html"]))
+    (root / "a.html").write_text(html("a"))
+    (root / "b.html").write_text(html("b"))
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    crawl_dir = tmp_path / "crawl"
+    port = free_port()
+    settings = {**ON, "FRONTIER_WAIT_FOR_SEEDS": True, "PROMETHEUS_PORT": port}
+    mark = server.mark()
+    worker = subprocess.Popen(crawl_cmd([f"seeds={server.url('/index.html')}"], settings, crawl_dir), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # The worker waits for seeds once the site is crawled: its metrics then.
+        until(lambda: len(server.requests(mark)) == 5 and status(crawl_dir)["frontier"]["leased"] == 0
+              and scrape(port)["crawler_cluster_pages_total"] == 3, timeout=90, what="the crawl's end")
+        metrics = scrape(port)
+        assert {k: metrics[k] for k in ("crawler_pages_total", "crawler_errors_total", "crawler_cluster_pages_total",
+                                        "crawler_cluster_errors_total")} == {
+            "crawler_pages_total": 3, "crawler_errors_total": 0, "crawler_cluster_pages_total": 3,
+            "crawler_cluster_errors_total": 0}
+        assert metrics["crawler_sitemap_errors_total"] == metrics["crawler_cluster_sitemap_errors_total"] == 0
+        stop = subprocess.run([sys.executable, "-m", "scrapy", "stop", "-s", f"CRAWL_DIR={crawl_dir}"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert stop.returncode == 0, stop.stderr
+        log, _ = worker.communicate(timeout=60)
+        assert worker.returncode == 0, log[-3000:]
+        assert sorted(str(r["path"]) for r in server.requests(mark)) == [
+            "/a.html", "/b.html", "/index.html", "/robots.txt", "/sitemap.xml"]
+        assert "'sitemap/absent': 1" in log
+        *figures, tail = progress_at_close(log)
+        assert figures == [3, 0, 3, 0] and "sitemap" not in tail, tail
+
+        st = status(crawl_dir)
+        assert st["sitemaps"] == {"read": 0, "errors": 0, "listed": 0, "taken": 0}
+        assert (st["totals"]["pages"], st["totals"]["errors"], st["errors"], st["errors_total"]) == (3, 0, {}, 0)
+        assert st["nodes"][0]["errors"] == 0
+        text = status_text(crawl_dir)
+        assert "3 pages, 0 errors" in text and "sitemaps:" not in text, text
+        assert "errors by reason" not in text and "HttpError" not in text, text
+
+        with SQLiteStore(crawl_dir / "site.sqlite3") as store:
+            assert sorted((p["url"], p["state"]) for p in store.iter_pages()) == [
+                (server.url(p), "C") for p in ("/a.html", "/b.html", "/index.html")]
+        out = tmp_path / "pages.jsonl"
+        export = subprocess.run([sys.executable, "-m", "scrapy", "export", "-o", str(out),
+                                 "-s", f"CRAWL_DIR={crawl_dir}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert export.returncode == 0, export.stderr
+        assert sorted((p["url"], p["state"], p["error"]) for p in map(json.loads, out.read_text().splitlines())) == [
+            (server.url(p), "C", None) for p in ("/a.html", "/b.html", "/index.html")]
+
+        # robots.txt names a sitemap that is not there: a real failure, as such.
+        (root / "robots.txt").write_text("User-agent: *\nAllow: /\nSitemap: /maps/gone.xml\n")
+        named_dir = tmp_path / "named"
+        result = run_crawl(server, named_dir, [f"seeds={server.url('/index.html')}", "follow=all"],
+                           {**ON, "CONCURRENT_REQUESTS": 1})
+        assert result.returncode == 0, result.log[-3000:]
+        assert sorted(result.fetched) == ["/a.html", "/b.html", "/index.html", "/maps/gone.xml", "/robots.txt"]
+        assert f"WARNING: Sitemap {server.url('/maps/gone.xml')}: HTTP 404\n" in result.log
+        *figures, tail = progress_at_close(result.log)
+        assert figures == [3, 0, 3, 0] and tail.startswith("; sitemaps failed 1"), tail
+        st = status(named_dir)
+        assert st["sitemaps"] == {"read": 0, "errors": 1, "listed": 0, "taken": 0}
+        assert (st["totals"]["pages"], st["totals"]["errors"], st["errors"]) == (3, 0, {"sitemap": 1})
+        text = status_text(named_dir)
+        assert "3 pages, 0 errors" in text and "\nsitemaps: 0 read, 1 failed, 0 URLs listed, 0 taken\n" in text, text
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.communicate()
+        server.stop()
+        stop_embedded_redis(tmp_path)

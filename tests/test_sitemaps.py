@@ -4,7 +4,9 @@ listed URLs out of location, denied and off scope, an index naming itself,
 nesting past the limit, an HTML page and a gzip bomb posing as sitemaps.
 An index that loops back is read once. Exact fetches (the server's log), their order, what was stored, and what
 ``scrapy status`` counts; then two workers on one crawl, and a crawl with
-``-a sitemaps=0``."""
+``-a sitemaps=0``. Issue 48: a site without a sitemap shows no error
+anywhere (status, progress line, metrics, store, export), and a ``-a
+scope=prefix`` crawl reads the site's root sitemaps."""
 
 from __future__ import annotations
 
@@ -297,5 +299,66 @@ def test_a_site_without_a_sitemap_shows_no_error_anywhere(tmp_path):
         if worker.poll() is None:
             worker.kill()
             worker.communicate()
+        server.stop()
+        stop_embedded_redis(tmp_path)
+
+
+@pytest.mark.parametrize("scope", ["prefix", "host"])
+def test_a_prefix_crawl_reads_the_sites_root_sitemaps_and_takes_the_urls_under_its_prefix(tmp_path, scope):
+    """``-a scope=prefix``: the sitemaps robots.txt names (or /sitemap.xml)
+    sit at the site's root, outside the prefix, and are read all the same,
+    with the index's files on its host (one on another host is off its
+    location, as in any scope); the prefix keeps the URLs they list
+    to those under it. Pages only the sitemaps list are found. The same
+    site under ``-a scope=host`` takes every URL listed."""
+    root = tmp_path / "www"
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    u = server.url
+    files = {
+        "robots.txt": "User-agent: *\nAllow: /\nSitemap: /sitemap_index.xml\n",
+        "sitemap_index.xml": index(u("/maps/docs.xml"), u("/maps/other.xml", host="127.0.0.2")),
+        "maps/docs.xml": urlset((u("/docs/hidden.html"), "<changefreq>daily</changefreq>"),
+                                (u("/docs/deep/only.html"), ""), (u("/blog/listed.html"), ""), (u("/index.html"), "")),
+        "sitemap.xml": urlset((u("/docs/fallback.html"), ""), (u("/other/x.html"), "")),
+        "docs/intro.html": html("intro", ["/docs/a.html", "/index.html"]),
+        "docs/a.html": html("a"),
+        "docs/hidden.html": html("hidden"),
+        "docs/deep/only.html": html("only"),
+        "docs/fallback.html": html("fallback"),
+        "blog/listed.html": html("listed"),
+        "other/x.html": html("x"),
+        "index.html": html("home"),
+    }
+    for path, body in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(body)
+    args = [f"seeds={u('/docs/intro.html')}", f"scope={scope}", "follow=all"]
+    in_prefix = ["/docs/intro.html", "/docs/a.html", "/docs/hidden.html", "/docs/deep/only.html"]
+    pages = in_prefix if scope == "prefix" else [*in_prefix, "/index.html", "/blog/listed.html"]
+    try:
+        result = run_crawl(server, tmp_path / "crawl", args, ON)
+        assert result.returncode == 0, result.log[-3000:]
+        assert Counter(result.fetched) == Counter(["/robots.txt", "/sitemap_index.xml", "/maps/docs.xml", *pages])
+        with SQLiteStore(result.store_path) as store:
+            stored = {p["url"]: p for p in store.iter_pages()}
+        assert sorted(stored) == sorted(u(p) for p in pages)
+        hidden = stored[u("/docs/hidden.html")]
+        assert (hidden["in_sitemap"], hidden["changefreq"], hidden["referer"]) == (True, "daily", u("/maps/docs.xml"))
+        out_of_scope = 2 if scope == "prefix" else 0
+        for stat, n in (("sitemap/read", 2), ("sitemap/urls_listed", 4), ("sitemap/urls_taken", 4 - out_of_scope),
+                        ("sitemap/urls_off_location", 1), ("sitemap/off_scope", 0),
+                        ("sitemap/urls_out_of_scope", out_of_scope)):
+            assert (f"'{stat}': {n}," in result.log or f"'{stat}': {n}}}" in result.log) == bool(n), stat
+        st = status(tmp_path / "crawl")
+        assert st["sitemaps"] == {"read": 2, "errors": 0, "listed": 4, "taken": 4 - out_of_scope}
+
+        # robots.txt names none: /sitemap.xml at the root, read whatever the scope.
+        (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+        fallback = run_crawl(server, tmp_path / "fallback", args, ON)
+        assert fallback.returncode == 0, fallback.log[-3000:]
+        listed = ["/docs/fallback.html"] if scope == "prefix" else ["/docs/fallback.html", "/other/x.html"]
+        assert Counter(fallback.fetched) == Counter(["/robots.txt", "/sitemap.xml", "/docs/intro.html", "/docs/a.html",
+                                                     *listed, *(["/index.html"] if scope == "host" else [])])
+    finally:
         server.stop()
         stop_embedded_redis(tmp_path)

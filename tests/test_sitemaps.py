@@ -351,6 +351,8 @@ def test_a_prefix_crawl_reads_the_sites_root_sitemaps_and_takes_the_urls_under_i
             assert (f"'{stat}': {n}," in result.log or f"'{stat}': {n}}}" in result.log) == bool(n), stat
         st = status(tmp_path / "crawl")
         assert st["sitemaps"] == {"read": 2, "errors": 0, "listed": 4, "taken": 4 - out_of_scope}
+        # Sitemap files read are no pages, here as in the crawl's counts.
+        assert (st["totals"]["pages"], progress_at_close(result.log)[:4]) == (len(pages), (len(pages), 0, len(pages), 0))
 
         # robots.txt names none: /sitemap.xml at the root, read whatever the scope.
         (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")

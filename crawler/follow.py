@@ -47,7 +47,8 @@ from crawler.frontier.service import FrontierService
 from crawler.importance import Importance
 from crawler.topic import Siblings, Topic, follow_links
 from crawler.rules import RulesError, UrlRules
-from crawler.urls import SCOPES, InvalidURL, LinkResolver, host_of, in_scope, normalize, url_prefix, url_site
+from crawler.urls import (SCOPES, InvalidURL, LinkResolver, host_of, in_scope, normalize, on_prefix_host, url_prefix,
+                          url_site)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -276,6 +277,14 @@ class Follower:
             self.load_scope()
             return self.covers(url)
         return False
+
+    def sitemap_in_scope(self, url: str) -> bool:
+        """Whether the sitemap file at ``url`` is read: in scope, or under
+        ``-a scope=prefix`` on a host of the crawl's prefixes. A site's
+        sitemaps sit at its root, outside any prefix; the scope filters the
+        URLs they list. Not wider: a sitemap lists URLs of its own host only
+        (``sitemapparse.location_base``), so one elsewhere brings nothing."""
+        return self.in_scope(url) or self.scope == "prefix" and on_prefix_host(url, self.seed_prefixes)
 
     def covers(self, url: str) -> bool:
         """Whether ``url`` is in the scope this worker knows (no Redis)."""

@@ -6,6 +6,11 @@ never) it logs one line::
     Progress: 1,204 pages (310/min here, 1,150/min cluster), 48,210 links parsed,
     queued 9,113, leased 32, delayed 4, errors 12 (cluster 3,310 pages); ETA 8m
 
+Pages and errors are pages (URLs), never sitemap files: a sitemap that
+failed adds ``; sitemaps failed N`` (this node's) to the line. A
+``/sitemap.xml`` robots.txt did not name and that is not there is no
+failure (``crawler/sitemaps.py``).
+
 "ETA" only where the crawl is bounded (``FRONTIER_MAX_PAGES_PER_SITE`` or
 ``DEPTH_LIMIT``): pending requests over the cluster's rate. With
 ``PROMETHEUS_PORT`` set it serves the Prometheus text format on
@@ -16,6 +21,9 @@ figures labelled by ``crawl`` and ``node``:
   and URLs it settled as errors; ``crawler_fetched_total``: responses;
   ``crawler_links_parsed_total``: links read on pages;
   ``crawler_pages_per_minute``: this node's rate over the last minute.
+- ``crawler_sitemap_errors_total``, ``crawler_cluster_sitemap_errors_total``:
+  sitemap files that failed (this node's, the crawl's), apart from the
+  URLs' errors.
 - ``crawler_cluster_pages_total``, ``crawler_cluster_errors_total``,
   ``crawler_cluster_pages_per_minute``; ``crawler_frontier_queued``,
   ``crawler_frontier_leased``, ``crawler_frontier_delayed``: the whole crawl,
@@ -66,7 +74,7 @@ class Sample:
 
     __slots__ = ("at", "pages", "errors", "fetched", "links", "cluster_pages", "cluster_errors", "queued",
                  "leased", "delayed", "redis_up", "redis_full", "node_rate", "cluster_rate", "on_topic",
-                 "cluster_on_topic")
+                 "cluster_on_topic", "sitemap_errors", "cluster_sitemap_errors")
 
     def __init__(self) -> None:
         self.at = time.monotonic()
@@ -76,6 +84,7 @@ class Sample:
         self.redis_full = False
         self.node_rate = self.cluster_rate = 0.0
         self.on_topic = self.cluster_on_topic = 0
+        self.sitemap_errors = self.cluster_sitemap_errors = 0
 
 
 def _rate(history: deque[Sample], now: Sample, field: str) -> float:
@@ -160,6 +169,7 @@ class Progress:
         s.on_topic = service.book.acked.get("T", 0)  # done and on a focused crawl's topic
         s.pages = service.book.done
         s.errors = service.book.acked.get("E", 0)
+        s.sitemap_errors = service.book.sitemaps.get("E", 0)
         s.fetched = int(stats.get_value("response_received_count", 0) or 0)
         s.links = int(stats.get_value("frontier/links_parsed", 0) or 0)
         if service.is_open:
@@ -173,12 +183,12 @@ class Progress:
                 s.redis_up = False
                 prev = self.last
                 s.cluster_pages, s.cluster_errors = prev.cluster_pages, prev.cluster_errors
-                s.cluster_on_topic = prev.cluster_on_topic
+                s.cluster_on_topic, s.cluster_sitemap_errors = prev.cluster_on_topic, prev.cluster_sitemap_errors
                 s.queued, s.leased, s.delayed = prev.queued, prev.leased, prev.delayed
             else:
                 s.redis_up = not service.redis_down
                 s.cluster_pages, s.cluster_errors = c.get("done", 0), c.get("errors", 0)
-                s.cluster_on_topic = c.get("on_topic", 0)
+                s.cluster_on_topic, s.cluster_sitemap_errors = c.get("on_topic", 0), c.get("sitemap_errors", 0)
                 s.queued, s.leased, s.delayed = c.get("queued", 0), c.get("leased", 0), c.get("delayed", 0)
         self.history.append(s)
         while len(self.history) > 2 and s.at - self.history[1].at >= 60.0:
@@ -201,6 +211,8 @@ class Progress:
         if self.focused:
             text += (f"; on topic {s.on_topic:,} (harvest {harvest_rate(s.on_topic, s.pages):.1%} here, "
                      f"{harvest_rate(s.cluster_on_topic, s.cluster_pages):.1%} cluster)")
+        if s.sitemap_errors:
+            text += f"; sitemaps failed {s.sitemap_errors:,}"
         if not s.redis_up:
             text += "; Redis unreachable, cluster figures as last read"
         if s.redis_full:
@@ -233,6 +245,10 @@ class Progress:
                      s.cluster_errors)
         yield family(GaugeMetricFamily, "crawler_cluster_pages_per_minute", "The crawl's pages a minute",
                      s.cluster_rate)
+        yield family(CounterMetricFamily, "crawler_sitemap_errors", "Sitemap files this node settled as failed",
+                     s.sitemap_errors)
+        yield family(CounterMetricFamily, "crawler_cluster_sitemap_errors",
+                     "Sitemap files the whole crawl settled as failed", s.cluster_sitemap_errors)
         yield family(GaugeMetricFamily, "crawler_frontier_queued", "Requests queued", s.queued)
         yield family(GaugeMetricFamily, "crawler_frontier_leased", "Requests leased", s.leased)
         yield family(GaugeMetricFamily, "crawler_frontier_delayed", "Requests waiting to be retried", s.delayed)

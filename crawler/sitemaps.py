@@ -6,7 +6,10 @@ turns them off for the crawl, recorded in its meta like its rules).
   from the cluster's cache: ``ROBOTS_READ``), the ``Sitemap:`` lines it
   names, or ``/sitemap.xml`` where it names none (with ``ROBOTSTXT_OBEY``
   off, ``/sitemap.xml`` of each host a page comes from). A sitemap out of
-  the crawl's scope is not read (``sitemap/off_scope``).
+  the crawl's scope is not read (``sitemap/off_scope``); under ``-a
+  scope=prefix`` a sitemap on a host of the prefixes is read wherever its
+  path (``Follower.sitemap_in_scope``: a site's sitemaps sit at its root),
+  and the prefix keeps the URLs it lists to those under it.
 - **Read one at a time**: a site's files wait in the frontier
   (``crawler/frontier/sitemapqueue.py``) and the next is queued only once
   the one before is read, behind its URLs: a sitemap of a million URLs
@@ -31,14 +34,19 @@ turns them off for the crawl, recorded in its meta like its rules).
   sitemap's acknowledgement is an error with the reason (``scrapy status``
   lists it; counted as ``sitemap_errors``, not as a page error) and what
   was readable is kept. A ``/sitemap.xml`` that robots.txt did not name
-  and that is not there (404, 410) is no error (``sitemap/absent``).
+  and that is not there (404, 410) is no error anywhere
+  (``sitemap/absent``): the errback's own output says whether its lease is
+  an error, not the failure Scrapy hands it. A file robots.txt names that
+  is not there is a failure; one robots.txt forbids is skipped
+  (``sitemap/robots_forbidden``), no error.
 
 Settings: ``SITEMAP_MAX_DEPTH`` (index levels, default 2),
 ``SITEMAP_MAX_FILES`` (files a site, default 1,000). Stats:
 ``sitemap/read``, ``sitemap/urls_listed``, ``sitemap/urls_taken``,
 ``sitemap/urls_off_location``, ``sitemap/urls_invalid``,
 ``sitemap/urls_out_of_scope``, ``sitemap/off_scope``, ``sitemap/absent``,
-``sitemap/failed``, ``sitemap/refused_files``, ``sitemap/redirected``.
+``sitemap/failed``, ``sitemap/robots_forbidden``, ``sitemap/refused_files``,
+``sitemap/redirected``.
 """
 
 from __future__ import annotations
@@ -143,7 +151,7 @@ class Sitemaps:
             SitemapFile(robots_url.rsplit("/", 1)[0] + "/sitemap.xml", 0, False)]
         by_site: dict[str, list[SitemapFile]] = {}
         for f in files:
-            if not self.follower.in_scope(f.url):
+            if not self.follower.sitemap_in_scope(f.url):
                 self.stats.inc_value("sitemap/off_scope")
                 continue
             by_site.setdefault(self._site(f.url), []).append(f)
@@ -242,7 +250,7 @@ class Sitemaps:
         for e in children:
             if e.url == url:
                 continue  # an index that names itself
-            if not self.follower.in_scope(e.url):
+            if not self.follower.sitemap_in_scope(e.url):
                 self.stats.inc_value("sitemap/off_scope")
                 continue
             by_site.setdefault(self._site(e.url), []).append(SitemapFile(e.url, level + 1, named))
@@ -258,7 +266,7 @@ class Sitemaps:
     def _redirect(self, response: Response, url: str, level: int, named: bool) -> Iterator[Any]:
         location = response.headers.get(b"Location")
         target = location_target(location.decode("latin-1") if location else None, url)
-        if target is None or not self.follower.in_scope(target):
+        if target is None or not self.follower.sitemap_in_scope(target):
             yield from self._failed(url, "redirected out of the crawl's scope, or nowhere")
             return
         self.stats.inc_value("sitemap/redirected")

@@ -57,6 +57,7 @@ __all__ = [
     "LinkResolver",
     "redact_credentials",
     "url_prefix",
+    "on_prefix_host",
     "host_of",
     "in_scope",
     "max_segment_repeats",
@@ -292,6 +293,14 @@ def url_prefix(url: str) -> str:
     ``a.org/docs/``; a seed at a site's root keeps the whole host)."""
     rest = url.split("://", 1)[1].split("?", 1)[0]
     return rest[: rest.rindex("/") + 1] if "/" in rest else rest + "/"
+
+
+def on_prefix_host(url: str, seed_prefixes: frozenset[str]) -> bool:
+    """Whether ``url`` is on the host (and port) of one of ``seed_prefixes``
+    (``url_prefix``), wherever its path: where a ``-a scope=prefix`` crawl
+    reads the site's sitemaps, which sit at its root."""
+    authority = url.split("://", 1)[1].split("/", 1)[0]
+    return any(prefix.split("/", 1)[0] == authority for prefix in seed_prefixes)
 
 
 def in_scope(scope: str, url: str, seed_sites: frozenset[str], seed_hosts: frozenset[str],

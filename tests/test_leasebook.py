@@ -169,3 +169,17 @@ def test_a_revisit_and_an_errors_url_again_say_so_in_their_acknowledgement():
     assert book.acks == [("0.1", "CV", ""), ("0.2", "EV", "HTTP 404"), ("0.3", "CA", ""), ("0.4", "EA", "timeout"),
                          ("0.5", "C", "")]
     assert book.acked == {"C": 3, "T": 0, "E": 2}
+
+
+def test_sitemaps_are_counted_apart_from_pages():
+    """A sitemap file is no page: its acknowledgement says "S" and this
+    worker's page and error counts (the progress line's) leave it out, as the
+    crawl's do (issue 48)."""
+    book = LeaseBook(Clock())
+    for lease_id, kind in (("0.1", "S"), ("0.2", "S"), ("0.3", "")):
+        book.add(Lease(lease_id, "a", "{}"), kind)
+    book.output_done("0.1")
+    book.output_done("0.2", error="sitemap: HTTP 404 (http://a/s.xml)")
+    book.output_done("0.3")
+    assert book.acks == [("0.1", "CS", ""), ("0.2", "ES", "sitemap: HTTP 404 (http://a/s.xml)"), ("0.3", "C", "")]
+    assert (book.acked, book.sitemaps, book.done) == ({"C": 1, "T": 0, "E": 0}, {"C": 1, "E": 1}, 1)

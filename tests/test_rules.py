@@ -8,7 +8,7 @@ import time
 import pytest
 
 from crawler.rules import MAX_PATTERNS, RulesError, UrlRules, read_rules_file
-from crawler.urls import in_scope, normalize, url_prefix
+from crawler.urls import in_scope, on_prefix_host, normalize, url_prefix
 
 
 @pytest.mark.parametrize(("allow", "deny", "url", "verdict"), [
@@ -90,3 +90,16 @@ def test_a_seeds_prefix_is_its_host_and_directory(seed, prefix):
 def test_prefix_scope(url, inside):
     assert in_scope("prefix", normalize(url), frozenset({"a.org"}), frozenset({"a.org"}),
                     frozenset({"a.org/docs/"})) is inside
+
+
+@pytest.mark.parametrize(("url", "on_host"), [
+    ("https://a.org/sitemap.xml", True),  # the site's root, outside the prefix
+    ("http://a.org/maps/docs.xml.gz", True),
+    ("https://a.org:8080/sitemap.xml", False),  # another port: another place
+    ("https://www.a.org/sitemap.xml", False),
+    ("https://b.org/a.org/sitemap.xml", False),
+])
+def test_a_prefix_crawls_sitemaps_are_on_its_prefixes_hosts(url, on_host):
+    assert on_prefix_host(normalize(url), frozenset({"a.org/docs/", "b.org:81/x/"})) is on_host
+    assert not in_scope("prefix", normalize(url), frozenset({"a.org"}), frozenset({"a.org"}),
+                        frozenset({"a.org/docs/"}))

@@ -75,7 +75,8 @@ class LeaseBook:
         self._maybe_orphans: set[str] = set()
         self._downloading: set[str] = set()  # leases whose download is not over
         self._unprocessed: set[str] = set()  # leases whose callback's output is not exhausted
-        self.acked = {"C": 0, "T": 0, "E": 0}
+        self.acked = {"C": 0, "T": 0, "E": 0}  # pages (a sitemap is no page: ``sitemaps``)
+        self.sitemaps = {"C": 0, "E": 0}  # sitemap files read and failed
 
     # -- leases in ---------------------------------------------------------------
     def add(self, lease: Lease, kind: str = "") -> None:
@@ -156,7 +157,10 @@ class LeaseBook:
         state = "T" if tracker.state == "C" and tracker.on_topic else tracker.state
         kind = tracker.kind if tracker.kind in ("V", "A", "S") else ""
         self.acks.append((lease_id, state + kind, tracker.reason))
-        self.acked[state] = self.acked.get(state, 0) + 1
+        # Counted apart, as the frontier counts them (sitemaps_read,
+        # sitemap_errors): this worker's pages and errors agree with the crawl's.
+        counts = self.sitemaps if kind == "S" else self.acked
+        counts[state] = counts.get(state, 0) + 1
 
     # -- other events ------------------------------------------------------------------
     def download_over(self, lease_id: str) -> bool:

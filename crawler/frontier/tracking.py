@@ -80,7 +80,8 @@ class Tracked:
 
     async def _run(self, result: Any, **kwargs: Any) -> AsyncIterator[Any]:
         # An errback marked ``recovers`` (the re-crawl's head_failed: the GET
-        # it sends decides) settles its lease as done, not as an error.
+        # it sends decides; sitemap_failed: an error record it yields does)
+        # settles its lease as done, not as an error.
         error = _failure_reason(result) if self.errback and not getattr(self.original, "recovers", False) else None
         try:
             assert self.original is not None

@@ -476,6 +476,10 @@ class SiteSpider(Spider):
     def sitemap_failed(self, failure: Failure) -> Iterator[Any]:
         yield from self.sitemaps.failed(failure)
 
+    # Its own output says whether the sitemap failed (a SitemapItem in state
+    # "E"): an absent /sitemap.xml robots.txt did not name is no error.
+    sitemap_failed.recovers = True  # type: ignore[attr-defined]
+
     def closed(self, reason: str) -> None:
         """Scrapy's call at the spider's close: first pages still kept keep
         the type they were given alone (counted)."""

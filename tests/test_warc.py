@@ -393,7 +393,7 @@ def test_two_workers_fetching_the_same_pages_on_two_hosts_at_once_archive_each_p
     names = [f"p{i}.html" for i in range(20)]
     (root / "index.html").write_bytes(page("Index", names))
     for i, name in enumerate(names):
-        # Large and incompressible: a writer takes a while over each, so copies in flight overlap.
+        # Large and random: a writer takes a while over each, so copies in flight overlap.
         noise = base64.b64encode(random.Random(i).randbytes(300_000)).decode()
         (root / name).write_bytes(page(f"Page {i}", [], f"page {i} " + TEXT + f"<!-- {noise} -->"))
     (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")

@@ -198,9 +198,12 @@ class WarcWriter:
         for job, digest in zip(jobs, digests):
             ex, future = job.ex, job.future
             claim = claims.get(digest) if digest is not None else None
+            # This fetch claimed its payload: its claim is settled, written or not.
+            claimant = ((digest, claim) if digest is not None and claim is not None and claim.state == CLAIMED
+                        and first[digest] is job else None)
             if self.error is not None:
-                if claim is not None and claim.state == CLAIMED and first[digest] is job:  # type: ignore[index]
-                    settle.append((digest, claim, False))  # type: ignore[arg-type]
+                if claimant:
+                    settle.append((*claimant, False))
                 future.set_exception(self.error)  # nothing written after a failed write
                 continue
             if digest is not None and digest not in here and claim is not None and claim.state == PENDING \
@@ -225,14 +228,14 @@ class WarcWriter:
             except BaseException as exc:  # noqa: BLE001 - reported through every later future
                 logger.error("Cannot write the WARC record of %(url)s: %(exc)s", {"url": ex.url, "exc": exc})
                 self.error = exc
-                if claim is not None and claim.state == CLAIMED and digest is not None and first[digest] is job:
-                    settle.append((digest, claim, False))
+                if claimant:
+                    settle.append((*claimant, False))
                 future.set_exception(exc)
                 continue
             if digest is not None and original is None:
                 here[digest] = Original(ex.url, written.date)  # a later copy in this batch is a revisit of it
-                if claim is not None and claim.state == CLAIMED and first[digest] is job:
-                    settle.append((digest, claim, True))
+                if claimant:
+                    settle.append((*claimant, True))
             future.set_result(written)
         if index is not None and settle:
             try:

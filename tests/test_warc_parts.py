@@ -352,3 +352,25 @@ def test_a_writer_killed_between_claim_and_write_leaves_no_revisit_of_nothing(tm
         ("response", "http://127.0.0.3/p1.html", first.date, None, None),
         ("revisit", "http://127.0.0.4/p1.html", later.date, "http://127.0.0.3/p1.html", first.date)]
     assert index.lookup(payload_digest(body.encode())) == Original("http://127.0.0.3/p1.html", first.date)
+
+
+def test_a_claim_whose_record_could_not_be_written_is_released_at_once(tmp_path, redis_url, crawl_name):
+    """A writer that fails to write a record it claimed (its directory is a
+    file) removes its claim: another writer's copy is archived in full
+    straight away, not after waiting for the claim to expire."""
+    from crawler.warc.writer import WarcWriter
+
+    def index() -> ArchiveIndex:
+        return ArchiveIndex(redis.Redis.from_url(redis_url), Keys(crawl_name, 2), 4)
+
+    (tmp_path / "not-a-dir").write_text("")
+    broken = WarcWriter(_writer_files(tmp_path / "not-a-dir", 1), index)
+    with pytest.raises(OSError):
+        broken.submit(exchange("http://127.0.0.2/p1.html")).result(timeout=60)
+    broken.close()
+    key, field, _ = index()._where(payload_digest(BODY))
+    assert redis.Redis.from_url(redis_url).hget(key, field) is None
+    writer = WarcWriter(_writer_files(tmp_path / "ok", 2), index)
+    copy = writer.submit(exchange("http://127.0.0.3/p1.html")).result(timeout=60)
+    writer.close()
+    assert (copy.kind, writer.counts.waits, writer.counts.claims_taken_over) == ("response", 0, 0)

@@ -374,3 +374,38 @@ def test_a_claim_whose_record_could_not_be_written_is_released_at_once(tmp_path,
     copy = writer.submit(exchange("http://127.0.0.3/p1.html")).result(timeout=60)
     writer.close()
     assert (copy.kind, writer.counts.waits, writer.counts.claims_taken_over) == ("response", 0, 0)
+
+
+@pytest.mark.slow
+def test_claims_on_a_redis_cluster_land_on_each_payloads_own_master(redis_cluster):
+    """The claim and settle scripts touch only the key they are given: on a
+    cluster of three masters, one round trip claims payloads spread over
+    every master; another writer then finds them pending, and written once
+    settled."""
+    import uuid
+
+    from crawler.frontier.frontier import Frontier
+
+    redis_cluster.wait_ok()
+    name = f"warc_{uuid.uuid4().hex[:6]}"
+    keys = Keys(name, 16)
+    a = ArchiveIndex(redis_cluster.client(), keys, 4, owner="a")
+    b = ArchiveIndex(redis_cluster.client(), keys, 4, owner="b")
+    bodies = [f"page {i}".encode() for i in range(60)]
+    todo = [(payload_digest(x), f"http://127.0.0.2/{i}.html", warc_date(1_764_331_200 + i))
+            for i, x in enumerate(bodies)]
+    try:
+        claims, _ = a.ask(todo, [])
+        assert [c.state for c in claims] == ["claimed"] * 60
+        masters = {redis_cluster.node_of_key(a._where(d)[0]).port for d, _, _ in todo}
+        assert len(masters) == 3
+        seen, _ = b.ask(todo, [])
+        assert {(c.state, c.mine) for c in seen} == {("pending", False)}
+        assert [c.original for c in seen] == [Original(u, d) for _, u, d in todo]
+        a.settle_many([(d, c, True) for (d, _, _), c in zip(todo, claims)])
+        seen, found = b.ask(todo[:30], [d for d, _, _ in todo[30:]])
+        assert {c.state for c in seen} == {"written"}
+        assert found == [Original(u, d) for _, u, d in todo[30:]]
+    finally:
+        redis_cluster.wait_ok()
+        Frontier(redis_cluster.client(), name).delete_all()

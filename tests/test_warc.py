@@ -421,6 +421,14 @@ def test_two_workers_fetching_the_same_pages_on_two_hosts_at_once_archive_each_p
             revisit, = [r for r in copies if r["type"] == "revisit"]
             assert (revisit["refers"], revisit["refers_date"]) == (original["uri"], original["date"])
             assert {urlsplit(r["uri"]).path for r in copies} == {urlsplit(original["uri"]).path}
+        # pywb replays a copy from the other host's record: the bytes that host served.
+        index = export_cdxj(crawl_dir, warc_dir, tmp_path / "index.cdxj")
+        stamp = {e["url"]: ts for _, ts, e in index}
+        copied = [r["uri"] for r in main if r["type"] == "revisit" and r["uri"].endswith("/p7.html")]
+        assert len(copied) == 1
+        with Pywb(tmp_path / "pywb", sorted(warc_dir.glob("*.warc.gz")), cdxj=tmp_path / "index.cdxj") as pywb:
+            for uri in copied:
+                assert pywb.get(uri, stamp[uri])[::2] == (200, (root / "p7.html").read_bytes())
     finally:
         server.stop()
         stop_embedded_redis(crawl_dir)

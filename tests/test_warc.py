@@ -5,7 +5,8 @@ warcio checks the files, the store finds each page's record, pywb replays
 the pages from our CDXJ index; a re-crawl's 304 is a revisit pywb resolves
 to the original; a worker SIGKILLed mid-crawl leaves one .open file whose
 records read back, and the resumed crawl archives every stored page; bodies
-cut by size or time as they arrive keep what came."""
+cut by size or time as they arrive keep what came; two workers crawling two
+identical hosts at once archive each payload once, every copy a revisit."""
 
 from __future__ import annotations
 

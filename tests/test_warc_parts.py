@@ -1,6 +1,7 @@
 """WARC output's parts on their own: records as warcio reads and checks
 them, files named, rotated and salvaged after a kill, and the cluster's
-archived payloads in a real Redis (crawler/warc/)."""
+archived payloads in a real Redis (crawler/warc/): claimed before they are
+written, by writers that interleave, fail or are killed between the two."""
 
 from __future__ import annotations
 

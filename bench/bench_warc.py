@@ -2,6 +2,7 @@
 in the same run, with plain Scrapy as the anchor.
 
     python -m bench.bench_warc [--root /usr/share/doc/cmake-data/html] [--runs 3]
+    python -m bench.bench_warc --copies [--root /usr/share/doc/postgresql-doc-15/html] [--processes 2]
 
 Serves ``--root`` (a real documentation tree from disk; by default CMake's,
 ``apt-get install cmake-doc``) on 127.0.0.1 and crawls it ``--runs`` times
@@ -14,6 +15,13 @@ process (launch to exit: the writer's last flush and close included), the
 CPU a page, the ratio with / without WARC (target: at least 0.90 on both
 pages/s figures) and ours / plain; then what the archive holds (files,
 bytes, records, revisits) and ``warcio check`` over it.
+
+``--copies`` (issue 48, item 12) serves ``--root`` identically on two
+hosts (127.0.0.2 and 127.0.0.3) and crawls both at once, in one crawl
+(``--processes`` workers), with WARC: of the exact copies (every record
+of a payload after the first), how many are identical-payload revisits
+(target: at least 90 %), and how many revisits name a response that is
+not in the archive (target: none).
 """
 
 from __future__ import annotations
@@ -46,12 +54,71 @@ def crawl_ours(seed: str, work: Path, warc: Path | None) -> tuple[dict, int]:
     return stats, check_store(crawl_dir / "site.sqlite3")
 
 
+def copies(root: Path, start: str, processes: int, delay: float) -> None:
+    """The ``--copies`` measure (see the module)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    work = Path(tempfile.mkdtemp(prefix="bench-warc-copies-"))
+    warc = work / "warc"
+    server = start_server(work, hosts="127.0.0.2,127.0.0.3", root=root)
+    seeds = ",".join(server.url("/" + start, host) for host in ("127.0.0.2", "127.0.0.3"))
+    settings = {**COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": "127.0.0.0/8", "WARC_DIR": warc,
+                "CRAWL_PROCESSES": processes}
+    if delay > 0:  # each host paced alike: the workers fetch the same pages at the same moments
+        settings.update(DOWNLOAD_DELAY=delay, CONCURRENT_REQUESTS_PER_DOMAIN=1)
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seeds}", "-a", "follow=all",
+           *settings_args(settings)]
+    try:
+        run(cmd, ROOT, stats=processes == 1)
+        files = sorted(warc.glob("*.warc.gz"))
+        by_digest: dict[str, list[str]] = {}  # payload digest -> the kinds of its records
+        responses: set[tuple[str, str, str]] = set()  # (uri, date, digest) of each response
+        revisits: list[tuple[str, str, str]] = []  # what each identical-payload revisit names
+        for path in files:
+            with open(path, "rb") as f:
+                for r in ArchiveIterator(f):
+                    h = r.rec_headers
+                    digest = h.get_header("WARC-Payload-Digest")
+                    if r.rec_type not in ("response", "revisit") or not digest or r.http_headers is None \
+                            or r.http_headers.get_statuscode() != "200":
+                        continue
+                    by_digest.setdefault(digest, []).append(r.rec_type)
+                    if r.rec_type == "response":
+                        responses.add((h.get_header("WARC-Target-URI"), h.get_header("WARC-Date"), digest))
+                    else:
+                        revisits.append((h.get_header("WARC-Refers-To-Target-URI"),
+                                         h.get_header("WARC-Refers-To-Date"), digest))
+        copied = {d: kinds for d, kinds in by_digest.items() if len(kinds) > 1}
+        n_copies = sum(len(k) - 1 for k in copied.values())
+        n_revisits = sum(k.count("revisit") for k in copied.values())
+        dangling = sum(1 for r in revisits if r not in responses)
+        check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, files)],
+                               capture_output=True, text=True)
+        print(f"{root}, two hosts at once, {processes} worker(s), delay {delay} s: {len(copied)} payloads archived more than once; "
+              f"of their {n_copies} exact copies {n_revisits} are revisits ({100 * n_revisits / max(n_copies, 1):.1f} %,"
+              f" target >= 90 %); {dangling} of {len(revisits)} revisits name no response in the archive; "
+              f"warcio check {'passed' if check.returncode == 0 else 'FAILED: ' + check.stdout[-500:]}")
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/cmake-data/html"))
+    ap.add_argument("--root", type=Path, default=None)
     ap.add_argument("--start", default="index.html")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--copies", action="store_true", help="revisits of copies fetched at once (see above)")
+    ap.add_argument("--processes", type=int, default=1, help="workers of the --copies crawl")
+    ap.add_argument("--delay", type=float, default=0.0, help="DOWNLOAD_DELAY of the --copies crawl (and one "
+                    "request at a time a host)")
     args = ap.parse_args()
+    if args.copies:
+        root = args.root or Path("/usr/share/doc/postgresql-doc-15/html")
+        if not (root / args.start).is_file():
+            sys.exit(f"{root / args.start} not found (apt-get install postgresql-doc-15)")
+        return copies(root, args.start, args.processes, args.delay)
+    args.root = args.root or Path("/usr/share/doc/cmake-data/html")
     if not (args.root / args.start).is_file():
         sys.exit(f"{args.root / args.start} not found (apt-get install cmake-doc)")
     work = Path(tempfile.mkdtemp(prefix="bench-warc-"))

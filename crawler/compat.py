@@ -19,33 +19,70 @@ Scrapy 2.19 has no public way to do three things the frontier needs:
   does, by comparing ``TWISTED_REACTOR`` with Scrapy's private
   ``scrapy.utils.reactor._asyncio_reactor_path``.
 
+- ``create_crawler``: the crawl command makes its crawler as Scrapy's own
+  ``crawl`` does, with ``BaseRunSpiderCommand._create_crawler`` (which warns
+  when ``-o`` feeds go unused).
+
+robots.txt (``crawler/frontier/robots.py``) needs four private parts of
+Scrapy's ``RobotsTxtMiddleware`` and one of protego, which
+``RobotsTxtHooks`` and ``GroupChoosingProtego`` give public names:
+
+- ``RobotsTxtMiddleware._parsers`` (each host's parser: the cache in Redis
+  fills it), ``._robotstxt_useragent`` (groups matched on the product token,
+  not on the whole User-Agent), ``._parserimpl`` (the parser class), and
+  ``._parse_robots`` (called once robots.txt is downloaded: the body is
+  then shared with the cluster);
+- ``Protego._get_matching_rule_set`` and the groups it reads,
+  ``Protego._user_agents``: RFC 9309's matching on the product token.
+
 Each function checks that what it touches is there and raises
-``ScrapyInternalsChanged`` when it is not: a Scrapy release that moves one of
-them fails loudly (``tests/test_compat.py`` runs all three against a real
-engine), never quietly switching politeness or wake-ups off.
+``ScrapyInternalsChanged`` (``ProtegoInternalsChanged``) when it is not: a
+release that moves one of them fails loudly (``tests/test_compat.py`` runs
+them against a real engine, a real robots.txt and a real protego), never
+quietly switching politeness, wake-ups or robots.txt matching off.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import inspect
+from collections.abc import Mapping
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any, cast
 
 import scrapy
+from protego import Protego
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 
 if TYPE_CHECKING:
+    from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.robotstxt import RobotParser
     from scrapy.settings import Settings
 
-__all__ = ["ScrapyInternalsChanged", "crawler_process", "disable_downloader_delay", "reactor", "spider_closing",
+__all__ = ["GroupChoosingProtego", "ProtegoInternalsChanged", "RobotsTxtHooks", "ScrapyInternalsChanged",
+           "create_crawler", "crawler_process", "disable_downloader_delay", "reactor", "spider_closing",
            "wake_engine"]
 
 TESTED_WITH = ("2.19", "2.20")
+PROTEGO_TESTED_WITH = ("0.7",)
 
 
 class ScrapyInternalsChanged(RuntimeError):
+    package: str = "Scrapy"
+    installed: str = scrapy.__version__
+    tested: tuple[str, ...] = TESTED_WITH
+
     def __init__(self, what: str) -> None:
         super().__init__(
-            f"Scrapy {scrapy.__version__} has no {what}, which crawler/compat.py needs "
-            f"(tested with Scrapy {', '.join(TESTED_WITH)}); see that module's docstring")
+            f"{self.package} {self.installed} has no {what}, which crawler/compat.py needs "
+            f"(tested with {self.package} {', '.join(self.tested)}); see that module's docstring")
+
+
+class ProtegoInternalsChanged(ScrapyInternalsChanged):
+    package = "protego"
+    installed = version("protego")
+    tested = PROTEGO_TESTED_WITH
 
 
 def _engine(crawler: Crawler) -> Any:
@@ -121,3 +158,89 @@ def crawler_process(settings: Settings) -> Any:
             or not settings.getbool("TWISTED_REACTOR_ENABLED")):
         return AsyncCrawlerProcess(settings)
     return CrawlerProcess(settings)
+
+
+def create_crawler(command: Any, spidercls: Any) -> Crawler:
+    """The crawler Scrapy's ``crawl`` command makes for ``spidercls`` (its
+    ``crawler_process`` set): ``BaseRunSpiderCommand._create_crawler``."""
+    make = getattr(command, "_create_crawler", None)
+    if not callable(make):
+        raise ScrapyInternalsChanged("BaseRunSpiderCommand._create_crawler")
+    return cast("Crawler", make(spidercls))
+
+
+# RobotsTxtMiddleware's own parts a subclass reads or sets, as Scrapy 2.19 names them.
+_ROBOTS_PARTS = ("_parsers", "_parserimpl", "_robotstxt_useragent")
+
+
+class RobotsTxtHooks(RobotsTxtMiddleware):
+    """Scrapy's robots.txt middleware with the private parts a subclass
+    needs under public names (checked as it is made):
+
+    - ``parsers``: each netloc's parser (a Deferred while its robots.txt is
+      fetched, None after a failed fetch);
+    - ``match_on(token)``: robots.txt groups are matched on ``token``, not
+      on each request's User-Agent header;
+    - ``use_parser(cls)``, ``parser_class``: the parser class
+      (``ROBOTSTXT_PARSER``'s);
+    - ``robots_fetched(response, netloc, request)``: called once a host's
+      robots.txt is downloaded; an override calls ``parse_fetched`` for
+      Scrapy's own handling (stats, ``robots_parsed``, the parser kept)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        for name in _ROBOTS_PARTS:
+            if not hasattr(self, name):
+                raise ScrapyInternalsChanged(f"RobotsTxtMiddleware.{name}")
+        hook = getattr(RobotsTxtMiddleware, "_parse_robots", None)
+        if (not inspect.iscoroutinefunction(hook)
+                or list(inspect.signature(hook).parameters) != ["self", "response", "netloc", "request"]):
+            raise ScrapyInternalsChanged("async RobotsTxtMiddleware._parse_robots(response, netloc, request)")
+
+    @property
+    def parsers(self) -> dict[str, Any]:
+        return cast("dict[str, Any]", self._parsers)
+
+    def match_on(self, token: str) -> None:
+        # Scrapy's process_request_2 matches on this when it is set.
+        self._robotstxt_useragent = token
+
+    def use_parser(self, parser: type) -> None:
+        # Scrapy annotates the parser class as an instance of it.
+        self._parserimpl = cast("RobotParser", parser)
+
+    @property
+    def parser_class(self) -> RobotParser:
+        return self._parserimpl  # Scrapy's annotation: an instance for the class
+
+    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        await self.robots_fetched(response, netloc, request)
+
+    async def robots_fetched(self, response: Response, netloc: str, request: Request) -> None:
+        await self.parse_fetched(response, netloc, request)
+
+    async def parse_fetched(self, response: Response, netloc: str, request: Request) -> None:
+        await super()._parse_robots(response, netloc, request)
+
+
+class GroupChoosingProtego(Protego):
+    """protego's parser, choosing the group of rules that applies to a user
+    agent with ``choose_group`` (protego's ``_get_matching_rule_set``),
+    given the groups of the robots.txt (protego's ``_user_agents``: each
+    user-agent line, lower-cased, to its rules)."""
+
+    @staticmethod
+    def check() -> None:
+        """Raise if this protego does not ask ``_get_matching_rule_set``
+        (called by a crawl that uses it, before it starts)."""
+        if not callable(getattr(Protego, "_get_matching_rule_set", None)):
+            raise ProtegoInternalsChanged("Protego._get_matching_rule_set")
+
+    def choose_group(self, user_agent: str, groups: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _get_matching_rule_set(self, user_agent: str) -> Any:
+        groups = getattr(self, "_user_agents", None)
+        if not isinstance(groups, Mapping):
+            raise ProtegoInternalsChanged("Protego._user_agents")
+        return self.choose_group(user_agent, groups)

@@ -5,13 +5,16 @@ warcio checks the files, the store finds each page's record, pywb replays
 the pages from our CDXJ index; a re-crawl's 304 is a revisit pywb resolves
 to the original; a worker SIGKILLed mid-crawl leaves one .open file whose
 records read back, and the resumed crawl archives every stored page; bodies
-cut by size or time as they arrive keep what came."""
+cut by size or time as they arrive keep what came; two workers crawling two
+identical hosts at once archive each payload once, every copy a revisit."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -19,6 +22,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -376,4 +380,56 @@ def test_a_warc_dir_that_cannot_be_written_stops_the_crawl_before_a_page_is_stor
         with SQLiteStore(result.store_path) as store:
             assert [p for p in store.iter_pages() if p["state"] == "C"] == []
     finally:
+        stop_embedded_redis(crawl_dir)
+
+
+def test_two_workers_fetching_the_same_pages_on_two_hosts_at_once_archive_each_payload_once(tmp_path):
+    """One site served identically on two hosts, crawled at once by two
+    workers (issue 48, item 12): whichever worker fetches a page first, and
+    however the copies interleave, each payload is archived in full once and
+    every other copy is a revisit naming that response, which is in the
+    archive."""
+    root = tmp_path / "www"
+    root.mkdir()
+    names = [f"p{i}.html" for i in range(20)]
+    (root / "index.html").write_bytes(page("Index", names))
+    for i, name in enumerate(names):
+        # Large and random: a writer takes a while over each, so copies in flight overlap.
+        noise = base64.b64encode(random.Random(i).randbytes(300_000)).decode()
+        (root / name).write_bytes(page(f"Page {i}", [], f"page {i} " + TEXT + f"<!-- {noise} -->"))
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    server = start_server(tmp_path, hosts="127.0.0.2,127.0.0.3", root=root, latency=0.05)
+    crawl_dir, warc_dir = tmp_path / "crawl", tmp_path / "warc"
+    try:
+        seeds = ",".join(server.url("/index.html", host) for host in ("127.0.0.2", "127.0.0.3"))
+        result = run_crawl(server, crawl_dir, [f"seeds={seeds}", "follow=all"],
+                           {"WARC_DIR": warc_dir, "CRAWL_PROCESSES": 2, "CONCURRENT_REQUESTS_PER_DOMAIN": 8},
+                           timeout=300)
+        assert result.returncode == 0, result.log[-3000:]
+        fetched = sorted(zip(result.hosts, result.fetched))
+        assert fetched == sorted((h, "/" + n) for h in ("127.0.0.2", "127.0.0.3")
+                                 for n in ["robots.txt", "index.html", *names])
+        warcio_check(warc_dir)
+        main = [r for r in read_records(warc_dir) if r["type"] in ("response", "revisit")]
+        assert len(main) == len(fetched)
+        by_digest: dict[str, list[dict]] = {}
+        for r in main:
+            by_digest.setdefault(r["digest"], []).append(r)
+        assert len(by_digest) == 22  # robots.txt, the index and 20 pages: each on both hosts
+        for copies in by_digest.values():
+            assert sorted(r["type"] for r in copies) == ["response", "revisit"]
+            original, = [r for r in copies if r["type"] == "response"]
+            revisit, = [r for r in copies if r["type"] == "revisit"]
+            assert (revisit["refers"], revisit["refers_date"]) == (original["uri"], original["date"])
+            assert {urlsplit(r["uri"]).path for r in copies} == {urlsplit(original["uri"]).path}
+        # pywb replays a copy from the other host's record: the bytes that host served.
+        index = export_cdxj(crawl_dir, warc_dir, tmp_path / "index.cdxj")
+        stamp = {e["url"]: ts for _, ts, e in index}
+        copied = [r["uri"] for r in main if r["type"] == "revisit" and r["uri"].endswith("/p7.html")]
+        assert len(copied) == 1
+        with Pywb(tmp_path / "pywb", sorted(warc_dir.glob("*.warc.gz")), cdxj=tmp_path / "index.cdxj") as pywb:
+            for uri in copied:
+                assert pywb.get(uri, stamp[uri])[::2] == (200, (root / "p7.html").read_bytes())
+    finally:
+        server.stop()
         stop_embedded_redis(crawl_dir)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from crawler.compat import crawler_process
+from crawler.compat import crawler_process, create_crawler
 from crawler.config import ConfigError, check_settings
 from crawler.redis.client import RedisUnavailable
 from crawler.redis.memory import RedisMemoryError
@@ -251,7 +251,7 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process is None:
             assert self.settings is not None
             self.crawler_process = crawler_process(self.settings)
-        crawl: Any = self.crawler_process.crawl(self._create_crawler(spidercls), **opts.spargs)
+        crawl: Any = self.crawler_process.crawl(create_crawler(self, spidercls), **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
             crawl.add_done_callback(self._task_done)
         else:  # a Deferred (CrawlerProcess)

@@ -47,12 +47,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import redis
-from protego import Protego
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.robotstxt import ProtegoRobotParser, decode_robotstxt
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -60,14 +58,15 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
-from crawler.compat import reactor
+from crawler.compat import GroupChoosingProtego, RobotsTxtHooks, reactor
 from crawler.config import product_token
 from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import ROBOTS_READ
 from crawler.urls import queue_key
 
 if TYPE_CHECKING:
-    from protego._ruleset import _RuleSet
+    from collections.abc import Mapping
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -124,12 +123,11 @@ def decode_entry(raw: object) -> tuple[float, bytes]:
     return float(stamp), body
 
 
-class _ProductTokenProtego(Protego):
-    def _get_matching_rule_set(self, user_agent: str) -> _RuleSet | None:
+class _ProductTokenProtego(GroupChoosingProtego):
+    def choose_group(self, user_agent: str, groups: Mapping[str, Any]) -> Any:
         # RFC 9309, 2.2.1: the group whose user-agent is the product token,
         # case-insensitively, else the "*" group, else none. Protego also
         # takes groups named by a prefix or a later word of what it is given.
-        groups = self._user_agents
         found = groups.get(user_agent.strip().lower())
         return found if found is not None else groups.get("*")
 
@@ -142,7 +140,7 @@ class ProductTokenRobotParser(ProtegoRobotParser):
         self.rp = _ProductTokenProtego.parse(decode_robotstxt(robotstxt_body, spider))
 
 
-class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
+class ClusterRobotsTxtMiddleware(RobotsTxtHooks):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         s = crawler.settings
@@ -153,16 +151,11 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
         self.lock_timeout = max(5.0, s.getfloat("ROBOTSTXT_DOWNLOAD_TIMEOUT") * 3)
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.token = str(s.get("ROBOTSTXT_USER_AGENT") or "").strip() or product_token(str(s.get("USER_AGENT") or ""))
-        # Scrapy's process_request_2 matches on this when it is set, and on the
-        # request's whole User-Agent header otherwise.
-        self._robotstxt_useragent = self.token
+        # Not on the request's whole User-Agent header, which Scrapy matches on otherwise.
+        self.match_on(self.token)
         if load_object(s.get("ROBOTSTXT_PARSER")) is ProtegoRobotParser:
-            if not hasattr(Protego, "_get_matching_rule_set"):
-                raise RuntimeError("this protego has no Protego._get_matching_rule_set, which "
-                                   "ProductTokenRobotParser overrides to match robots.txt groups on the "
-                                   "product token (crawler/frontier/robots.py)")
-            # Scrapy annotates the parser class as an instance of it.
-            self._parserimpl = cast("RobotParser", ProductTokenRobotParser)
+            GroupChoosingProtego.check()  # ProductTokenRobotParser matches groups through it
+            self.use_parser(ProductTokenRobotParser)
         self._malformed_hosts: set[str] = set()
 
     def _frontier(self) -> Frontier | None:
@@ -175,7 +168,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def parse(self, body: bytes) -> RobotParser:
         """The parser of a robots.txt body (cut at ``ROBOTSTXT_MAX_BODY``)."""
-        return build_from_crawler(self._parserimpl, self.crawler, cap_body(body))
+        return build_from_crawler(self.parser_class, self.crawler, cap_body(body))
 
     def crawl_delay(self, rp: RobotParser) -> float | None:
         """The Crawl-delay robots.txt asks of our product token, if any."""
@@ -188,7 +181,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
     async def robot_parser(self, request: Request) -> RobotParser | None:
         netloc = urlparse_cached(request).netloc
         cache = self._cache()
-        if netloc not in self._parsers and cache is not None:
+        if netloc not in self.parsers and cache is not None:
             body = self.cached_body(cache, netloc)
             if body is None and not self._lock(cache, netloc):
                 # Another worker is fetching it: wait for its answer.
@@ -196,15 +189,15 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
                 while body is None and time.monotonic() < deadline:
                     await maybe_deferred_to_future(deferLater(reactor(), 0.25, lambda: None))
                     body = self.cached_body(cache, netloc)
-            if body is not None and netloc not in self._parsers:
+            if body is not None and netloc not in self.parsers:
                 self.crawler.stats.inc_value("robotstxt/cache_hit")
                 rp = self.parse(body)
-                self._parsers[netloc] = rp
+                self.parsers[netloc] = rp
                 self._apply_crawl_delay(rp, request)
                 self._read(request, body)
         return await super().robot_parser(request)
 
-    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+    async def robots_fetched(self, response: Response, netloc: str, request: Request) -> None:
         await self._after_robots_fetch(request)
         body = cap_body(response.body)
         if len(body) < len(response.body):
@@ -212,10 +205,10 @@ class ClusterRobotsTxtMiddleware(RobotsTxtMiddleware):
             logger.info("robots.txt of %(netloc)s is %(size)d bytes: reading its first %(kept)d",
                         {"netloc": netloc, "size": len(response.body), "kept": len(body)})
             response = response.replace(body=body)
-        await super()._parse_robots(response, netloc, request)
+        await self.parse_fetched(response, netloc, request)
         self._read(request, body if response.status == 200 else b"")
         cache = self._cache()
-        rp = self._parsers.get(netloc)
+        rp = self.parsers.get(netloc)
         if cache is None or rp is None or isinstance(rp, Deferred):
             return
         # A 5xx reads as an empty robots.txt (RobotsTxtGuardMiddleware) for

@@ -57,7 +57,8 @@ touches one slot only:
   ``osk:<b>``        hash page reference -> the odd sketch of its first page's shingles
   ``warc:<b>``       hash payload digest (its first 16 base-32 characters) -> "<the other
                      16> <WARC-Date> <URI>" of the first response archived with that
-                     payload (``-s WARC_DIR``: ``crawler/warc/digests.py``)
+                     payload (``-s WARC_DIR``: ``crawler/warc/digests.py``); while it is
+                     being written, its writer's claim: the same, "<owner> <deadline ms>" added
   (``<b>``: one of ``DUPEFILTER_BUCKETS`` small hashes, which Redis keeps in its
   compact listpack encoding; a site tag is 40 bits, ``dupindex.site_tag``, written as
   10 hex digits in ``content`` and as 5 bytes in ``rec``)

@@ -32,12 +32,14 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-__all__ = ["ALL", "SCRIPTS", "SHARD_SCRIPTS", "TEMPLATE_SCRIPTS", "source"]
+__all__ = ["ALL", "SCRIPTS", "SHARD_SCRIPTS", "TEMPLATE_SCRIPTS", "WARC_SCRIPTS", "source"]
 
 SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "RESERVE", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
 ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD")
 # Site templates (crawler/frontier/templates.py, crawler/template.py).
 TEMPLATE_SCRIPTS = ("TEMPLATE",)
+# The WARC archive index's claims (crawler/warc/digests.py).
+WARC_SCRIPTS = ("WARC_CLAIM", "WARC_SETTLE")
 
 
 def _read(stem: str) -> str:
@@ -52,11 +54,11 @@ def _read(stem: str) -> str:
 @cache
 def source(name: str) -> str:
     """The Lua source of script ``name`` (``COMMIT``, ``TEMPLATE`` ...), as sent to Redis."""
-    if name not in ALL and name not in TEMPLATE_SCRIPTS:
+    if name not in ALL and name not in TEMPLATE_SCRIPTS and name not in WARC_SCRIPTS:
         raise KeyError(f"no Lua script {name!r}")
     body = _read(name.lower())
     return _read("shard") + body if name in SHARD_SCRIPTS else body
 
 
 # Every script by name: the gateway's registry (crawler/redis/gateway.py).
-SCRIPTS = {name: source(name) for name in (*ALL, *TEMPLATE_SCRIPTS)}
+SCRIPTS = {name: source(name) for name in (*ALL, *TEMPLATE_SCRIPTS, *WARC_SCRIPTS)}

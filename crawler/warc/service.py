@@ -29,7 +29,10 @@ item pipeline that waits for a page's record before the page is stored.
 Stats: ``warc/responses``, ``warc/revisits`` (identical payloads),
 ``warc/not_modified`` (a re-crawl's 304s), ``warc/truncated``,
 ``warc/bytes``, ``warc/files``, ``warc/index_errors``,
-``warc/salvaged_files``.
+``warc/salvaged_files``, ``warc/waits`` (copies that waited for another
+worker to write their original: ``digests.py``), ``warc/claims_taken_over``
+(payloads claimed by a worker that died, or stalled, before writing them:
+archived in full here).
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ from twisted.internet import defer
 
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.redis.client import get_redis
-from crawler.redis.gateway import Gateway
 from crawler.redis.keys import Keys
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles, salvage
@@ -150,7 +152,7 @@ class WarcService:
 
         def index() -> ArchiveIndex:
             keys = Keys(name, s.getint("FRONTIER_SHARDS"))
-            return ArchiveIndex(Gateway(get_redis(s, crawl_dir(s)), {}), keys, s.getint("DUPEFILTER_BUCKETS"))
+            return ArchiveIndex(get_redis(s, crawl_dir(s)), keys, s.getint("DUPEFILTER_BUCKETS"))
 
         self.writer = WarcWriter(files, index)
         logger.info("WARC: writing %(dir)s/%(prefix)s-*.warc.gz (rotated at %(size)d bytes)",
@@ -162,7 +164,8 @@ class WarcService:
             return
         writer.close()
         c, stats = writer.counts, self.crawler.stats
-        for key in ("responses", "revisits", "not_modified", "truncated", "bytes", "index_errors"):
+        for key in ("responses", "revisits", "not_modified", "truncated", "bytes", "index_errors", "waits",
+                    "claims_taken_over"):
             stats.set_value(f"warc/{key}", getattr(c, key))
         stats.set_value("warc/files", len(writer.files.closed))
 

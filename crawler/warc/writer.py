@@ -3,11 +3,17 @@ reactor thread (no Scrapy).
 
 ``submit`` queues a fetch and returns a ``concurrent.futures.Future`` of
 where its main record went (``Written``). The thread builds the records
-(``records.RecordMaker``), asks the archive index whether the payload was
-archived before (``digests.ArchiveIndex``: a revisit then), writes them
-(``files.WarcFiles``) and registers a new payload once it is on disk. gzip
-and sha1 release the GIL, so on a machine of two cores the writing runs
-beside the crawl.
+(``records.RecordMaker``), claims each payload in the archive index
+(``digests.ArchiveIndex``; one round trip a batch), writes them
+(``files.WarcFiles``: a revisit when the payload was archived before, here
+or by another worker) and settles its claims once the records are on disk
+(one more). A copy whose payload another worker has claimed but not yet
+written waits (``warc/waits``), asked about again every 0.1 s, while the
+fetches behind it are written: it becomes a revisit once that record is
+on disk, or is archived in full when the claim expires (that worker died
+between claim and write). At close, the thread ends once no copy waits.
+gzip and sha1 release the GIL, so on a machine of two cores the writing
+runs beside the crawl.
 
 A failure (a full disk, an unwritable directory) fails that fetch's future
 and every later one: a WARC crawl that cannot write its archive stops (the
@@ -20,19 +26,25 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable
 
-from crawler.warc.digests import ArchiveIndex
+from crawler.warc.digests import CLAIM_TTL_MS, CLAIMED, PENDING, WRITTEN, ArchiveIndex, Claim
 from crawler.warc.files import WarcFiles
-from crawler.warc.records import Exchange, NotModified, Original, RecordMaker, payload_digest
+from crawler.warc.records import Exchange, NotModified, Original, RecordMaker, payload_digest, warc_date
 
 __all__ = ["WarcWriter", "Written"]
 
 logger = logging.getLogger(__name__)
 
 _BATCH = 64  # fetches written together at most (what was queued meanwhile)
+_WAIT_POLL = 0.1  # seconds between asks about an original another writer has claimed, not yet written
+# A copy waits at most this long for another writer's original (its claim
+# expires sooner: this only bounds a wait on a clock that misbehaves); then
+# it is archived in full, unclaimed.
+_MAX_WAIT = 2 * CLAIM_TTL_MS / 1000
 
 
 @dataclass(slots=True, frozen=True)
@@ -55,6 +67,20 @@ class Counts:
     truncated: int = 0
     bytes: int = 0
     index_errors: int = 0
+    waits: int = 0  # copies that waited for another writer's original
+    claims_taken_over: int = 0  # claims of a writer that died (or stalled) before writing
+
+
+@dataclass(slots=True)
+class _Job:
+    ex: Exchange
+    dedup: bool
+    future: Future[Written]
+    since: float  # time.monotonic() at submit
+    waited: bool = False
+
+
+_NONE = object()  # no job came while a copy waited
 
 
 class WarcWriter:
@@ -69,7 +95,8 @@ class WarcWriter:
         self._index: ArchiveIndex | None = None
         self.counts = Counts()
         self.error: BaseException | None = None
-        self._jobs: queue.Queue[tuple[Exchange, bool, Future[Written]] | None] = queue.Queue(max_queue)
+        self._jobs: queue.Queue[_Job | None] = queue.Queue(max_queue)
+        self._waiting: list[_Job] = []  # copies whose original another writer has not written yet
         self._maker = RecordMaker()
         self._thread = threading.Thread(target=self._run, name="warc-writer", daemon=True)
         self._thread.start()
@@ -82,7 +109,7 @@ class WarcWriter:
         if self.error is not None:
             future.set_exception(self.error)
             return future
-        self._jobs.put((exchange, dedup, future))
+        self._jobs.put(_Job(exchange, dedup, future, time.monotonic()))
         return future
 
     def close(self, timeout: float = 60.0) -> None:
@@ -97,20 +124,26 @@ class WarcWriter:
             self.files.close()
 
     def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            batch = [job]
-            while job is not None and len(batch) < _BATCH:
+        closing = False
+        while not closing or self._waiting:
+            job: _Job | None | object
+            try:
+                # A copy waiting for another writer's original is asked about again soon.
+                job = self._jobs.get(timeout=_WAIT_POLL) if self._waiting or closing else self._jobs.get()
+            except queue.Empty:
+                job = _NONE
+            batch: list[_Job | None | object] = [] if job is _NONE else [job]
+            while job is not None and job is not _NONE and len(batch) < _BATCH:
                 try:
                     job = self._jobs.get_nowait()
                 except queue.Empty:
                     break
                 batch.append(job)
-            jobs = [j for j in batch if j is not None]
+            closing = closing or (bool(batch) and batch[-1] is None)
+            # The copies that waited first: they were fetched before.
+            jobs, self._waiting = self._waiting + [j for j in batch if isinstance(j, _Job)], []
             if jobs:
                 self._write_batch(jobs)
-            if batch[-1] is None:
-                return
 
     def _archive_index(self) -> ArchiveIndex | None:
         if self._index is None and self._make_index is not None:
@@ -121,59 +154,93 @@ class WarcWriter:
                 logger.warning("WARC: no archive index (%(exc)s): payloads archived in full", {"exc": exc})
         return self._index
 
-    def _write_batch(self, jobs: list[tuple[Exchange, bool, Future[Written]]]) -> None:
-        """Write the fetches queued together: one round trip asks the
-        archive index for all their payloads, one registers the new ones
-        once they are on disk."""
+    def _write_batch(self, jobs: list[_Job]) -> None:
+        """Write the fetches queued together: one round trip claims their
+        payloads in the archive index (and looks up the originals of
+        304s), one settles the claims once the records are on disk. A copy
+        whose original another writer claimed and has not written yet
+        waits for the next batch (``digests``: never a revisit of nothing)."""
         c = self.counts
         if self.error is not None:
-            for _, _, future in jobs:
-                future.set_exception(self.error)
+            for job in jobs:
+                job.future.set_exception(self.error)
             return
         digests: list[str | None] = [
-            payload_digest(ex.body) if (dedup and ex.not_modified is None and not ex.truncated and ex.body
-                                        and 200 <= ex.status < 300) else None
-            for ex, dedup, _ in jobs]
+            payload_digest(j.ex.body) if (j.dedup and j.ex.not_modified is None and not j.ex.truncated and j.ex.body
+                                          and 200 <= j.ex.status < 300) else None
+            for j in jobs]
+        now = time.monotonic()
+        overdue = {d for j, d in zip(jobs, digests) if j.waited and now - j.since >= _MAX_WAIT}
+        first: dict[str, _Job] = {}  # each payload's first fetch here: the one that claims it
+        for job, digest in zip(jobs, digests):
+            if digest is not None and digest not in first and digest not in overdue:
+                first[digest] = job
         # A 304's original may itself be stored as a revisit (an exact copy): the
         # index names the response that holds the bytes, which the revisit names instead.
-        asked = sorted({d for d in digests if d is not None}
-                       | {ex.not_modified.digest for ex, _, _ in jobs if ex.not_modified is not None})
+        looked = sorted({j.ex.not_modified.digest for j in jobs if j.ex.not_modified is not None})
+        claims: dict[str, Claim] = {}
         known: dict[str, Original] = {}
-        index = self._archive_index() if asked else None
+        index = self._archive_index() if first or looked else None
         if index is not None:
             try:
-                known = {d: o for d, o in zip(asked, index.lookup_many(asked)) if o is not None}
+                taken = index.taken_over
+                got, found = index.ask([(d, j.ex.url, warc_date(j.ex.fetched_at)) for d, j in first.items()], looked)
+                c.claims_taken_over += index.taken_over - taken
+                claims = dict(zip(first, got))
+                known = {d: o for d, o in zip(looked, found) if o is not None}
             except Exception as exc:  # noqa: BLE001 - Redis away: archived in full
                 c.index_errors += 1
                 index = None
                 logger.warning("WARC: archive index lookup failed (%(exc)s): %(n)d responses archived in full",
-                               {"exc": exc, "n": len(asked)})
-        new: list[tuple[str, str, str]] = []
-        for (ex, _, future), digest in zip(jobs, digests):
+                               {"exc": exc, "n": len(first) + len(looked)})
+        here: dict[str, Original] = {}  # payloads written in full in this batch
+        settle: list[tuple[str, Claim, bool]] = []
+        for job, digest in zip(jobs, digests):
+            ex, future = job.ex, job.future
+            claim = claims.get(digest) if digest is not None else None
+            # This fetch claimed its payload: its claim is settled, written or not.
+            claimant = ((digest, claim) if digest is not None and claim is not None and claim.state == CLAIMED
+                        and first[digest] is job else None)
             if self.error is not None:
+                if claimant:
+                    settle.append((*claimant, False))
                 future.set_exception(self.error)  # nothing written after a failed write
                 continue
+            if digest is not None and digest not in here and claim is not None and claim.state == PENDING \
+                    and not claim.mine:
+                if not job.waited:
+                    job.waited = True
+                    c.waits += 1
+                self._waiting.append(job)  # its original is not on disk yet
+                continue
+            original: Original | None = None
+            if digest is not None:
+                if digest in here:
+                    original = here[digest]
+                elif claim is not None and claim.state in (WRITTEN, PENDING):
+                    original = claim.original
             try:
-                original = known.get(digest) if digest is not None else None
                 nm = ex.not_modified
                 if nm is not None and nm.digest in known and known[nm.digest].uri != nm.uri:
-                    first = known[nm.digest]
-                    ex.not_modified = NotModified(first.uri, first.date, nm.digest)
+                    first_nm = known[nm.digest]
+                    ex.not_modified = NotModified(first_nm.uri, first_nm.date, nm.digest)
                 written = self._write(ex, original, digest)
             except BaseException as exc:  # noqa: BLE001 - reported through every later future
                 logger.error("Cannot write the WARC record of %(url)s: %(exc)s", {"url": ex.url, "exc": exc})
                 self.error = exc
+                if claimant:
+                    settle.append((*claimant, False))
                 future.set_exception(exc)
                 continue
             if digest is not None and original is None:
-                # A later copy in this batch is a revisit of this one.
-                known[digest] = Original(ex.url, written.date)
-                new.append((digest, ex.url, written.date))
+                here[digest] = Original(ex.url, written.date)  # a later copy in this batch is a revisit of it
+                if claimant:
+                    settle.append((*claimant, True))
             future.set_result(written)
-        if index is not None and new:
+        if index is not None and settle:
             try:
-                index.register_many(new)
-            except Exception as exc:  # noqa: BLE001 - a later copy is archived in full
+                index.settle_many(settle)
+            except Exception as exc:  # noqa: BLE001 - the claims expire: later copies archived in full
                 c.index_errors += 1
                 logger.warning("WARC: archive index update failed (%(exc)s)", {"exc": exc})
 

@@ -152,6 +152,30 @@ def test_closespider_pagecount_stores_exactly_that_many_pages_and_the_crawl_read
         stop_embedded_redis(crawl_dir)
 
 
+@pytest.mark.slow
+def test_a_crawl_stopped_by_ctrl_c_with_urls_queued_reads_stopped(site: Server, tmp_path: Path):
+    crawl_dir = tmp_path / "crawl"
+    try:
+        # A site's pages 0.5 s apart: Ctrl-C lands with most of them queued.
+        result = run_crawl(site, crawl_dir, [f"seeds={site.url('/')}"], {"DOWNLOAD_DELAY": 0.5}, interrupt_after=4)
+        assert result.returncode == 0, result.log[-3000:]
+        assert "'finish_reason': 'shutdown'" in result.log, result.log[-3000:]
+        code, out, err = status(crawl_dir, "--json")
+        assert code == 0, err
+        st = json.loads(out)
+        f = st["frontier"]
+        assert (st["state"], st["stop"]) == ("stopped", None) and f["queued"] > 0, st
+        code, out, err = status(crawl_dir)
+        lines = out.splitlines()
+        assert lines[0].startswith(f"crawl site  STOPPED   {st['totals']['pages']} pages, "), lines[0]
+        pending = f["queued"] + f["leased"] + f["delayed"]
+        assert lines[2] == (f"stopped with {pending} URLs to fetch ({f['queued']} queued, {f['leased']} leased, "
+                            f"{f['delayed']} waiting for a retry); `scrapy crawl site` with the same -s CRAWL_NAME "
+                            "(and CRAWL_DIR or REDIS_URL) resumes it"), lines
+    finally:
+        stop_embedded_redis(crawl_dir)
+
+
 def sample(at: float, queued: int) -> Sample:
     s = Sample()
     s.at, s.queued = at, queued

@@ -27,11 +27,10 @@ Settings:
   site slots its downloads free go to other workers (why: docs/reference.md).
 - ``DUPEFILTER_BUCKETS``: dedup sets (queues.py). ``CLOSESPIDER_PAGECOUNT``: pages stored and held, at most.
 
-Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
-``frontier/leased``, ``frontier/acked/C``, ``/T`` (done, on a focused crawl's topic), ``/E``, ``/F`` (robots.txt
-forbade it), ``frontier/lease_held_back``, ``frontier/requeued/retry``, ``frontier/released``,
-``frontier/stale_ack``, ``frontier/released_orphans``, ``frontier/reaped``, ``frontier/redis_round_trips``,
-``frontier/redis_error``.
+Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``, ``frontier/leased``,
+``frontier/acked/C``, ``/T`` (done, on a focused crawl's topic), ``/E``, ``/F`` (robots.txt forbade it),
+``frontier/lease_held_back``, ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
+``frontier/released_orphans``, ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
 
 Where this departs from scrapy-redis (0.9.1), and why (at length in
 ``docs/cluster.md``): a taken request is leased, not popped, so a killed

@@ -11,7 +11,7 @@ through ``Frontier`` (``crawler/frontier/frontier.py``).
      "last_heartbeat"}], "frontier": {"queued", "leased", "delayed",
      "sites", "sites_ready", "sites_backed_off", "seen"}, "errors":
      {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
-     "totals": {"pages", "errors", "revisits", "revisit_errors", "retried",
+     "totals": {"pages", "errors", "robots_forbidden", "revisits", "revisit_errors", "retried",
      "removed", "pages_per_min", "links"}, "time", "download_delay",
      "topic": null, or for a focused crawl {"on_topic", "pages",
      "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"},
@@ -39,8 +39,11 @@ an off-topic parent, the on-topic ones among them, and off-topic pages
 whose links were not followed).
 
 A crawl's state: "stopping" (``scrapy stop`` asked, workers still alive),
-"stopped" (asked, none alive), "running" (a worker alive), "finished"
-(nobody alive, nothing pending, pages crawled), else "idle". A node is
+"stopped" (asked, none alive; or no stop asked, but the workers that ran
+it are gone with URLs still queued, leased or delayed: stopped by Ctrl-C, a
+page count or a crash), "running" (a worker alive), "finished" (nobody
+alive, nothing pending, pages crawled), else "idle" (no worker has run it:
+seeded only, or empty). A node is
 alive while its heartbeat is younger than the lease timeout; its state is
 "running", "paused" (Redis is full: it takes no new work), "stopping",
 "stopped", or "lost" (it stopped beating while running); its ``pages``
@@ -53,8 +56,12 @@ largest of the live ones), which a site without a delay of its own shows
 in ``top_sites``; the command's own setting only when no worker has
 reported one. The crawl's ``pages`` count each page once: its first fetch (or
 an error's URL fetched again and done); a re-crawl's visits are
-``revisits`` (``revisit_errors`` those that failed), while a node's
-``pages`` counts every page it stored, revisits included.
+``revisits`` (``revisit_errors`` those that got no answer or a server
+error: a 404 or 410 is an answer, the page's ``gone`` outcome), while a
+node's ``pages`` counts every page it stored, revisits included. A URL
+robots.txt forbade is neither a page nor an error: ``robots_forbidden``
+counts them (the frontier settles them apart; the store keeps no record
+of them, the link to one stays in ``links``).
 """
 
 from __future__ import annotations
@@ -80,7 +87,8 @@ from crawler.redis.memory import memory_of
 from crawler.rules import UrlRules
 from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of, url_prefix
 
-__all__ = ["STATES", "NoSuchCrawl", "crawl_names", "open_frontier", "remove", "request_stop", "seed", "status"]
+__all__ = ["STATES", "NoSuchCrawl", "crawl_names", "failed", "open_frontier", "remove", "request_stop", "seed",
+           "status"]
 
 STATES = ("running", "stopping", "stopped", "finished", "idle")
 
@@ -98,8 +106,12 @@ def _error_reason(reason: Any) -> str:
 CONTROL_NAMES = ("scope", "follow", "rules", "sitemaps", "languages", "render")
 
 
-# What `scrapy status` shows of a re-crawl (stats recrawl/<name>).
-RECRAWL_FIGURES = ("due", "fetched", "not_modified", "unchanged", "trivial", "changed", "gone", "moved")
+# What `scrapy status` shows of a re-crawl (stats recrawl/<name>): "fetched"
+# is every revisit stored, the sum of its outcomes "new" (no stored page to
+# compare with) to "error" (no verdict: no answer, a server error, a
+# temporary redirect); "not_modified" (304s) are some of the "unchanged".
+RECRAWL_FIGURES = ("due", "fetched", "not_modified", "new", "unchanged", "trivial", "changed", "gone", "moved",
+                   "error")
 
 
 # What `scrapy status` shows of a focused crawl's tunnelling (stats topic/<name>).
@@ -154,6 +166,10 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         state = "running"
     elif pending == 0 and stats.get("done", 0) + stats.get("errors", 0) > 0:
         state = "finished"
+    elif pending > 0 and records:
+        # Its workers left with work queued (scrapy stop, Ctrl-C, a page
+        # count, a crash): stopped, not idle; a worker resumes it.
+        state = "stopped"
     else:
         state = "idle"
     errors = Counter(_error_reason(e.get("reason")) for e in frontier.errors(error_sample))
@@ -201,11 +217,44 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         # Pages are pages: a re-crawl's visits are revisits (and their
         # failures revisit_errors), never counted as pages again.
         "totals": {"pages": stats.get("done", 0), "errors": stats.get("errors", 0),
+                   "robots_forbidden": stats.get("robots_forbidden", 0),
                    "revisits": stats.get("revisits", 0), "revisit_errors": stats.get("revisit_errors", 0),
                    "retried": stats.get("retried", 0), "removed": stats.get("removed", 0),
                    "pages_per_min": round(sum(n["pages_per_min"] for n in alive_nodes), 2),
                    "links": sum(n["links"] for n in nodes)},
     }
+
+
+def failed(frontier: Frontier, limit: int = 20) -> list[dict[str, Any]]:
+    """The URLs the crawl settled as errors, newest first, at most ``limit``
+    (the frontier keeps the latest 1,000 of each shard): {"url", "site",
+    "reason", "at"} (``at``: seconds since the epoch). A URL is ``null``
+    when its record was cut (entries over 2 KiB keep their first 2 KiB)."""
+    out = []
+    for rec in frontier.errors(max(1, limit)):
+        at = _number(rec.get("at"), 0.0)
+        out.append({"url": _entry_url(rec.get("entry")), "site": str(rec.get("site") or ""),
+                    "reason": str(rec.get("reason") or "unknown"), "at": at / 1000.0 if at > 1e11 else at})
+    return out
+
+
+def _entry_url(entry: Any) -> str | None:
+    """The URL of a frontier entry (a request as JSON, perhaps cut)."""
+    if not isinstance(entry, str):
+        return None
+    try:
+        url = json.loads(entry).get("u")
+    except (ValueError, AttributeError):
+        # Cut at 2 KiB: the URL comes first ({"u": ...}) and is whole if
+        # its closing quote is there.
+        head = '{"u":'
+        if not entry.startswith(head):
+            return None
+        try:
+            url, _ = json.JSONDecoder().raw_decode(entry, len(head))
+        except ValueError:
+            return None
+    return url if isinstance(url, str) else None
 
 
 def workers_delay(records: dict[str, dict[str, Any]], beats: dict[str, float], now: float,

@@ -11,8 +11,10 @@ failed adds ``; sitemaps failed N`` (this node's) to the line. A
 ``/sitemap.xml`` robots.txt did not name and that is not there is no
 failure (``crawler/sitemaps.py``).
 
-"ETA" only where the crawl is bounded (``FRONTIER_MAX_PAGES_PER_SITE`` or
-``DEPTH_LIMIT``): pending requests over the cluster's rate. With
+"ETA" only while it means something: the crawl's pending requests (queued,
+leased, delayed) fell over the last minute, and then it is those requests
+over the rate at which they fell. While a crawl still finds more URLs than it
+fetches, its end cannot be foreseen and no ETA is shown. With
 ``PROMETHEUS_PORT`` set it serves the Prometheus text format on
 ``PROMETHEUS_BIND:PROMETHEUS_PORT`` (``prometheus-client``), the same
 figures labelled by ``crawl`` and ``node``:
@@ -38,7 +40,8 @@ figures labelled by ``crawl`` and ``node``:
   ``crawler_topic_tunnel_total`` by ``kind`` (``pages`` reached through an
   off-topic parent, ``on_topic`` among them, ``stopped``: off-topic pages
   whose links were not followed). The progress line adds
-  ``on topic N (harvest R here, R' cluster)``.
+  ``on topic N (harvest R here, R' cluster)``. Only a focused crawl: a
+  crawl in importance order has no topic.
 
 Figures are sampled from the reactor thread every ``min(PROGRESS_INTERVAL,
 10)`` seconds; the metrics server only reads the last sample.
@@ -66,7 +69,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Progress", "Sample"]
+__all__ = ["Progress", "Sample", "draining"]
 
 
 class Sample:
@@ -114,6 +117,19 @@ def eta(pending: int, per_min: float) -> str:
     return duration(pending / per_min * 60.0)
 
 
+def draining(history: deque[Sample], now: Sample) -> str | None:
+    """The time left, when the pending requests fell over the samples in
+    ``history`` (the last minute): pending over the rate they fell at;
+    None while they grow or hold (more URLs found than fetched), and once
+    nothing is pending."""
+    first = history[0] if history else now
+    dt = now.at - first.at
+    before, pending = first.queued + first.leased + first.delayed, now.queued + now.leased + now.delayed
+    if dt < 1.0 or pending >= before or pending == 0:
+        return None
+    return eta(pending, (before - pending) * 60.0 / dt)
+
+
 class Progress:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -121,7 +137,6 @@ class Progress:
         self.interval = s.getfloat("PROGRESS_INTERVAL")
         self.port = s.getint("PROMETHEUS_PORT")
         self.bind = s.get("PROMETHEUS_BIND") or "127.0.0.1"
-        self.bounded = s.getint("FRONTIER_MAX_PAGES_PER_SITE") > 0 or s.getint("DEPTH_LIMIT") > 0
         self.sample_every = min(self.interval, 10.0) if self.interval > 0 else 10.0
         self.last = Sample()
         self.history: deque[Sample] = deque()
@@ -175,7 +190,7 @@ class Progress:
         if service.is_open:
             frontier = service.frontier
             self.crawl, self.node = frontier.crawl, frontier.node
-            self.focused = frontier.ordered
+            self.focused = frontier.state.order.startswith("topic:")
             s.redis_full = service.redis_full
             try:
                 c = frontier.stats()
@@ -217,8 +232,9 @@ class Progress:
             text += "; Redis unreachable, cluster figures as last read"
         if s.redis_full:
             text += "; Redis full: no new work taken"
-        if self.bounded:
-            text += f"; ETA {eta(s.queued + s.leased + s.delayed, s.cluster_rate)}"
+        left = draining(self.history, s)
+        if left is not None:
+            text += f"; ETA {left}"
         return text
 
     # -- Prometheus ------------------------------------------------------------------------

@@ -360,7 +360,10 @@ EXTENSIONS = {
 # Scrapy's own extensions but the remote control and the telnet console (see
 # REMOTE_CONTROL_ENABLED above): out of the base list rather than set to None
 # in EXTENSIONS, where Scrapy would still import them to read the key.
-EXTENSIONS_BASE = {k: v for k, v in _scrapy_defaults.EXTENSIONS_BASE.items()
+# Scrapy's CloseSpider is ours (crawler/pagecount.py): CLOSESPIDER_PAGECOUNT
+# counts pages stored, exactly, not responses.
+EXTENSIONS_BASE = {"crawler.pagecount.CloseSpider" if k == "scrapy.extensions.closespider.CloseSpider" else k: v
+                   for k, v in _scrapy_defaults.EXTENSIONS_BASE.items()
                    if k not in ("scrapy.extensions.remote_control.RemoteControl",
                                 "scrapy.extensions.telnet.TelnetConsole")}
 SPIDER_MIDDLEWARES = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crawler.frontier.queues import CommitResult, Lease, LinkEntry
-from crawler.frontier.leasebook import LeaseBook
+from crawler.frontier.leasebook import FORBIDDEN, LeaseBook
 
 
 class Clock:
@@ -183,3 +183,27 @@ def test_sitemaps_are_counted_apart_from_pages():
     book.output_done("0.3")
     assert book.acks == [("0.1", "CS", ""), ("0.2", "ES", "sitemap: HTTP 404 (http://a/s.xml)"), ("0.3", "C", "")]
     assert (book.acked, book.sitemaps, book.done) == ({"C": 1, "T": 0, "E": 0}, {"C": 1, "E": 1}, 1)
+
+
+def test_a_url_robots_txt_forbade_settles_apart_neither_page_nor_error():
+    book = book_with("0.1", "0.2")
+    book.output_done("0.1", error=FORBIDDEN)
+    book.output_done("0.2")
+    assert book.acks == [("0.1", "F", FORBIDDEN), ("0.2", "C", "")]
+    assert (book.acked, book.done, book.pages) == ({"C": 1, "T": 0, "E": 0, "F": 1}, 1, 1)
+
+
+def test_the_page_room_counts_pages_stored_and_page_requests_held_not_sitemaps_errors_or_forbidden():
+    book = LeaseBook(Clock())
+    assert book.page_room(0) == 1 << 30  # no CLOSESPIDER_PAGECOUNT
+    for lease_id, kind in (("0.1", ""), ("0.2", ""), ("0.3", "S"), ("0.4", ""), ("0.5", ""), ("0.6", "V")):
+        book.add(Lease(lease_id, "a", "{}"), kind)
+    assert book.page_room(10) == 5  # five page requests held; a sitemap's is not one
+    book.output_done("0.1")
+    book.output_done("0.2", error="timeout")
+    book.output_done("0.3")
+    book.output_done("0.4", error=FORBIDDEN)
+    assert book.pages == 1 and book.page_room(10) == 7  # 1 stored, 2 held
+    book.output_done("0.5")
+    book.output_done("0.6")  # a revisit stored is a page stored
+    assert book.pages == 3 and book.page_room(3) == 0

@@ -119,7 +119,10 @@ def test_status_counts_nodes_pages_and_tells_a_dead_node(frontier, redis_url):
         json.loads(t.entry)["u"].split("/")[2] for t in theirs[1:])
     assert [t["queued"] for t in st["top_sites"]] == [1, 1] and st["top_sites"][0]["delay"] == 0.0
     frontier.leave()
-    assert ops.status(frontier, lease_timeout=1.0)["state"] == "idle"
+    # Every worker gone, two URLs queued, no stop asked (Ctrl-C, a crash):
+    # stopped, not idle.
+    st = ops.status(frontier, lease_timeout=1.0)
+    assert (st["state"], st["stop"], st["frontier"]["queued"]) == ("stopped", None, 2)
 
 
 def test_a_finished_crawl_says_so(frontier):

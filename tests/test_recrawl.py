@@ -149,8 +149,8 @@ def test_recrawl_finds_unchanged_changed_trivial_gone_moved_and_new_pages(changi
                                 cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert status.returncode == 0, status.stderr
         assert json.loads(status.stdout)["recrawl"] == {
-            "due": 7, "fetched": 7, "not_modified": 1, "unchanged": 2, "trivial": 1, "changed": 2, "gone": 1,
-            "moved": 1}
+            "due": 7, "fetched": 7, "not_modified": 1, "new": 0, "unchanged": 2, "trivial": 1, "changed": 2,
+            "gone": 1, "moved": 1, "error": 0}
         with SQLiteStore(second.store_path) as store:
             def outcome(path: str) -> str:
                 return store.get_page(url(path))["history"][-1][1]
@@ -189,6 +189,24 @@ def test_recrawl_finds_unchanged_changed_trivial_gone_moved_and_new_pages(changi
             assert d["error"] == "gone: HTTP 404 on 2 visits in a row"
             assert [h[1] for h in d["history"]] == ["new", "gone", "gone"]
             assert store.inlinks(url("/d.html")) == [url("/")]  # its in-links stay, as history
+
+        # The counts add up: every revisit has one outcome, and a 404 is an
+        # answer (the page's gone outcome), not a failed revisit.
+        status = subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s", f"CRAWL_DIR={crawl_dir}"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stderr
+        st = json.loads(status.stdout)
+        r, t = st["recrawl"], st["totals"]
+        assert r == {"due": 8, "fetched": 15, "not_modified": 7, "new": 0, "unchanged": 9, "trivial": 1,
+                     "changed": 2, "gone": 2, "moved": 1, "error": 0}, r
+        assert (t["revisits"], t["revisit_errors"], t["errors"]) == (15, 0, 0)
+        text = subprocess.run([sys.executable, "-m", "scrapy", "status", "-s", f"CRAWL_DIR={crawl_dir}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        lines = text.stdout.splitlines()
+        assert lines[0].endswith(", 15 revisits (0 failed: no answer or a server error)"), lines[0]
+        assert lines[1] == ("re-crawl: 8 due; 15 revisits stored: 0 new, 9 unchanged (7 of them 304), 1 trivially "
+                            "changed, 2 changed, 2 gone, 1 moved, 0 undecided (no answer, a server error or a "
+                            "temporary redirect)")
     finally:
         stop_embedded_redis(crawl_dir)
 

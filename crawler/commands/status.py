@@ -1,4 +1,4 @@
-"""``scrapy status [--json] [--watch] [--interval S]``: the crawl at a glance.
+"""``scrapy status [--json] [--watch] [--interval S] [--errors [N]]``: the crawl at a glance.
 
 Reads the crawl's frontier (``REDIS_URL``, ``CRAWL_NAME``, ``CRAWL_DIR`` as
 the spiders do; on embedded defaults the embedded Redis in ``CRAWL_DIR``).
@@ -8,6 +8,13 @@ memory (each node's used memory, its ``maxmemory`` and policy, and whether
 it is full), the errors by reason and the largest site queues. ``--watch`` redraws in place every
 ``--interval`` seconds (2) until Ctrl-C, and goes on while Redis restarts
 or nodes die (it says what it cannot reach and keeps trying).
+
+``--errors [N]`` lists the URLs the crawl settled as errors instead, newest
+first, at most N (20): one line each, ``<time>  <reason>  <url>``, under a
+line that says how many there are; with ``--json``, ``{"crawl",
+"errors_total", "failed": [{"url", "site", "reason", "at"}]}``
+(``ops.failed``; ``errors_total``: the pages, revisits and sitemaps
+settled as errors). URLs robots.txt forbade are not errors and not listed.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from crawler.redis.memory import size
 
 if TYPE_CHECKING:
     import argparse
+
+    from crawler.frontier.frontier import Frontier
 
     from rich.console import RenderableType
 
@@ -51,13 +60,18 @@ def render(st: dict[str, Any]) -> RenderableType:
     )
     if "download_delay" in st:
         head.append(f", {st['download_delay']:g} s between a site's fetches")
+    if t.get("robots_forbidden"):
+        head.append(f", {t['robots_forbidden']:,} forbidden by robots.txt")
     if t.get("revisits") or t.get("revisit_errors"):
-        head.append(f", {t['revisits']:,} revisits ({t['revisit_errors']:,} failed)")
+        head.append(f", {t['revisits'] + t['revisit_errors']:,} revisits ({t['revisit_errors']:,} failed: no answer "
+                    "or a server error)")
     r = st.get("recrawl") or {}
     if any(r.values()):
-        head.append(f"\nre-crawl: {r['due']:,} due, {r['fetched']:,} fetched, {r['not_modified']:,} not modified "
-                    f"(304), {r['unchanged']:,} unchanged, {r['trivial']:,} trivially changed, "
-                    f"{r['changed']:,} changed, {r['gone']:,} gone, {r['moved']:,} moved")
+        # Each revisit stored has one outcome: they add up to "stored".
+        head.append(f"\nre-crawl: {r['due']:,} due; {r['fetched']:,} revisits stored: {r['new']:,} new, "
+                    f"{r['unchanged']:,} unchanged ({r['not_modified']:,} of them 304), {r['trivial']:,} trivially "
+                    f"changed, {r['changed']:,} changed, {r['gone']:,} gone, {r['moved']:,} moved, {r['error']:,} "
+                    "undecided (no answer, a server error or a temporary redirect)")
     c = st.get("control") or {}
     if any(v is not None for v in c.values()):
         best = c.get("best_waiting")
@@ -65,7 +79,7 @@ def render(st: dict[str, Any]) -> RenderableType:
                     + (f" (best waiting {best:g})" if best is not None else "")
                     + f", scope {c.get('scope') or 'site'}, follow {c.get('follow') or 'index'}, "
                     f"sitemaps {'off' if c.get('sitemaps') == '0' else 'on'}, "
-                    f"languages {c.get('languages') or 'any'}"
+                    f"languages {c.get('languages') or 'any'}, render {c.get('render') or 'never'}"
                     + (f", URL rules {c['rules']}" if c.get("rules") not in (None, '{"allow": [], "deny": []}') else ""))
     sm = st.get("sitemaps") or {}
     if sm.get("read") or sm.get("errors"):
@@ -80,6 +94,8 @@ def render(st: dict[str, Any]) -> RenderableType:
         if m["full"]:
             head.append(f"\nRedis at {m['node']} is full ({size(m['used'])} of maxmemory {size(m['limit'])}): "
                         "workers take no new work until memory is raised or freed", style="bold red")
+    if st["state"] == "stopped" and not st.get("stop"):
+        head.append(f"\n{resume_line(st)}", style="yellow")
     if st.get("stop"):
         head.append(f"\nstop asked ({st['stop']['stop']}) by {st['stop']['by']}; "
                     "`scrapy stop --clear` lets workers run again", style="yellow")
@@ -125,6 +141,28 @@ def render(st: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
+def error_list(crawl: str, total: int, failed: list[dict[str, Any]]) -> str:
+    """``scrapy status --errors`` as text: a line saying how many, then one a URL."""
+    if not failed:
+        return f"crawl {crawl}: no URL failed"
+    lines = [f"crawl {crawl}: {total:,} URL{'' if total == 1 else 's'} failed; the latest {len(failed):,}, "
+             "newest first:"]
+    for e in failed:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["at"]))
+        lines.append(f"{when}  {e['reason']}  {e['url'] or '(URL not kept: ' + e['site'] + ')'}")
+    return "\n".join(lines)
+
+
+def resume_line(st: dict[str, Any]) -> str:
+    """What a crawl whose workers left with work queued holds, and how to go on."""
+    f = st["frontier"]
+    pending = f["queued"] + f["leased"] + f["delayed"]
+    spider = next((n["spider"] for n in sorted(st["nodes"], key=lambda n: -n["last_heartbeat"]) if n["spider"]), "site")
+    return (f"stopped with {pending:,} URLs to fetch ({f['queued']:,} queued, {f['leased']:,} leased, "
+            f"{f['delayed']:,} waiting for a retry); `scrapy crawl {spider}` with the same -s CRAWL_NAME "
+            "(and CRAWL_DIR or REDIS_URL) resumes it")
+
+
 def memory_table(memory: list[dict[str, Any]]) -> Any:
     """One row per Redis node: memory used, its limit, its policy, full or not."""
     from rich.table import Table
@@ -142,7 +180,7 @@ def memory_table(memory: list[dict[str, Any]]) -> Any:
 
 class Command(FrontierCommand):
     def syntax(self) -> str:
-        return "[--json] [--watch] [--interval SECONDS]"
+        return "[--json] [--watch] [--interval SECONDS] [--errors [N]]"
 
     def short_desc(self) -> str:
         return "Show the crawl's state, its nodes, frontier and errors"
@@ -152,10 +190,15 @@ class Command(FrontierCommand):
         parser.add_argument("--watch", action="store_true", help="redraw in place until Ctrl-C")
         parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws (--watch)")
         parser.add_argument("--top", type=int, default=10, help="how many of the largest site queues")
+        parser.add_argument("--errors", type=int, nargs="?", const=20, default=None, metavar="N",
+                            help="list the latest N URLs that failed, newest first, with their reasons (20)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         timeout = self.settings.getfloat("FRONTIER_LEASE_TIMEOUT")
+        if opts.errors is not None:
+            self._errors(opts)
+            return
         if opts.watch:
             self._watch(opts, timeout)
             return
@@ -172,6 +215,28 @@ class Command(FrontierCommand):
             # as its table needs instead.
             console = Console() if sys.stdout.isatty() else Console(width=10_000)
             console.print(render(st))
+
+    def _errors(self, opts: argparse.Namespace) -> None:
+        if opts.errors < 1:
+            print(f"scrapy status: --errors {opts.errors}: give a number of URLs, 1 or more", file=sys.stderr)
+            self.exitcode = 1
+            return
+
+        def read() -> tuple[Frontier, int, list[dict[str, Any]]]:
+            frontier = self.open_frontier()
+            c = frontier.stats()
+            # Pages, revisits and sitemaps settled as errors: what the list holds.
+            total = c.get("errors", 0) + c.get("revisit_errors", 0) + c.get("sitemap_errors", 0)
+            return frontier, total, ops.failed(frontier, opts.errors)
+
+        got = self.guarded("status", read)
+        if got is None:
+            return
+        frontier, total, failed = got
+        if opts.json:
+            print(ops.dumps({"crawl": frontier.crawl, "errors_total": total, "failed": failed}))
+            return
+        print(error_list(frontier.crawl, total, failed))
 
     def _watch(self, opts: argparse.Namespace, timeout: float) -> None:
         from rich.console import Console

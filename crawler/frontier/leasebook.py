@@ -12,8 +12,9 @@ leaves no URL marked done but not stored.
 What the book gathers for the next commit, all sent in one round trip:
 
 - ``links``: new requests to enqueue;
-- ``acks``: leases settled, (id, "C", "T" or "E", reason): "T" is done and
+- ``acks``: leases settled, (id, "C", "T", "E" or "F", reason): "T" is done and
   on a focused crawl's topic (the frontier counts those per node and crawl);
+  "F" a request robots.txt forbade (``FORBIDDEN``: neither a page nor an error);
   a lease added with a ``kind`` ("V": a re-crawl's revisit; "A": a URL
   settled as an error before, fetched again; "S": a sitemap) has it as the
   state's second letter, so the crawl's page count counts pages, not fetches;
@@ -34,7 +35,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from crawler.frontier.queues import CommitResult, Lease, LinkEntry
 
-__all__ = ["Commit", "LeaseBook", "Tracker"]
+__all__ = ["FORBIDDEN", "Commit", "LeaseBook", "Tracker"]
+
+# The reason a request robots.txt forbade ends with (``tracking.py``): its
+# lease settles as "F", counted apart from pages and errors.
+FORBIDDEN = "robots_forbidden"
 
 
 @dataclass(slots=True)
@@ -75,8 +80,9 @@ class LeaseBook:
         self._maybe_orphans: set[str] = set()
         self._downloading: set[str] = set()  # leases whose download is not over
         self._unprocessed: set[str] = set()  # leases whose callback's output is not exhausted
-        self.acked = {"C": 0, "T": 0, "E": 0}  # pages (a sitemap is no page: ``sitemaps``)
+        self.acked = {"C": 0, "T": 0, "E": 0}  # pages (a sitemap is no page: ``sitemaps``); "F" once one is forbidden by robots.txt
         self.sitemaps = {"C": 0, "E": 0}  # sitemap files read and failed
+        self.pages = 0  # pages acknowledged as done: not sitemaps (CLOSESPIDER_PAGECOUNT counts these)
 
     # -- leases in ---------------------------------------------------------------
     def add(self, lease: Lease, kind: str = "") -> None:
@@ -135,7 +141,9 @@ class LeaseBook:
             return
         tracker.output_done = True
         self._unprocessed.discard(lease_id)
-        if error:
+        if error == FORBIDDEN:
+            tracker.state, tracker.reason = "F", error
+        elif error:
             tracker.state, tracker.reason = "E", error
         self._maybe_settle(lease_id, tracker)
 
@@ -161,6 +169,18 @@ class LeaseBook:
         # sitemap_errors): this worker's pages and errors agree with the crawl's.
         counts = self.sitemaps if kind == "S" else self.acked
         counts[state] = counts.get(state, 0) + 1
+        if state in ("C", "T") and kind != "S":
+            self.pages += 1
+
+    def page_room(self, limit: int) -> int:
+        """How many more page requests may be leased under ``limit`` pages
+        (``CLOSESPIDER_PAGECOUNT``; 0: no limit): those stored and those held
+        count, so the limit is reached exactly, never passed by requests in
+        flight; one that fails or is forbidden frees its place."""
+        if limit <= 0:
+            return 1 << 30
+        held = sum(1 for t in self.trackers.values() if t.kind != "S")
+        return limit - self.pages - held
 
     # -- other events ------------------------------------------------------------------
     def download_over(self, lease_id: str) -> bool:

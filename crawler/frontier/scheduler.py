@@ -25,13 +25,12 @@ Settings:
 - ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
   waiting for the spider (0: twice ``CONCURRENT_REQUESTS``); at the bound the
   site slots its downloads free go to other workers (why: docs/reference.md).
-- ``DUPEFILTER_BUCKETS``: dedup sets (see queues.py for sizing).
+- ``DUPEFILTER_BUCKETS``: dedup sets (queues.py). ``CLOSESPIDER_PAGECOUNT``: pages stored and held, at most.
 
-Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``,
-``frontier/leased``, ``frontier/acked/C``, ``frontier/acked/T`` (done, on a focused crawl's
-topic), ``frontier/acked/E``, ``frontier/lease_held_back``,
-``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``, ``frontier/released_orphans``,
-``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
+Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``, ``frontier/leased``,
+``frontier/acked/C``, ``/T`` (done, on a focused crawl's topic), ``/E``, ``/F`` (robots.txt forbade it),
+``frontier/lease_held_back``, ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
+``frontier/released_orphans``, ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
 
 Where this departs from scrapy-redis (0.9.1), and why (at length in
 ``docs/cluster.md``): a taken request is leased, not popped, so a killed
@@ -64,7 +63,7 @@ from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE, GiveBack
-from crawler.frontier.tracking import Tracked, not_modified, unwrap, visit_kind
+from crawler.frontier.tracking import Tracked, answered, unwrap, visit_kind
 from crawler.urls import host_of, queue_key
 
 if TYPE_CHECKING:
@@ -96,6 +95,7 @@ class FrontierScheduler(BaseScheduler):
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.max_concurrency = s.getint("CONCURRENT_REQUESTS")
         self.max_held = s.getint("FRONTIER_MAX_HELD") or 2 * self.max_concurrency
+        self.page_limit = s.getint("CLOSESPIDER_PAGECOUNT")
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
         self.crawl_dir = str(crawl_dir(s).resolve())
         self.service = FrontierService.of(crawler)
@@ -252,10 +252,10 @@ class FrontierScheduler(BaseScheduler):
             return
         engine = self.crawler.engine
         active = len(engine.downloader.active) if engine is not None else 0
-        room = self.max_held - self.book.unprocessed()
+        room = min(self.max_held - self.book.unprocessed(), self.book.page_room(self.page_limit))
         if room <= 0:
-            # Enough in hand: let the pages be processed first (their site
-            # slots, freed by the downloads' reports, go to other workers).
+            # Enough in hand (or CLOSESPIDER_PAGECOUNT's pages stored or held): let the pages be
+            # processed first (their site slots, freed by the downloads' reports, go to other workers).
             self.stats.inc_value("frontier/lease_held_back")
             self._lease_after = time.monotonic() + 0.05
             self._wake_in(0.05)
@@ -339,7 +339,7 @@ class FrontierScheduler(BaseScheduler):
 
     def item_yielded(self, lease_id: str, item: Any) -> None:
         error = None
-        if getattr(item, "state", None) == "E" and not not_modified(item):
+        if getattr(item, "state", None) == "E" and not answered(item):
             error = str(getattr(item, "error", "") or "error")
         # A page typed again (PageTyper.retype) is an earlier request's
         # page: it says nothing of this one's topic.

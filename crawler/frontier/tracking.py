@@ -15,7 +15,10 @@ from typing import Any, Protocol
 
 from scrapy import Request
 
-__all__ = ["AGAIN_ERROR", "AGAIN_GONE", "AGAIN_META", "Tracked", "not_modified", "unwrap", "visit_kind"]
+from crawler.failures import failure_reason, robots_forbidden
+from crawler.frontier.leasebook import FORBIDDEN
+
+__all__ = ["AGAIN_ERROR", "AGAIN_GONE", "AGAIN_META", "Tracked", "answered", "unwrap", "visit_kind"]
 
 # request.meta key: a seed given again that the crawl has stored before
 # (crawler/seeds.py): 1, settled as an error (its success is a page and one
@@ -39,10 +42,22 @@ def visit_kind(request: Request) -> str:
     return "A" if again == AGAIN_ERROR else "V" if again == AGAIN_GONE else ""
 
 
-def not_modified(item: Any) -> bool:
-    """A re-crawl's visit answered 304 (or a HEAD found the same length): the
-    stored version stands; an acknowledgement, not an error."""
-    return getattr(item, "revisit", None) is not None and getattr(item, "status", None) == 304
+# A re-crawl's visit answered with one of these is a visit that found
+# something (crawler/recrawl.py): 304 the stored version stands (or a HEAD
+# found the same length), 404/410 the page is gone. Not failures.
+ANSWERS = (304, 404, 410)
+
+
+def answered(item: Any) -> bool:
+    """A re-crawl's item that acknowledges its visit, not an error (``ANSWERS``)."""
+    return getattr(item, "revisit", None) is not None and getattr(item, "status", None) in ANSWERS
+
+
+def _gone(failure: Any) -> bool:
+    """A re-crawl's visit answered 404 or 410: the page's ``gone`` outcome, counted as a revisit."""
+    request, response = getattr(failure, "request", None), getattr(getattr(failure, "value", None), "response", None)
+    due = request.meta.get("revisit") if request is not None else None
+    return isinstance(due, int) and not isinstance(due, bool) and getattr(response, "status", None) in (404, 410)
 
 
 class Outputs(Protocol):
@@ -82,7 +97,8 @@ class Tracked:
         # An errback marked ``recovers`` (the re-crawl's head_failed: the GET
         # it sends decides; sitemap_failed: an error record it yields does)
         # settles its lease as done, not as an error.
-        error = _failure_reason(result) if self.errback and not getattr(self.original, "recovers", False) else None
+        error = _failure_reason(result) if self.errback and not getattr(self.original, "recovers", False) \
+            and not _gone(result) else None
         try:
             assert self.original is not None
             output = self.original(result, **kwargs)
@@ -112,6 +128,9 @@ class Tracked:
 
 
 def _failure_reason(failure: Any) -> str:
-    exc = getattr(failure, "value", None)
-    return f"{type(exc).__name__}: {exc}"[:500] if exc is not None else "error"
+    if robots_forbidden(failure):
+        return FORBIDDEN  # not an error: settled as "F" (leasebook.py)
+    # The reason the store records too ("HTTP 404", "timeout" ...), not the
+    # exception's class name.
+    return failure_reason(failure) if getattr(failure, "value", None) is not None else "error"
 

@@ -191,7 +191,8 @@ local function downloaded(lkey, id, conc, default_delay, margin)
 end
 
 -- End a lease. outcome: 'C' (done; 'T': done, on a focused crawl's topic), 'E' (final
--- error, with reason), 'R'
+-- error, with reason), 'F' (forbidden by robots.txt: not fetched, neither a page nor
+-- an error; counted as robots_forbidden), 'R'
 -- (retry: to the delayed set, due after delay ms, as the new entry), 'H'
 -- (back to the head of its queue: given back or reaped). A second letter
 -- says what the visit was: 'V' a re-crawl's revisit of a stored page (counted
@@ -215,6 +216,10 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
     redis.call('ZADD', DELAYED, now + delay, site .. '\n' .. entry2)
     move('leased', 'delayed', 1)
     redis.call('HINCRBY', STATS, 'retried', 1)
+  elseif outcome == 'F' then
+    move('leased', nil, 1)
+    -- a sitemap robots.txt forbids is counted by its reader (sitemap/robots_forbidden)
+    if kind ~= 'S' then redis.call('HINCRBY', STATS, 'robots_forbidden', 1) end
   elseif outcome == 'E' then
     move('leased', nil, 1)
     -- An error's URL failing again ('A') is counted once, as it was.

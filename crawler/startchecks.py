@@ -12,6 +12,10 @@ and exit status 0.
   that a file can be written in (a file in the way, a read-only parent).
   Nothing is made here: a start refused for another reason leaves no
   directory behind.
+- ``STORE_PATH`` (without ``MONGO_URI``), ``STORE_SPILL_PATH``: a file
+  that can be written (not a directory; its directory usable or one that
+  can be made). Scrapy's ``LOG_FILE`` too (its directory must exist): the
+  command checks it first, before its log handler opens it.
 - ``PROMETHEUS_PORT``: ``PROMETHEUS_BIND:PROMETHEUS_PORT`` can be bound (not
   taken by another program or another worker); with ``CRAWL_PROCESSES``
   above 1 every worker would ask for the same port, so that is refused too.
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
 
     from scrapy.settings import BaseSettings
 
-__all__ = ["check_directory", "check_start", "refused_line", "refused_seeds"]
+__all__ = ["check_directory", "check_file", "check_start", "refused_line", "refused_seeds"]
 
 # Names looked up at once, and how long the lookups may take together: a
 # seed whose name has not resolved by then is left to the crawl's own guard.
@@ -65,6 +69,9 @@ def check_start(settings: BaseSettings, spider_name: str, spargs: dict[str, Any]
 
     check_directory("CRAWL_DIR", crawl_dir(settings, create=False))
     check_directory("WARC_DIR", settings.get("WARC_DIR"))
+    if not settings.get("MONGO_URI"):
+        check_file("STORE_PATH", settings.get("STORE_PATH"))
+    check_file("STORE_SPILL_PATH", settings.get("STORE_SPILL_PATH"))
     _check_prometheus(settings)
     if spargs.get("render") not in (None, "never"):
         from crawler.render.browser import BrowserUnavailable, find_browser
@@ -101,24 +108,48 @@ def check_directory(name: str, value: Any) -> None:
     directory). Written to, not judged by its mode bits: root passes those."""
     if not value:
         return
+    complaint = _directory_problem(Path(str(value)).expanduser())
+    if complaint is not None:
+        raise ConfigError(f"{name}={str(value)!r} {complaint}")
+
+
+def check_file(name: str, value: Any, make_directory: bool = True) -> None:
+    """``ConfigError`` unless ``value`` can be written as a file: not a
+    directory, in a directory that is usable (or, with ``make_directory``,
+    can be made: the store and the spill file make theirs, Scrapy's log
+    file does not)."""
+    if not value:
+        return
     path = Path(str(value)).expanduser()
+    if path.is_dir():
+        raise ConfigError(f"{name}={str(value)!r} is a directory, not a file")
+    parent = path.parent
+    if not make_directory and not parent.is_dir():
+        what = "is a file" if parent.exists() or parent.is_symlink() else "does not exist"
+        raise ConfigError(f"{name}={str(value)!r} cannot be written: its directory {parent} {what}")
+    complaint = _directory_problem(parent)
+    if complaint is not None:
+        raise ConfigError(f"{name}={str(value)!r} cannot be written: its directory {parent} {complaint}")
+
+
+def _directory_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be used as a directory (None: it can)."""
     probe = path
     while not probe.exists():
         if probe.is_symlink():  # a dangling link: mkdir would fail on it
-            raise ConfigError(f"{name}={str(value)!r} cannot be made: {probe} is a broken symbolic link")
+            return f"cannot be made: {probe} is a broken symbolic link"
         if probe.parent == probe:
             break
         probe = probe.parent
     if not probe.is_dir():
-        what = "is" if probe == path else f"cannot be made: {probe} is"
-        raise ConfigError(f"{name}={str(value)!r} {what} a file, not a directory")
+        return "is a file, not a directory" if probe == path else f"cannot be made: {probe} is a file, not a directory"
     try:
         with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as exc:
         where = "" if probe == path else f" (in {probe}, where it would be made)"
-        reason = exc.strerror or str(exc)
-        raise ConfigError(f"{name}={str(value)!r} cannot be written{where}: {reason}") from None
+        return f"cannot be written{where}: {exc.strerror or exc}"
+    return None
 
 
 def _check_prometheus(settings: BaseSettings) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from crawler.config import ConfigError
 from crawler.netpolicy import NetworkPolicy, allow_hint, parse_networks, refusal
-from crawler.startchecks import check_directory, refused_line, refused_seeds
+from crawler.startchecks import check_directory, check_file, refused_line, refused_seeds
 
 
 @pytest.mark.parametrize(("address", "hint"), [
@@ -65,3 +65,19 @@ def test_a_directory_that_cannot_be_used_is_named_with_why(tmp_path):
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     with pytest.raises(ConfigError, match=r"is a broken symbolic link$"):
         check_directory("WARC_DIR", tmp_path / "dangling" / "w")
+
+
+def test_a_file_that_cannot_be_written_is_named_with_why(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    check_file("STORE_PATH", None)
+    check_file("STORE_PATH", tmp_path / "new" / "site.sqlite3")  # the store makes its directory
+    check_file("LOG_FILE", a_file, make_directory=False)  # appended to, or written over
+    with pytest.raises(ConfigError, match=rf"^STORE_PATH='{tmp_path}' is a directory, not a file$"):
+        check_file("STORE_PATH", tmp_path)
+    with pytest.raises(ConfigError, match=rf"^STORE_SPILL_PATH='{a_file}/x' cannot be written: its directory "
+                                          rf"{a_file} is a file, not a directory$"):
+        check_file("STORE_SPILL_PATH", a_file / "x")
+    with pytest.raises(ConfigError, match=rf"^LOG_FILE='{tmp_path}/new/log' cannot be written: its directory "
+                                          rf"{tmp_path}/new does not exist$"):
+        check_file("LOG_FILE", tmp_path / "new" / "log", make_directory=False)

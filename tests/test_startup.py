@@ -70,7 +70,8 @@ def test_a_warc_dir_that_is_a_file_is_refused_before_the_crawl_is_created(server
     assert not (tmp_path / "crawl").exists()  # nothing made: no store, no embedded Redis
 
 
-@pytest.mark.parametrize("case", ["crawl_dir", "render", "prometheus_taken", "prometheus_processes"])
+@pytest.mark.parametrize("case", ["crawl_dir", "store_path", "log_file", "render", "prometheus_taken",
+                                  "prometheus_processes"])
 def test_a_setting_that_cannot_work_here_is_one_line_and_no_crawl(server, tmp_path, a_file, redis_url, crawl_name,
                                                                  case):
     settings: dict[str, object] = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
@@ -84,7 +85,15 @@ def test_a_setting_that_cannot_work_here_is_one_line_and_no_crawl(server, tmp_pa
         line = f"Error: CRAWL_DIR='{a_file}' is a file, not a directory"
     else:
         crawl_dir = tmp_path / "crawl"
-    if case == "render":
+    if case == "store_path":
+        settings["STORE_PATH"] = a_file / "site.sqlite3"
+        line = (f"Error: STORE_PATH='{a_file / 'site.sqlite3'}' cannot be written: its directory {a_file} is a "
+                "file, not a directory")
+    elif case == "log_file":  # Scrapy's: a traceback as its log handler opened it
+        settings["LOG_FILE"] = tmp_path / "no-such-dir" / "crawl.log"
+        line = (f"Error: LOG_FILE='{tmp_path / 'no-such-dir' / 'crawl.log'}' cannot be written: its directory "
+                f"{tmp_path / 'no-such-dir'} does not exist")
+    elif case == "render":
         args.append("render=always")
         settings["RENDER_BROWSER"] = str(tmp_path / "no-such-chromium")
         line = f"Error: RENDER_BROWSER='{tmp_path / 'no-such-chromium'}' is not an executable"

@@ -38,7 +38,7 @@ from crawler.compat import crawler_process
 from crawler.config import ConfigError, check_settings
 from crawler.redis.client import RedisUnavailable
 from crawler.redis.memory import RedisMemoryError
-from crawler.startchecks import check_start
+from crawler.startchecks import check_file, check_start
 from crawler.frontier.meta import FrontierLayoutError
 from crawler.store import StoreUnavailable
 from crawler.supervisor import Supervisor, process_count
@@ -183,6 +183,11 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        try:  # before the log handler below opens it: a traceback otherwise
+            check_file("LOG_FILE", self.settings.get("LOG_FILE"), make_directory=False)
+        except ConfigError as exc:
+            self._fail(exc)
+            return
         if self.crawler_process is None and self.settings.getbool("LOG_INSTALL_ROOT_HANDLER"):
             # A supervisor of forked workers: its own lines (the checks'
             # warnings) in Scrapy's format and LOG_FILE, as a crawler process

@@ -202,6 +202,12 @@ def test_the_installed_site_crawler_runs_the_quick_start_and_every_command_from_
         seed, server.url("/partner-article.html", host="127.0.0.2")]
     graph = run("site-crawler", "graph", "-o", "links.csv")
     assert graph.returncode == 0 and (work / "links.csv").is_file(), graph.stderr
+    mark = server.mark()
+    recrawl = run("site-crawler", "crawl", "recrawl", "-a", "all=1", "-s", "NETWORK_ALLOWLIST=127.0.0.0/8",
+                  "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING")
+    assert recrawl.returncode == 0, recrawl.stderr[-3000:]
+    assert Counter(str(r["path"]) for r in server.requests(mark) if r["path"] != "/robots.txt") == Counter(
+        ["/", "/partner-article.html"])
     seeded = run("site-crawler", "seed", server.url("/nowhere.html", host="127.0.0.2"))
     assert (seeded.returncode, seeded.stdout.strip()) == (0, "crawl site: added 1, already seen 0, refused 0")
     for words in (["stop"], ["stop", "--clear"], ["reset", "--yes"]):

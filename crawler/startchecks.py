@@ -8,8 +8,9 @@ and no crawl name is left behind for ``scrapy status`` to list; found once
 the crawl ran, the same fault ended it with an ERROR among its log lines
 and exit status 0.
 
-- ``CRAWL_DIR`` (the default ``.scrapy/crawl`` too), ``WARC_DIR``: a directory that exists or can be made, and
-  that a file can be written in (a file in the way, a read-only parent).
+- ``CRAWL_DIR`` (the default ``.scrapy/crawl`` too), ``WARC_DIR``: a
+  directory that exists or can be made, and that a file can be written in
+  (not a file in the way, nor a read-only parent).
   Nothing is made here: a start refused for another reason leaves no
   directory behind.
 - ``STORE_PATH`` (without ``MONGO_URI``), ``STORE_SPILL_PATH``: a file
@@ -24,10 +25,11 @@ and exit status 0.
 - The seeds: a seed whose host is, or resolves to, an address the network
   policy refuses (``crawler/netpolicy.py``; loopback and private networks
   unless ``NETWORK_ALLOWLIST`` allows them) is named in one line that gives
-  the option to allow it. Every seed refused: a ``ConfigError``, nothing
-  crawled. Some: ``refused_seeds`` returns those lines, the command prints
-  them and the crawl goes on with the rest (the refused ones are stored as
-  errors, as the network guard refuses them in any crawl).
+  the option to allow it (``netpolicy.allow_hint``). Every seed refused: a
+  ``ConfigError``, nothing crawled. Some: ``check_start`` returns those
+  lines, the command prints them and the crawl goes on with the rest (the
+  refused ones are stored as errors, as the network guard refuses them in
+  any crawl), exit status 0. A worker given no seeds is not checked.
 
 What is not checked here, on purpose: MongoDB and Redis, which ``preflight``
 reaches (an unreachable one is one line and exit 1 there, before the crawl

@@ -10,7 +10,8 @@ this-network (0.0.0.0/8), benchmarking, documentation, site-local
 (fec0::/10), cloud-metadata (``METADATA``); IPv4-mapped, -compatible, 6to4
 and NAT64 addresses are judged by the IPv4 address inside. ``ip_of_host``
 reads a URL host as an address, ``parse_networks`` the setting,
-``NetworkPolicy`` combines them.
+``NetworkPolicy`` combines them; ``allow_hint`` is the ``NETWORK_ALLOWLIST``
+entry that would allow a refused address (the block it was refused as).
 
 Settings:
 
@@ -48,6 +49,7 @@ __all__ = [
     "IPNetwork",
     "NetworkPolicy",
     "Refusal",
+    "allow_hint",
     "ip_of_host",
     "parse_networks",
     "refusal",
@@ -145,6 +147,7 @@ class Refusal:
     reason: str
     embedded: IPv4Address | None = None
     form: str | None = None
+    network: IPNetwork | None = None  # the block it was refused as (None: outside 2000::/3)
 
     @property
     def shown(self) -> str:
@@ -158,10 +161,10 @@ class Refusal:
         return f"{self.shown} ({REASONS[self.reason]}{via})"
 
 
-def _match(address: IPAddress, table: Iterable[tuple[IPNetwork, str]]) -> str | None:
+def _match(address: IPAddress, table: Iterable[tuple[IPNetwork, str]]) -> tuple[str, IPNetwork] | None:
     for network, reason in table:
         if address.version == network.version and address in network:
-            return reason
+            return reason, network
     return None
 
 
@@ -180,23 +183,34 @@ def _embedded(address: IPv6Address) -> tuple[IPv4Address, str] | None:
 def refusal(address: IPAddress) -> Refusal | None:
     """Why the crawler must not connect to ``address``; None if it may."""
     if isinstance(address, IPv4Address):
-        reason = _match(address, _V4)
-        return Refusal(address, reason) if reason else None
-    reason = _match(address, _V6_FIRST)
-    if reason:
-        return Refusal(address, reason)
+        found = _match(address, _V4)
+        return Refusal(address, found[0], network=found[1]) if found else None
+    found = _match(address, _V6_FIRST)
+    if found:
+        return Refusal(address, found[0], network=found[1])
     inside = _embedded(address)
     if inside is not None:
         v4, form = inside
-        reason = _match(v4, _V4)
-        if reason:
-            return Refusal(address, reason, v4, form)
+        found = _match(v4, _V4)
+        if found:
+            return Refusal(address, found[0], v4, form, found[1])
         # IPv4-compatible addresses are deprecated and routed nowhere.
         return Refusal(address, "reserved") if form == "IPv4-compatible" else None
-    reason = _match(address, _V6)
-    if reason is None and address not in _GLOBAL_UNICAST:
-        reason = "reserved"
-    return Refusal(address, reason) if reason else None
+    found = _match(address, _V6)
+    if found:
+        return Refusal(address, found[0], network=found[1])
+    return None if address in _GLOBAL_UNICAST else Refusal(address, "reserved")
+
+
+def allow_hint(found: Refusal) -> str:
+    """The ``NETWORK_ALLOWLIST`` entry that allows ``found``'s address: the
+    block it was refused as (``127.0.0.0/8`` for 127.0.0.2, ``10.0.0.0/8``,
+    ``::1/128``); for an IPv4 address inside another IPv6 form than
+    IPv4-mapped (which the allow-list reads as its IPv4 address), and
+    outside any named block, the address alone."""
+    if found.network is not None and (found.form in (None, "IPv4-mapped")):
+        return str(found.network)
+    return str(ip_network(found.address))
 
 
 _DIGITS = {16: frozenset("0123456789abcdef"), 10: frozenset("0123456789"), 8: frozenset("01234567")}

@@ -391,16 +391,20 @@ def test_a_crawl_process_ends_without_the_interpreters_teardown_only_as_its_own_
 
 @pytest.mark.slow
 def test_a_seed_refused_by_a_run_is_tried_again_by_the_next(server, tmp_path):
-    """A first run refused its seed (127.0.0.2 before NETWORK_ALLOWLIST was
-    set) and stored it as an error; the same seed given again is fetched,
-    with the new run's settings, and its site crawled; given a third time,
-    stored as done, it is not fetched again, and the run says what it holds."""
+    """A first run refused its seed (127.0.0.2 before NETWORK_ALLOWLIST
+    allowed it; another seed was allowed, so the run went on: with none, it
+    would not have started) and stored it as an error; the same seed given
+    again is fetched, with the new run's settings, and its site crawled;
+    given a third time, stored as done, it is not fetched again, and the run
+    says what it holds."""
     import json
 
     seed = server.url("/", host="127.0.0.2")
-    first = run_crawl(server, tmp_path, [f"seeds={seed}"], {"NETWORK_ALLOWLIST": ""})
+    other = server.url("/missing.html")  # a 404: one fetch, one error
+    first = run_crawl(server, tmp_path, [f"seeds={seed},{other}"], {"NETWORK_ALLOWLIST": "127.0.0.1/32"})
     assert first.returncode == 0, first.log[-3000:]
-    assert first.fetched == []
+    assert Counter(zip(first.hosts, first.fetched)) == Counter(
+        [("127.0.0.1", "/robots.txt"), ("127.0.0.1", "/missing.html")])
     with SQLiteStore(first.store_path) as store:
         page = store.get_page(seed)
     assert (page["state"], page["error"]) == ("E", "AddressRefused: refused 127.0.0.2 (loopback) for host 127.0.0.2; allow with NETWORK_ALLOWLIST"), page
@@ -412,13 +416,13 @@ def test_a_seed_refused_by_a_run_is_tried_again_by_the_next(server, tmp_path):
     assert f"Seed {seed} is stored as E (AddressRefused: refused 127.0.0.2" in second.log, second.log[:4000]
     with SQLiteStore(second.store_path) as store:
         states = {p["url"]: p["state"] for p in store.iter_pages()}
-    assert states == {seed: "C", server.url("/partner-article.html", host="127.0.0.2"): "C"}
+    assert states == {seed: "C", server.url("/partner-article.html", host="127.0.0.2"): "C", other: "E"}
     status = subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s", f"CRAWL_DIR={tmp_path}"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
     totals = json.loads(status.stdout)["totals"]
-    assert (totals["pages"], totals["errors"], totals["revisits"]) == (2, 0, 0)
+    assert (totals["pages"], totals["errors"], totals["revisits"]) == (2, 1, 0)
 
     third = run_crawl(server, tmp_path, [f"seeds={seed}"])
     assert third.returncode == 0 and third.fetched == [], third.log[-3000:]
-    assert "was already finished: it holds 2 pages done and 0 errors, and nothing is pending" in third.log
+    assert "was already finished: it holds 2 pages done and 1 errors, and nothing is pending" in third.log

@@ -368,16 +368,39 @@ def test_bodies_cut_as_they_arrive_keep_what_came(tmp_path):
         stop_embedded_redis(crawl_dir)
 
 
+# A crawl started by a program of its own (CrawlerProcess: no `scrapy crawl`, so no start checks).
+_SCRIPT = """
+import json, sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.utils.project import get_project_settings
+settings = get_project_settings()
+settings.setdict(json.loads(sys.argv[1]), priority="cmdline")
+process = CrawlerProcess(settings)
+process.crawl("site", seeds=sys.argv[2], follow="all")
+process.start()
+"""
+
+
 def test_a_warc_dir_that_cannot_be_written_stops_the_crawl_before_a_page_is_stored(site, tmp_path):
+    """Refused at start by `scrapy crawl` (one line, exit 1: tests/test_startup.py);
+    a crawl started without its checks stops at its first step instead."""
     server, _ = site
     crawl_dir, not_a_dir = tmp_path / "crawl", tmp_path / "file"
     not_a_dir.write_text("a file where the directory should be")
     try:
         result = run_crawl(server, crawl_dir, [f"seeds={server.url('/index.html')}", "follow=all"],
                            {"WARC_DIR": not_a_dir})
-        assert "'finish_reason': 'warc_write_failed'" in result.log, result.log[-3000:]
-        assert "WARC: cannot write" in result.log
-        with SQLiteStore(result.store_path) as store:
+        assert result.returncode == 1, result.log[-3000:]
+        assert result.log.splitlines() == [f"Error: WARC_DIR='{not_a_dir}' is a file, not a directory"]
+        assert result.fetched == [] and not crawl_dir.exists()
+        settings = {"CRAWL_DIR": str(crawl_dir), "WARC_DIR": str(not_a_dir), "NETWORK_ALLOWLIST": "127.0.0.0/8",
+                    "DOWNLOAD_DELAY": 0, "SITEMAP_ENABLED": False}
+        proc = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(settings), server.url("/index.html")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        log = proc.stdout + proc.stderr
+        assert "'finish_reason': 'warc_write_failed'" in log, log[-3000:]
+        assert "WARC: cannot write" in log
+        with SQLiteStore(crawl_dir / "site.sqlite3") as store:
             assert [p for p in store.iter_pages() if p["state"] == "C"] == []
     finally:
         stop_embedded_redis(crawl_dir)

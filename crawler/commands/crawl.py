@@ -6,9 +6,14 @@ Run as its own process's command on Linux, it then makes no crawler process
 (no reactor, no thread) of its own, so that its workers can be forked from
 it once everything is checked.
 
-Before anything starts, the settings (``crawler.config``) and the spider's
-arguments (its ``check_arguments``, when it has one) are checked; a bad
-value prints one line naming it and exits with status 1. An error while the
+Before anything starts, the settings (``crawler.config``), the spider's
+arguments (its ``check_arguments``, when it has one) and what the crawl
+needs of this machine (``crawler.startchecks``: directories it writes, the
+metrics port, a browser, seeds the network policy allows) are checked, all
+before the crawl is recorded in Redis; a bad value prints one line naming
+it and exits with status 1, and leaves no crawl behind. Seeds the network
+policy refuses, when others are left, are named one line each and the
+rest crawled. An error while the
 crawl starts (Redis or MongoDB unreachable, say) is reported the same way
 instead of as an asyncio traceback; an unexpected one keeps its traceback.
 
@@ -33,6 +38,7 @@ from crawler.compat import crawler_process, create_crawler
 from crawler.config import ConfigError, check_settings
 from crawler.redis.client import RedisUnavailable
 from crawler.redis.memory import RedisMemoryError
+from crawler.startchecks import check_file, check_start
 from crawler.frontier.meta import FrontierLayoutError
 from crawler.store import StoreUnavailable
 from crawler.supervisor import Supervisor, process_count
@@ -177,6 +183,11 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        try:  # before the log handler below opens it: a traceback otherwise
+            check_file("LOG_FILE", self.settings.get("LOG_FILE"), make_directory=False)
+        except ConfigError as exc:
+            self._fail(exc)
+            return
         if self.crawler_process is None and self.settings.getbool("LOG_INSTALL_ROOT_HANDLER"):
             # A supervisor of forked workers: its own lines (the checks'
             # warnings) in Scrapy's format and LOG_FILE, as a crawler process
@@ -202,8 +213,10 @@ class Command(ScrapyCrawlCommand):
             raise UsageError(f"no spider named {args[0]!r}", print_help=False) from None
         check = getattr(spidercls, "check_arguments", None)
         try:
-            if check is not None:
-                check(**opts.spargs)
+            checked = check(**opts.spargs) if check is not None else None
+            seeds = list(checked[0]) if checked else []
+            # Before preflight records the crawl: refused here, it leaves no crawl behind.
+            refused = check_start(self.settings, spidercls.name, opts.spargs, seeds)
             preflight(self.settings, spidercls.name, opts.spargs)
         except CrawlStopped as exc:
             print(f"Not starting: {exc}", file=sys.stderr, flush=True)
@@ -211,6 +224,8 @@ class Command(ScrapyCrawlCommand):
         except START_ERRORS as exc:
             self._fail(exc)
             return
+        for line in refused:  # the others are crawled; these first, not buried after the log's banner
+            print(line, file=sys.stderr, flush=True)
         processes = process_count(self.settings.get("CRAWL_PROCESSES"))
         if processes > 1:
             # This process only looks after the workers (crawler/supervisor.py).

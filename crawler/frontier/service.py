@@ -168,8 +168,13 @@ class FrontierService:
         # The frontier spaces requests to a site for the whole cluster; the
         # local downloader must not add DOWNLOAD_DELAY (and its jitter) on top.
         compat.disable_downloader_delay(self.crawler)
+        where = _where(client)
+        if not s.get("REDIS_URL"):
+            # Its data is in the crawl directory; its socket in a private temporary directory (AF_UNIX
+            # paths stop at 107 bytes, which a deep CRAWL_DIR passes): both named, as docs/operating.md does.
+            where = f"the embedded Redis of {(crawl_dir(s) / 'redis').resolve()} (socket {where})"
         logger.info("Frontier %(crawl)s on %(redis)s (%(shards)d shards), node %(node)s",
-                    {"crawl": frontier.crawl, "redis": _where(client), "shards": frontier.keys.shards,
+                    {"crawl": frontier.crawl, "redis": where, "shards": frontier.keys.shards,
                      "node": frontier.node}, extra={"spider": spider})
         self._say_what_it_resumes(frontier)
         self._take_over_local(str(crawl_dir(s).resolve()))

@@ -268,7 +268,7 @@ def _service(crawler: Crawler) -> WarcService:
     """The WARC service of a crawl that writes WARC; NotConfigured (the
     component is left out, costing nothing) without WARC_DIR."""
     if not crawler.settings.get("WARC_DIR"):
-        raise NotConfigured("WARC_DIR is not set")
+        raise NotConfigured  # no message: Scrapy logs a WARNING for one, and a feature left off says nothing
     return WarcService.of(crawler)
 
 

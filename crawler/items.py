@@ -94,6 +94,13 @@ class PageItem:
     # its site's template was known: written again, not an outcome of the
     # request that yielded it (not stored as a field).
     typed_again: bool = False
+    # How many of the spider's second looks the page waits for (typed alone
+    # and kept to be typed again: crawler/pagetype.py; a copy by its
+    # canonical while its site's canonicals are judged: crawler/variants.py).
+    # Each sets the page's final values on this item when it is done and
+    # counts down; a feed export writes the page once this is 0
+    # (crawler/feeds.py). Not stored as a field.
+    pending: int = 0
 
     def __repr__(self) -> str:  # logs: the text would drown the line
         return (f"<PageItem {self.url} state={self.state} status={self.status} type={self.page_type} "

@@ -339,6 +339,8 @@ class SiteSpider(Spider):
         item.page_type = typed.page_type
         canonical, canonical_copy = self.variants.canonical(response, page, item)
         language_followed = self.variants.language(response, page, item, page.text)
+        kept = checked.young and keys is not None and item.revisit is None and not typed.terms
+        item.pending += kept and "noindex" not in robots  # before the yield: feeds wait for it (crawler/feeds.py)
 
         # Store it.
         if "noindex" in robots:
@@ -349,7 +351,7 @@ class SiteSpider(Spider):
             yield canonical
         for again in self._retyped(item.site) if checked.template is not None else ():
             yield again
-        if checked.young and keys is not None and item.revisit is None and not typed.terms:
+        if kept:
             # Typed alone for want of the site's template: kept to be typed
             # again once it is known; its links with it, to follow then if
             # it turns out to be an index page.

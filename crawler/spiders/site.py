@@ -337,12 +337,12 @@ class SiteSpider(Spider):
         checked = await self.pagecheck.check(item, keys)
         typed = self.typer.type_page(url, page, blocks, keys, checked.template, item.site)
         item.page_type = typed.page_type
-        canonical, canonical_copy = self.variants.canonical(response, page, item)
+        canonical, canonical_copy = self.variants.canonical(response, page, item, "noindex" not in robots)
         language_followed = self.variants.language(response, page, item, page.text)
         kept = checked.young and keys is not None and item.revisit is None and not typed.terms
         item.pending += kept and "noindex" not in robots  # before the yield: feeds wait for it (crawler/feeds.py)
 
-        # Store it.
+        # Store it; and the pages stored before that a second look has put right.
         if "noindex" in robots:
             stats.inc_value("robots/noindex")
         else:
@@ -350,6 +350,8 @@ class SiteSpider(Spider):
         if canonical is not None:
             yield canonical
         for again in self._retyped(item.site) if checked.template is not None else ():
+            yield again
+        for again in self.variants.put_right():
             yield again
         if kept:
             # Typed alone for want of the site's template: kept to be typed

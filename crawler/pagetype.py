@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.classify import classify_stats
@@ -215,7 +215,7 @@ class PageTyper:
             # The page as first yielded takes its final type too (what a
             # feed writes, crawler/feeds.py); a copy is stored again.
             e.item.page_type = new
-            yield Retyped(replace(e.item, typed_again=True, pending=0), e, new)
+            yield Retyped(e.item.again(), e, new)
 
     @staticmethod
     def _final(entry: FirstPage) -> None:

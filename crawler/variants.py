@@ -39,7 +39,6 @@ language whose links were not followed).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from crawler.canonical import LEARNING, MIN_PAGES, UNTRUSTED, TRUSTED, CanonicalTrust, link_header_canonical
@@ -133,7 +132,7 @@ class Variants:
             item.pending -= 1
             if verdict == UNTRUSTED:
                 item.dup_of = None
-                self._right.append(replace(item, typed_again=True, pending=0))
+                self._right.append(item.again())
                 self.crawler.stats.inc_value("canonical/put_right")
 
     def _unsettled(self, item: PageItem) -> None:

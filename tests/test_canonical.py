@@ -11,6 +11,7 @@ from scrapy.settings import Settings
 
 from crawler.canonical import LEARNING, MIN_PAGES, TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
 from crawler.extract import analyze
+from crawler.items import PageItem
 from crawler.store import SQLiteStore, open_store
 from tests.support.crawl import run_crawl, stop_embedded_redis
 from tests.support.servers import start_server
@@ -45,6 +46,20 @@ def test_a_site_is_learned_then_trusted_or_not():
     misused = [trust.record("bad", "http://bad/" if i % 3 else f"http://bad/{i}") for i in range(MIN_PAGES + 1)]
     assert misused == [LEARNING] * (MIN_PAGES - 1) + [UNTRUSTED] * 2
     assert trust.record("bad", "http://bad/other") == UNTRUSTED  # a verdict stands
+
+
+def test_a_page_written_again_is_written_with_its_values_when_queued():
+    """A first page typed again is yielded in one response's output and may
+    reach the store after the same page put right by a later response: each
+    write reads the page's values as they are then, so the last has them all."""
+    first = PageItem(url="http://a.org/s/3", site="a.org", page_type="index", dup_of="http://a.org/")
+    retyped = (setattr(first, "page_type", "info"), first.again())[1]
+    first.dup_of = None  # the site's canonicals judged untrusted, later
+    put_right = first.again()
+    for write in (put_right, retyped):
+        record = write.to_dict()
+        assert (record["page_type"], record["dup_of"], "again_of" in record) == ("info", None, False)
+    assert (retyped.typed_again, retyped.pending, first.typed_again) == (True, 0, False)
 
 
 WORDS = "river mountain harbour lantern meadow orchard quarry tunnel valley window garden bridge".split()
@@ -149,7 +164,8 @@ def test_a_site_whose_every_page_names_its_home_as_canonical(tmp_path, frontier_
         stop_embedded_redis(crawl_dir)
     assert sorted(pages) == sorted(server.url(p) for p in every)
     assert {p["canonical"] for p in pages.values()} == {server.url("/index.html")}
-    assert [(u, p["dup_of"]) for u, p in pages.items() if p["dup_of"] is not None] == []
+    assert [(u, p["dup_of"]) for u, p in pages.items() if p["dup_of"] is not None] == [], (
+        [ln for ln in result.log.splitlines() if "canonical/" in ln or "retype" in ln or "s/3.html" in ln or "page_type" in ln], result.fetched)
     # The 20th page that named another URL found the home page named by all
     # 20: the 19 before it were copies until then, and are put right.
     for stat, n in (("canonical/copy", 19), ("canonical/untrusted", 20), ("canonical/put_right", 19)):

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from crawler.feeds import JsonLinesPageExporter
+from crawler.feeds import CsvPageExporter, JsonLinesPageExporter, PageFeed
 from crawler.items import PageItem
 from crawler.store.base import PAGE_FIELDS
 from tests.support import ROOT
@@ -56,6 +56,28 @@ def test_a_feed_that_picks_its_fields_gets_them():
     feed.export_item(PageItem(url="http://a.org/1", site="a.org", links=[{"url": "http://a.org/2", "anchor": "2"}]))
     assert rows(buf) == [{"url": "http://a.org/1", "links": [{"url": "http://a.org/2", "anchor": "2"}],
                           "evidence": None}]
+
+
+def test_every_format_scrapy_ships_has_its_page_exporter():
+    from scrapy.settings import default_settings
+    from scrapy.utils.misc import load_object
+
+    from crawler import settings
+
+    assert set(settings.FEED_EXPORTERS) == set(default_settings.FEED_EXPORTERS_BASE)
+    for fmt, path in settings.FEED_EXPORTERS.items():
+        cls = load_object(path)
+        assert issubclass(cls, PageFeed) and issubclass(cls, load_object(default_settings.FEED_EXPORTERS_BASE[fmt]))
+
+
+def test_a_csv_feed_has_the_stored_fields_as_its_header():
+    buf = io.BytesIO()
+    feed = CsvPageExporter(buf)
+    feed.start_exporting()
+    feed.export_item(PageItem(url="http://a.org/1", site="a.org", page_type="info"))
+    feed.finish_exporting()
+    header, row = buf.getvalue().decode().splitlines()
+    assert header.split(",") == list(PAGE_FIELDS) and row.startswith("http://a.org/1,a.org,0,C,,info,")
 
 
 @pytest.mark.slow

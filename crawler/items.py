@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["PageItem"]
@@ -91,14 +91,35 @@ class PageItem:
     topic_score: float | None = None
     on_topic: bool | None = None
     # A page yielded again by a later response's callback, typed again once
-    # its site's template was known: written again, not an outcome of the
-    # request that yielded it (not stored as a field).
+    # its site's template was known or put right once its site's canonicals
+    # were judged: written again, not an outcome of the request that
+    # yielded it (not stored as a field).
     typed_again: bool = False
+    # How many of the spider's second looks the page waits for (typed alone
+    # and kept to be typed again: crawler/pagetype.py; a copy by its
+    # canonical while its site's canonicals are judged: crawler/variants.py).
+    # Each sets the page's final values on this item when it is done and
+    # counts down; a feed export writes the page once this is 0
+    # (crawler/feeds.py). Not stored as a field.
+    pending: int = 0
+    # The page this item writes again (``again``): its values are read when
+    # the write is queued, so that the last write of a page has its final
+    # values in whatever order two writes of it reach the store (Scrapy
+    # takes a response's items CONCURRENT_ITEMS at a time, each waiting for
+    # its batch: a page typed again in one response's output can reach the
+    # store after the same page put right by a later response).
+    again_of: PageItem | None = None
 
     def __repr__(self) -> str:  # logs: the text would drown the line
         return (f"<PageItem {self.url} state={self.state} status={self.status} type={self.page_type} "
                 f"text={len(self.text)} chars links={len(self.links)}"
                 + (f" dup_of={self.dup_of}" if self.dup_of else "") + ">")
 
+    def again(self) -> PageItem:
+        """The page to store again, with its values as they are when it is
+        written (``again_of``); ``typed_again`` (see above)."""
+        return replace(self, typed_again=True, pending=0, again_of=self)
+
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        src = self.again_of or self
+        return {name: getattr(src, name) for name in self.__dataclass_fields__ if name != "again_of"}

@@ -19,7 +19,9 @@ its template known (one more Redis round trip, once a site; kept for the
 next page if Redis cannot answer). A page whose type changes is stored
 again with its new type; one that becomes an index page has its links
 followed then (``follow=index``). An index of terms is typed once: it is
-not kept.
+not kept. A kept page counts in its item's ``pending`` (the spider adds it
+before the item is yielded) until its type is final: typed again, not kept
+after all, or dropped for the bound (``crawler/feeds.py`` waits for it).
 
 Stats: ``classifier/page_type/<type>``, ``classifier/retype/checked``,
 ``classifier/retype/<type>`` (pages whose type changed, by new type),
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.classify import classify_stats
@@ -105,7 +107,7 @@ class PageTyper:
         # Per site, whether the link-density rule may decide the model's
         # close calls (crawler/pagerules.py, RuleTrust): this worker's count.
         self.trust = RuleTrust()
-        self.first_pages: FirstPages[FirstPage] = FirstPages()
+        self.first_pages: FirstPages[FirstPage] = FirstPages(on_evict=self._final)
 
     @property
     def stats(self) -> StatsCollector:
@@ -167,7 +169,8 @@ class PageTyper:
                 + (len(item.text) + len(item.abstract) + sum(160 + len(ln["url"]) + len(ln["anchor"])
                                                              for ln in item.links) if stored else 0))
         evicted = self.first_pages.evicted
-        self.first_pages.add(item.site, entry, cost)
+        if not self.first_pages.add(item.site, entry, cost):
+            self._final(entry)  # not kept: its type stands
         if self.first_pages.evicted != evicted:
             self.stats.inc_value("classifier/retype/evicted", self.first_pages.evicted - evicted)
 
@@ -192,6 +195,7 @@ class PageTyper:
         self.first_pages.take(site)
         counts = dict(zip(keys, evidence.counts))
         for e in entries:
+            self._final(e)  # whatever its type now: this is its last look
             template = template_of(e.keys, counts, evidence.pages, templates.policy)
             if template is None:
                 continue
@@ -205,7 +209,19 @@ class PageTyper:
             stats.inc_value(f"classifier/page_type/{new}")
             logger.debug("Typed again with its site's template: %(url)s is an %(new)s page",
                          {"url": e.url, "new": new}, extra={"spider": self.crawler.spider})
-            yield Retyped(replace(e.item, page_type=new, typed_again=True) if e.item is not None else None, e, new)
+            if e.item is None:
+                yield Retyped(None, e, new)
+                continue
+            # The page as first yielded takes its final type too (what a
+            # feed writes, crawler/feeds.py); a copy is stored again.
+            e.item.page_type = new
+            yield Retyped(e.item.again(), e, new)
+
+    @staticmethod
+    def _final(entry: FirstPage) -> None:
+        """The page's type is final: no second look waits (``PageItem.pending``)."""
+        if entry.item is not None:
+            entry.item.pending -= 1
 
     def closed(self) -> None:
         """First pages still kept keep the type they were given alone (counted)."""

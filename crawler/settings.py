@@ -400,4 +400,16 @@ ITEM_PIPELINES = {
 }
 
 FEED_EXPORT_ENCODING = "utf-8"
+# Feed exports (-o/-O, FEEDS) of each format Scrapy ships: each page once,
+# final, with the fields `scrapy export` writes (crawler/feeds.py).
+FEED_EXPORTERS = {
+    "json": "crawler.feeds.JsonPageExporter",
+    "jsonlines": "crawler.feeds.JsonLinesPageExporter",
+    "jsonl": "crawler.feeds.JsonLinesPageExporter",
+    "jl": "crawler.feeds.JsonLinesPageExporter",
+    "csv": "crawler.feeds.CsvPageExporter",
+    "xml": "crawler.feeds.XmlPageExporter",
+    "marshal": "crawler.feeds.MarshalPageExporter",
+    "pickle": "crawler.feeds.PicklePageExporter",
+}
 LOG_LEVEL = "INFO"

@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -201,8 +201,10 @@ class FirstPages(Generic[T]):
     Per worker: the worker that typed a page keeps it, and types it again
     when it next types a page of that site with the template known."""
 
-    def __init__(self, max_sites: int = 1024, per_site: int = 8, max_cost: int = 32 << 20) -> None:
+    def __init__(self, max_sites: int = 1024, per_site: int = 8, max_cost: int = 32 << 20,
+                 on_evict: Callable[[T], None] | None = None) -> None:
         self.max_sites, self.per_site, self.max_cost = max_sites, per_site, max_cost
+        self.on_evict = on_evict  # called with each entry dropped for the bound
         self._sites: OrderedDict[str, list[tuple[T, int]]] = OrderedDict()
         self.cost = 0
         self.evicted = 0
@@ -230,6 +232,9 @@ class FirstPages(Generic[T]):
             _, dropped = self._sites.popitem(last=False)
             self.cost -= sum(c for _, c in dropped)
             self.evicted += len(dropped)
+            if self.on_evict is not None:
+                for e, _ in dropped:
+                    self.on_evict(e)
         return True
 
     def peek(self, site: str) -> list[T]:

@@ -7,6 +7,14 @@ whether the crawl's languages let its links be followed.
   canonicals are not untrusted, makes the page a copy of it (``dup_of``,
   unless it copies another page already) and is queued; a copy of a page of
   its own site, the site's canonicals trusted, has its links left alone.
+  The pages made copies while their site's canonicals were being judged
+  (``crawler/canonical.py``: this worker's count) are kept until its
+  verdict (bounded: at most ``MIN_PAGES`` a site, 1,024 sites, about 16 MB
+  of items); a site found to misuse its canonicals has them stored again
+  without that ``dup_of`` (``put_right``: the worker that judged a page
+  puts it right, once; through the store pipeline, after the page's own
+  write). Their links were followed already, as any page's while its site
+  is judged.
 - **Language** (``crawler/language.py``): ``lang``, the declared language
   checked against the text (every page of a site until its first 20
   declarations stood, then one in 16: this worker's count), and ``alternates`` (hreflang -> URL, from the
@@ -19,7 +27,10 @@ whether the crawl's languages let its links be followed.
   followed (a page whose language is unknown is followed).
 
 Stats: ``canonical/copy``, ``canonical/untrusted``, ``canonical/ignored``,
-``canonical/invalid``; ``lang/declared``, ``lang/overruled``,
+``canonical/invalid``, ``canonical/put_right`` (copies stored again as
+pages of their own once their site's canonicals were not trusted),
+``canonical/unsettled`` (copies no longer kept for the verdict: the bound;
+they keep their ``dup_of``); ``lang/declared``, ``lang/overruled``,
 ``lang/identified``, ``lang/unknown``, ``lang/alternates_invalid``,
 ``lang/alternates_queued``, ``lang/not_followed`` (pages in another
 language whose links were not followed).
@@ -30,9 +41,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from crawler.canonical import TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
+from crawler.canonical import LEARNING, MIN_PAGES, UNTRUSTED, TRUSTED, CanonicalTrust, link_header_canonical
 from crawler.language import DeclarationTrust, link_header_alternates, page_language, tag
 from crawler.responses import header
+from crawler.template import FirstPages
 from crawler.urls import InvalidURL, normalize, url_site
 
 if TYPE_CHECKING:
@@ -53,6 +65,10 @@ class Variants:
         self.follower = follower
         self.trust = CanonicalTrust()
         self.declarations = DeclarationTrust()
+        # The copies made while their site was judged, until its verdict.
+        self.judged: FirstPages[PageItem] = FirstPages(max_sites=1024, per_site=MIN_PAGES, max_cost=16 << 20,
+                                                       on_evict=self._unsettled)
+        self._right: list[PageItem] = []
 
     @property
     def languages(self) -> frozenset[str]:
@@ -67,9 +83,11 @@ class Variants:
             return url
 
     # -- canonical -----------------------------------------------------------------------
-    def canonical(self, response: Response, page: Page, item: PageItem) -> tuple[Request | None, bool]:
+    def canonical(self, response: Response, page: Page, item: PageItem,
+                  stored: bool = True) -> tuple[Request | None, bool]:
         """The page's canonical link (see the module): the request for it
-        when it is queued, and whether the page's links are to be left alone."""
+        when it is queued, and whether the page's links are to be left alone.
+        ``stored``: whether the page is stored (robots noindex: not)."""
         raw = link_header_canonical(v.decode("latin-1") for v in response.headers.getlist(b"Link")) \
             or page.canonical
         if raw is None:
@@ -87,13 +105,47 @@ class Variants:
             stats.inc_value("canonical/ignored")
             return None, False
         verdict = self.trust.record(item.site, target)
+        if verdict != LEARNING and item.site in self.judged:
+            self._judged(item.site, verdict)
         if verdict == UNTRUSTED:
             stats.inc_value("canonical/untrusted")
             return None, False
         stats.inc_value("canonical/copy")
+        if verdict == LEARNING and item.dup_of is None and stored and item.revisit is None:
+            # A copy by its canonical alone, while its site is judged: kept
+            # for the verdict (a re-crawl's page is merged with its stored
+            # version: not written twice).
+            item.pending += 1
+            cost = 1024 + len(item.text) + len(item.abstract) + sum(160 + len(x["url"]) + len(x["anchor"])
+                                                                     for x in item.links)
+            if not self.judged.add(item.site, item, cost):
+                self._unsettled(item)
         item.dup_of = item.dup_of or target
         follow = list(self.follower.follow([target], item.url, item.depth, priority=1))
         return (follow[0] if follow else None), verdict == TRUSTED and url_site(target) == item.site
+
+    def _judged(self, site: str, verdict: str) -> None:
+        """The site's verdict is reached: its copies judged before it are
+        final (trusted), or put right (untrusted: no ``dup_of`` from their
+        canonical), on the items as yielded and as copies to store again."""
+        for item in self.judged.take(site):
+            item.pending -= 1
+            if verdict == UNTRUSTED:
+                item.dup_of = None
+                self._right.append(item.again())
+                self.crawler.stats.inc_value("canonical/put_right")
+
+    def _unsettled(self, item: PageItem) -> None:
+        """A copy no longer kept for its site's verdict: it stays a copy."""
+        item.pending -= 1
+        self.crawler.stats.inc_value("canonical/unsettled")
+
+    def put_right(self) -> Iterator[PageItem]:
+        """The pages to store again that a verdict has put right (see the
+        module): yielded by the spider as an earlier page's, like a page
+        typed again (``typed_again``)."""
+        right, self._right = self._right, []
+        yield from right
 
     # -- language ------------------------------------------------------------------------
     def language(self, response: Response, page: Page, item: PageItem, text: str) -> bool:

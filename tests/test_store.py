@@ -129,6 +129,15 @@ def test_a_page_stored_again_with_a_new_type_keeps_its_links_and_counts(store):
     assert {s["site"]: (s["pages"], s["links"]) for s in store.sites()}["a.test"] == (2, 4)
 
 
+def test_a_page_given_twice_in_a_batch_is_stored_as_its_last_version(store):
+    """A copy by its canonical put right (crawler/variants.py) comes again
+    without ``dup_of``, maybe in its first write's batch: the last wins."""
+    for n in range(20):
+        u = f"http://a.test/{n}"
+        store.write([page(u, dup_of="http://a.test/"), page(u, dup_of=None, page_type="info")])
+    assert [(p["dup_of"], p["page_type"]) for p in store.iter_pages()] == [(None, "info")] * 20
+
+
 def test_count_pages_by_site_and_state(store):
     store.write([page("http://a.test/"), page("http://a.test/e", state="E"),
                  page("http://b.test/", site="b.test")])

@@ -339,26 +339,30 @@ class SiteSpider(Spider):
         checked = await self.pagecheck.check(item, keys)
         typed = self.typer.type_page(url, page, blocks, keys, checked.template, item.site)
         item.page_type = typed.page_type
-        canonical, canonical_copy = self.variants.canonical(response, page, item)
+        stored = "noindex" not in robots
+        canonical, canonical_copy = self.variants.canonical(response, page, item, stored)
         language_followed = self.variants.language(response, page, item, page.text)
+        kept = checked.young and keys is not None and item.revisit is None and not typed.terms
+        item.pending += kept and stored  # before the yield: feeds wait for it (crawler/feeds.py)
 
-        # Store it.
-        if "noindex" in robots:
-            stats.inc_value("robots/noindex")
-        else:
+        # Store it, and earlier pages a second look has put right.
+        if stored:
             yield item
+        else:
+            stats.inc_value("robots/noindex")
         if canonical is not None:
             yield canonical
-        for again in self._retyped(item.site) if checked.template is not None else ():
+        retyped = self._retyped(item.site) if checked.template is not None else ()
+        for again in (*retyped, *self.variants.put_right()):
             yield again
-        if checked.young and keys is not None and item.revisit is None and not typed.terms:
+        if kept:
             # Typed alone for want of the site's template: kept to be typed
             # again once it is known; its links with it, to follow then if
             # it turns out to be an index page.
             later = (not self.follower.follow_all and topic is None and item.page_type != INDEX and language_followed
                      and not checked.duplicate and not canonical_copy and "nofollow" not in robots)
-            self.typer.keep_first_page(item, typed, "noindex" not in robots,
-                                       [u for u in out if u != refresh] if later else [], response.meta)
+            self.typer.keep_first_page(item, typed, stored, [u for u in out if u != refresh] if later else [],
+                                       response.meta)
 
         # Follow its links.
         if "nofollow" in robots:

@@ -93,7 +93,10 @@ class MongoStore(Store):
 
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
         listed = sitemap_entries([p for p in pages if SITEMAP_KEY in p])
-        pages = [p for p in pages if SITEMAP_KEY not in p]
+        # A page given twice in a batch (stored again once typed again or put
+        # right: crawler/pagetype.py, crawler/variants.py) is written as its
+        # last version: the bulk writes below are unordered.
+        pages = list({p["url"]: p for p in pages if SITEMAP_KEY not in p}.values())
         if listed:
             self.sitemap_urls.bulk_write([pymongo.ReplaceOne({"_id": url}, {"lastmod": lastmod, "changefreq": freq,
                                                                             "sitemap": sitemap}, upsert=True)

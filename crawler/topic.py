@@ -50,6 +50,11 @@ Tunnelling (``follow_links``): an off-topic page's links are still followed
 while it is at most ``tunnel`` hops from the last on-topic page on its path
 (``TOPIC_TUNNEL``), so an on-topic region behind up to ``tunnel`` off-topic
 pages in a row is reached; with 0, only on-topic pages' links are followed.
+Which of them (``passage``): its few most promising (``TOPIC_TUNNEL_LINKS``),
+whatever their priority. A tunnel is a path, not a region: an off-topic
+page's links say least about the topic where it matters (the link into a
+hidden on-topic region often reads "page 12"), so a priority bound drops
+the way on, while following all of them fetches the off-topic region.
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ from crawler.datafile import DataFileError, read_data_file
 from crawler.language import identifier, identify
 from crawler.textfeatures import count_words as _count_words
 
-__all__ = ["Siblings", "Topic", "TopicError", "follow_links", "load_topic", "parse_topic"]
+__all__ = ["Siblings", "Topic", "TopicError", "follow_links", "load_topic", "parse_topic", "passage"]
 
 MAX_TERMS = 10_000  # keywords and patterns of one topic
 MAX_WEIGHT = 100.0
@@ -207,6 +212,13 @@ def follow_links(on_topic: bool, off_hops: int, tunnel: int) -> tuple[bool, int]
     parent's (``off_hops``: the hops its request carried)."""
     hops = 0 if on_topic else off_hops + 1
     return hops <= tunnel, hops
+
+
+def passage(priorities: dict[str, float], width: int) -> dict[str, float]:
+    """An off-topic page's links within the tunnel that are followed: its
+    ``width`` most promising (``priorities``: link -> priority, in page
+    order; ties keep it), whatever their priority (``TOPIC_TUNNEL_LINKS``)."""
+    return dict(sorted(priorities.items(), key=lambda kv: -kv[1])[:max(0, width)])
 
 
 class Siblings:

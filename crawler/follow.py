@@ -434,8 +434,9 @@ class Follower:
             # An off-topic page in the tunnel: its best links, whatever their priority.
             priorities = passage(self._priorities(topic, links, anchors, contexts, score, gate=False),
                                  self.topic_tunnel_links)
-            self.stats.inc_value("topic/tunnel_passed",
-                                 sum(1 for p in priorities.values() if p < self.topic_min_priority))
+            passed = sum(1 for p in priorities.values() if p < self.topic_min_priority)
+            if passed:
+                self.stats.inc_value("topic/tunnel_passed", passed)
         else:
             # A seed's links are never set aside either.
             priorities = self._priorities(topic, links, anchors, contexts, score, gate=depth > 0)

@@ -228,18 +228,22 @@ CLASSIFIER_TEMPLATE = True
 # hops from the last on-topic page on its path (0: only on-topic pages'
 # links are followed).
 TOPIC_TUNNEL = 2
-# How many links an off-topic page in the tunnel passes on: its most
-# promising ones not sent before, whatever their priority (a tunnel is a
-# path: the link into a hidden on-topic region often says nothing of the
-# topic). 0: those whose priority reaches TOPIC_MIN_PRIORITY, as before
-# issue 48.
-TOPIC_TUNNEL_LINKS = 1
-# An on-topic page's (or a sitemap's) links whose priority (0 to 1,
-# crawler/topic.py) is below this are not queued: a focused crawl ends once
-# what is left is below it. 0.25 with TOPIC_TUNNEL_LINKS 1: recall and
-# precision both at or above 0.2's without it on five generated webs
-# (bench/bench_focused.py --replay; bench/RESULTS.md, "Focused crawling").
-TOPIC_MIN_PRIORITY = 0.25
+# How many links an off-topic page in the tunnel passes on whatever their
+# priority: its most promising ones not sent before (the link into a hidden
+# on-topic region often says nothing of the topic). 0: those whose priority
+# reaches TOPIC_MIN_PRIORITY, as on-topic pages'. Off by default: on
+# generated webs of thin tunnels 1 raised recall from 0.83-0.93 to 0.97-1.0
+# at the same or better precision (with TOPIC_MIN_PRIORITY 0.25), but on
+# real manuals it spends fetches on off-topic pages' navigation (the
+# PostgreSQL manual, held out: 2.37x breadth-first's precision and recall
+# 0.896 at 0.2 and 0, 1.59x and 0.806 at 0.25 and 1; bench/RESULTS.md).
+TOPIC_TUNNEL_LINKS = 0
+# Links whose priority (0 to 1, crawler/topic.py) is below this are not
+# queued: a focused crawl ends once what is left is below it (0: follow
+# every link the tunnel allows). 0.2: on-topic recall 1.0 at 3.4-3.6x
+# breadth-first's precision on three generated webs, 4.4x on Debian
+# Reference by language (bench/bench_focused.py --min-priority).
+TOPIC_MIN_PRIORITY = 0.2
 # URL directories whose on-topic share a worker remembers (siblings' outcomes).
 TOPIC_SIBLINGS = 50_000
 

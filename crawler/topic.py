@@ -50,11 +50,12 @@ Tunnelling (``follow_links``): an off-topic page's links are still followed
 while it is at most ``tunnel`` hops from the last on-topic page on its path
 (``TOPIC_TUNNEL``), so an on-topic region behind up to ``tunnel`` off-topic
 pages in a row is reached; with 0, only on-topic pages' links are followed.
-Which of them (``passage``): its few most promising (``TOPIC_TUNNEL_LINKS``),
-whatever their priority. A tunnel is a path, not a region: an off-topic
-page's links say least about the topic where it matters (the link into a
-hidden on-topic region often reads "page 12"), so a priority bound drops
-the way on, while following all of them fetches the off-topic region.
+Which of them: those whose priority reaches ``TOPIC_MIN_PRIORITY``, or
+with ``TOPIC_TUNNEL_LINKS`` its few most promising whatever their priority
+(``passage``): a tunnel is a path, and the link into a hidden on-topic
+region often reads "page 12", which a priority bound drops. Off by
+default: on documentation trees an off-topic page's best link is mostly
+its navigation to another off-topic page (bench/JOURNAL.md, issue 48).
 """
 
 from __future__ import annotations

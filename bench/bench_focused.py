@@ -1,7 +1,17 @@
 """Focused crawling against breadth-first order, in the same run.
 
     python -m bench.bench_focused [--web-pages 2400] [--seed 1] [--reference DIR] [--lang ja] [--plot PATH]
-                                  [--min-priority 0,0.2,...]
+                                  [--min-priority 0,0.2,...] [--tunnel N] [--tunnel-links N] [--replay]
+    python -m bench.bench_focused --root DIR --topic FILE [--start index.html] [--min-priority ...] [--replay]
+
+With ``--root DIR --topic FILE``: a documentation tree of your own served
+from disk (127.0.0.2), crawled breadth-first and then focused, left to
+finish, at each ``--min-priority`` (the default's when none): pages
+fetched, precision against breadth-first's and recall, the truth on topic
+by term density (``bench/focused_tree.py``), and why each on-topic page
+missed was missed. ``--replay``: no crawls, the focused crawls replayed
+offline by the follower's rules (seconds; checked against the real crawl,
+bench/JOURNAL.md), on the tree or on the generated web alone.
 
 Two webs, each crawled twice by the product (embedded defaults, no delay,
 ``CONCURRENT_REQUESTS_PER_DOMAIN=2``, robots.txt obeyed), the order of the

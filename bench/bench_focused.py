@@ -1,7 +1,17 @@
 """Focused crawling against breadth-first order, in the same run.
 
     python -m bench.bench_focused [--web-pages 2400] [--seed 1] [--reference DIR] [--lang ja] [--plot PATH]
-                                  [--min-priority 0,0.2,...]
+                                  [--min-priority 0,0.2,...] [--tunnel N] [--tunnel-links N] [--replay]
+    python -m bench.bench_focused --root DIR --topic FILE [--start index.html] [--min-priority ...] [--replay]
+
+With ``--root DIR --topic FILE``: a documentation tree of your own served
+from disk (127.0.0.2), crawled breadth-first and then focused, left to
+finish, at each ``--min-priority`` (the default's when none): pages
+fetched, precision against breadth-first's and recall, the truth on topic
+by term density (``bench/focused_tree.py``), and why each on-topic page
+missed was missed. ``--replay``: no crawls, the focused crawls replayed
+offline by the follower's rules (seconds; checked against the real crawl,
+bench/JOURNAL.md), on the tree or on the generated web alone.
 
 Two webs, each crawled twice by the product (embedded defaults, no delay,
 ``CONCURRENT_REQUESTS_PER_DOMAIN=2``, robots.txt obeyed), the order of the
@@ -51,9 +61,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scrapy.settings import Settings
+
+from bench.focused_tree import explain_misses, reachable, read_tree, replay
+from crawler import settings as crawler_settings
+from crawler.topic import load_topic, parse_topic
 from tests.support.servers import start_server
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULTS = Settings()
+DEFAULTS.setmodule(crawler_settings)
 
 SETTINGS = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
             "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False, "NETWORK_ALLOWLIST": "127.0.0.0/8",
@@ -196,14 +213,17 @@ class Web:
 
 # -- crawling -----------------------------------------------------------------------------------
 def crawl(seeds: list[str], work: Path, server, topic: Path | None,
-          min_priority: float = 0.0) -> tuple[list[str], dict[str, bool]]:
+          min_priority: float = 0.0, tunnel: int | None = None,
+          tunnel_links: int | None = None) -> tuple[list[str], dict[str, bool]]:
     """The fetched URLs in order (from the server's log), and the crawler's
-    own on_topic of each stored page."""
+    own on_topic of each stored page (``tunnel``, ``tunnel_links``: the
+    settings' when None)."""
     crawl_dir = work / ("focused" if topic else "bfs")
     shutil.rmtree(crawl_dir, ignore_errors=True)
     args = ["-a", f"seeds={','.join(seeds)}"] + (["-a", f"topic={topic}"] if topic else ["-a", "follow=all"])
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", *args]
-    for k, v in {**SETTINGS, "CRAWL_DIR": crawl_dir, "TOPIC_MIN_PRIORITY": min_priority}.items():
+    extra = {k: v for k, v in (("TOPIC_TUNNEL", tunnel), ("TOPIC_TUNNEL_LINKS", tunnel_links)) if v is not None}
+    for k, v in {**SETTINGS, "CRAWL_DIR": crawl_dir, "TOPIC_MIN_PRIORITY": min_priority, **extra}.items():
         cmd += ["-s", f"{k}={v}"]
     mark = server.mark()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
@@ -297,6 +317,47 @@ def plot(results: list[dict], path: Path) -> None:
     print(f"plot: {path}")
 
 
+def tree(args: argparse.Namespace, thresholds: list[float], work: Path) -> None:
+    """A real tree (``--root``) with a topic file (``--topic``): breadth-first,
+    then focused crawls left to finish at each TOPIC_MIN_PRIORITY (the
+    default's when none is given), recall and precision against the truth
+    by term density (bench/focused_tree.py), and why each miss was missed."""
+    topic = load_topic(args.topic)
+    name = f"{args.root}, topic {args.topic.name}"
+    server = start_server(work, hosts="127.0.0.2", root=args.root)
+    try:
+        seed = f"http://127.0.0.2:{server.port}/{args.start}"
+        if args.replay:
+            graph = read_tree(args.root, reachable(args.root, seed, topic), topic)
+            bfs = sorted(graph)
+            runs = {t: replay(graph, [seed], topic, args.tunnel, t, args.tunnel_links) for t in thresholds}
+        else:
+            bfs, _ = crawl([seed], work, server, None)
+            graph = read_tree(args.root, set(bfs), topic)
+            runs = {t: crawl([seed], work, server, args.topic, t, args.tunnel, args.tunnel_links)[0]
+                    for t in thresholds}
+        truth = {u: topic.on_topic(node.score) for u, node in graph.items()}
+        stopping(name, [u for u in bfs if u in graph], runs, truth)
+        for t, order in sorted(runs.items()):
+            done = set(order)
+            missed = sorted(u for u, on in truth.items() if on and u not in done)
+            for url, why in explain_misses(graph, topic, done, missed).items():
+                print(f"    missed at {t:g}: {url.split('/', 3)[-1]}: {why}")
+    finally:
+        server.stop()
+
+
+def replay_web(args: argparse.Namespace, thresholds: list[float], work: Path) -> None:
+    """The generated web, its focused crawls replayed offline (``--replay``)."""
+    web = Web(args.web_pages, args.seed, 8000)
+    web.write(work / "web")
+    topic = parse_topic(TOPIC)
+    graph = read_tree(work / "web", set(web.html), topic)
+    runs = {t: replay(graph, web.seeds(), topic, args.tunnel, t, args.tunnel_links) for t in thresholds}
+    stopping(f"generated web, seed {args.seed} (replayed, TOPIC_TUNNEL_LINKS {args.tunnel_links})",
+             sorted(web.html), runs, web.truth)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--web-pages", type=int, default=2400)
@@ -307,10 +368,30 @@ def main() -> None:
     ap.add_argument("--min-priority", default="",
                     help="comma-separated TOPIC_MIN_PRIORITY values: focused crawls left to finish, their "
                          "precision and recall")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="a documentation tree on disk to crawl instead of the two webs (needs --topic)")
+    ap.add_argument("--topic", type=Path, default=None, help="the topic file (JSON or YAML) for --root")
+    ap.add_argument("--start", default="index.html", help="the seed's path under --root")
+    ap.add_argument("--tunnel", type=int, default=None, help="TOPIC_TUNNEL (default: the setting's)")
+    ap.add_argument("--tunnel-links", type=int, default=None, help="TOPIC_TUNNEL_LINKS (default: the setting's)")
+    ap.add_argument("--replay", action="store_true",
+                    help="no crawls: the focused crawls replayed offline (bench/focused_tree.py), the "
+                         "breadth-first one read offline; with --root, or the generated web alone")
     args = ap.parse_args()
     thresholds = [float(x) for x in args.min_priority.split(",") if x.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-focused-"))
     results = []
+    if args.root is not None or args.replay:
+        if args.root is not None and args.topic is None:
+            ap.error("--root needs --topic")
+        args.tunnel = DEFAULTS.getint("TOPIC_TUNNEL") if args.tunnel is None else args.tunnel
+        args.tunnel_links = DEFAULTS.getint("TOPIC_TUNNEL_LINKS") if args.tunnel_links is None else args.tunnel_links
+        try:
+            (tree if args.root is not None else replay_web)(
+                args, thresholds or [DEFAULTS.getfloat("TOPIC_MIN_PRIORITY")], work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         server = start_server(work, hosts=",".join(HOSTS), root=work / "web")
         try:

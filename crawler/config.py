@@ -290,6 +290,7 @@ SPECS: dict[str, Check] = {
     "CLASSIFIER_TEMPLATE": _bool,
     "TOPIC_TUNNEL": _number(int, 0, 1000),
     "TOPIC_MIN_PRIORITY": _number(float, 0, 1),
+    "TOPIC_TUNNEL_LINKS": _number(int, 0, 1000),
     "REVISIT_IMPORTANCE": _bool,
     "TOPIC_SIBLINGS": POSITIVE_COUNT,
     "SITEMAP_ENABLED": _bool,

@@ -20,17 +20,20 @@ followed is decided here, per worker, for the spiders:
 - **Depth** (``DEPTH_LIMIT``): kept here rather than by Scrapy's
   ``DepthMiddleware``, which counts a redirect the spider follows as one
   more level (a redirect keeps its source's depth).
-- **Focused crawls** (``-a topic``, ``TOPIC_TUNNEL``, ``TOPIC_SIBLINGS``,
-  ``TOPIC_MIN_PRIORITY``): links of on-topic pages and seeds are followed
-  whatever the page's type, those of off-topic pages within the tunnel;
-  each carries its priority (``follow_topic``), and a link whose priority
-  is below ``TOPIC_MIN_PRIORITY`` is set aside (not queued, not remembered:
-  a better page may link to it later), so a focused crawl ends once what
-  is left is not worth fetching.
+- **Focused crawls** (``-a topic``, ``TOPIC_TUNNEL``, ``TOPIC_TUNNEL_LINKS``,
+  ``TOPIC_SIBLINGS``, ``TOPIC_MIN_PRIORITY``): links of on-topic pages and
+  seeds are followed whatever the page's type, each with its priority
+  (``follow_topic``); a link of an on-topic page whose priority is below
+  ``TOPIC_MIN_PRIORITY`` is set aside (not queued, not remembered: a better
+  page may link to it later), so a focused crawl ends once what is left is
+  not worth fetching. An off-topic page within the tunnel passes on its
+  ``TOPIC_TUNNEL_LINKS`` most promising links whatever their priority
+  (``topic.passage``; with 0, those reaching ``TOPIC_MIN_PRIORITY``).
 
 Stats: ``depth/request_ignored_count``, ``request_depth_max``,
 ``frontier/links_new`` (links never sent before: Requests built),
-``frontier/links_parsed``, ``topic/tunnel_stopped``, ``topic/below_min_priority``.
+``frontier/links_parsed``, ``topic/tunnel_stopped``, ``topic/below_min_priority``,
+``topic/tunnel_passed`` (links an off-topic page passed on below ``TOPIC_MIN_PRIORITY``).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from crawler.frontier.service import FrontierService
 from crawler.importance import Importance
-from crawler.topic import Siblings, Topic, follow_links
+from crawler.topic import Siblings, Topic, follow_links, passage
 from crawler.rules import RulesError, UrlRules
 from crawler.urls import (SCOPES, InvalidURL, LinkResolver, host_of, in_scope, normalize, on_prefix_host, url_prefix,
                           url_site)
@@ -194,6 +197,7 @@ class Follower:
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.topic_tunnel = settings.getint("TOPIC_TUNNEL")
         self.topic_min_priority = settings.getfloat("TOPIC_MIN_PRIORITY")
+        self.topic_tunnel_links = settings.getint("TOPIC_TUNNEL_LINKS")
         self.siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
@@ -435,8 +439,16 @@ class Follower:
         if not go:
             self.stats.inc_value("topic/tunnel_stopped")
             return
-        # A seed's links are never set aside either.
-        priorities = self._priorities(topic, links, anchors, contexts, score, gate=depth > 0)
+        if depth > 0 and hops > 0 and self.topic_tunnel_links > 0:
+            # An off-topic page in the tunnel: its best links, whatever their priority.
+            priorities = passage(self._priorities(topic, links, anchors, contexts, score, gate=False),
+                                 self.topic_tunnel_links)
+            passed = sum(1 for p in priorities.values() if p < self.topic_min_priority)
+            if passed:
+                self.stats.inc_value("topic/tunnel_passed", passed)
+        else:
+            # A seed's links are never set aside either.
+            priorities = self._priorities(topic, links, anchors, contexts, score, gate=depth > 0)
 
         def meta(link: str) -> dict[str, Any]:
             return {"topic_hops": hops, "topic_parent": round(score * 1000),

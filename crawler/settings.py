@@ -228,6 +228,16 @@ CLASSIFIER_TEMPLATE = True
 # hops from the last on-topic page on its path (0: only on-topic pages'
 # links are followed).
 TOPIC_TUNNEL = 2
+# How many links an off-topic page in the tunnel passes on whatever their
+# priority: its most promising ones not sent before (the link into a hidden
+# on-topic region often says nothing of the topic). 0: those whose priority
+# reaches TOPIC_MIN_PRIORITY, as on-topic pages'. Off by default: on
+# generated webs of thin tunnels 1 raised recall from 0.83-0.93 to 0.97-1.0
+# at the same or better precision (with TOPIC_MIN_PRIORITY 0.25), but on
+# real manuals it spends fetches on off-topic pages' navigation (the
+# PostgreSQL manual, held out: 2.37x breadth-first's precision and recall
+# 0.896 at 0.2 and 0, 1.59x and 0.806 at 0.25 and 1; bench/RESULTS.md).
+TOPIC_TUNNEL_LINKS = 0
 # Links whose priority (0 to 1, crawler/topic.py) is below this are not
 # queued: a focused crawl ends once what is left is below it (0: follow
 # every link the tunnel allows). 0.2: on-topic recall 1.0 at 3.4-3.6x

@@ -50,6 +50,12 @@ Tunnelling (``follow_links``): an off-topic page's links are still followed
 while it is at most ``tunnel`` hops from the last on-topic page on its path
 (``TOPIC_TUNNEL``), so an on-topic region behind up to ``tunnel`` off-topic
 pages in a row is reached; with 0, only on-topic pages' links are followed.
+Which of them: those whose priority reaches ``TOPIC_MIN_PRIORITY``, or
+with ``TOPIC_TUNNEL_LINKS`` its few most promising whatever their priority
+(``passage``): a tunnel is a path, and the link into a hidden on-topic
+region often reads "page 12", which a priority bound drops. Off by
+default: on documentation trees an off-topic page's best link is mostly
+its navigation to another off-topic page (bench/JOURNAL.md, issue 48).
 """
 
 from __future__ import annotations
@@ -69,7 +75,7 @@ from crawler.datafile import DataFileError, read_data_file
 from crawler.language import identifier, identify
 from crawler.textfeatures import count_words as _count_words
 
-__all__ = ["Siblings", "Topic", "TopicError", "follow_links", "load_topic", "parse_topic"]
+__all__ = ["Siblings", "Topic", "TopicError", "follow_links", "load_topic", "parse_topic", "passage"]
 
 MAX_TERMS = 10_000  # keywords and patterns of one topic
 MAX_WEIGHT = 100.0
@@ -207,6 +213,13 @@ def follow_links(on_topic: bool, off_hops: int, tunnel: int) -> tuple[bool, int]
     parent's (``off_hops``: the hops its request carried)."""
     hops = 0 if on_topic else off_hops + 1
     return hops <= tunnel, hops
+
+
+def passage(priorities: dict[str, float], width: int) -> dict[str, float]:
+    """An off-topic page's links within the tunnel that are followed: its
+    ``width`` most promising (``priorities``: link -> priority, in page
+    order; ties keep it), whatever their priority (``TOPIC_TUNNEL_LINKS``)."""
+    return dict(sorted(priorities.items(), key=lambda kv: -kv[1])[:max(0, width)])
 
 
 class Siblings:

@@ -86,12 +86,13 @@ def web(tmp_path_factory):
     srv.stop()
 
 
-def crawl(web, tmp_path, tunnel, min_priority=0.0):
-    """The tunnel alone (TOPIC_MIN_PRIORITY 0), unless ``min_priority``."""
+def crawl(web, tmp_path, tunnel, min_priority=0.0, **settings):
+    """The tunnel alone (TOPIC_MIN_PRIORITY 0), unless ``min_priority``
+    (None: the default's)."""
     srv, topic = web
+    floor = {} if min_priority is None else {"TOPIC_MIN_PRIORITY": min_priority}
     result = run_crawl(srv, tmp_path, [f"seeds={srv.url('/')}", f"topic={topic}"],
-                       {"TOPIC_TUNNEL": tunnel, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO",
-                        "TOPIC_MIN_PRIORITY": min_priority})
+                       {"TOPIC_TUNNEL": tunnel, "CONCURRENT_REQUESTS": 1, "LOG_LEVEL": "INFO", **floor, **settings})
     assert result.returncode == 0, result.log[-3000:]
     return result
 
@@ -143,12 +144,27 @@ def test_a_tunnel_of_three_reaches_both_clusters(web, tmp_path):
     assert fetched(result) == Counter(set(WEB) - {"/b/4.html"})
 
 
+def test_with_tunnel_links_the_tunnel_passes_each_pages_best_link(web, tmp_path):
+    """TOPIC_TUNNEL_LINKS 1 at the default TOPIC_MIN_PRIORITY: the links
+    through the tunnels say nothing of the topic ("page 0", off-topic
+    parents), yet each off-topic page passes its best one on, so the
+    cluster behind two off-topic pages is reached as by the tunnel alone
+    (without it they are set aside and /c/ is never fetched: the next test)."""
+    result = crawl(web, tmp_path, 2, None, TOPIC_TUNNEL_LINKS=1)
+    reached = COMMON | {"/b/1.html", "/b/2.html", "/t/2.html", "/c/", "/c/1.html", "/u/2.html", "/u/3.html"}
+    assert fetched(result) == Counter(reached)
+    assert stats(result) == {"topic/pages_scored": "14", "topic/on_topic": "5", "topic/off_topic": "9",
+                             "topic/tunnel_pages": "6", "topic/tunnel_on_topic": "1", "topic/tunnel_stopped": "2",
+                             # /b/ /b/1 /t/1 /t/2 /u/1 /u/2 passed their one link, each below the floor
+                             "topic/tunnel_passed": "6"}
+
+
 def test_links_below_the_min_priority_wait_and_the_crawl_ends(web, tmp_path):
     """With TOPIC_MIN_PRIORITY (the default 0.2), a tunnel of three is spent
     only where a link's priority says it pays: the off-topic pages' links,
     whose anchors ("page 1") and parents say nothing of the topic, are set
     aside, and the crawl ends with the on-topic cluster the seed links to."""
-    result = crawl(web, tmp_path, 3, 0.2)
+    result = crawl(web, tmp_path, 3, None)
     assert fetched(result) == Counter(COMMON)
     assert stats(result) == {"topic/pages_scored": "7", "topic/on_topic": "3", "topic/off_topic": "4",
                              "topic/below_min_priority": "3"}  # /b/1.html, /t/2.html, /u/2.html

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from crawler.topic import Siblings, Topic, TopicError, follow_links, load_topic, parse_topic
+from crawler.topic import Siblings, Topic, TopicError, follow_links, load_topic, parse_topic, passage
 
 
 def topic(**kw):
@@ -168,6 +168,14 @@ def test_tunnelling():
     assert follow_links(False, 1, 2) == (True, 2)
     assert follow_links(False, 2, 2) == (False, 3)
     assert follow_links(False, 0, 0) == (False, 1)
+
+
+def test_the_tunnel_passes_on_the_best_links_whatever_their_priority():
+    links = {"http://a/x": 0.05, "http://a/y": 0.4, "http://a/z": 0.0, "http://a/w": 0.4}
+    assert passage(links, 1) == {"http://a/y": 0.4}  # ties: the page's order
+    assert list(passage(links, 3)) == ["http://a/y", "http://a/w", "http://a/x"]
+    assert passage(links, 0) == {}
+    assert passage({"http://a/only": 0.0}, 1) == {"http://a/only": 0.0}  # the way on, though it says nothing
 
 
 def test_siblings_share_by_directory_bounded():

@@ -236,9 +236,12 @@ def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, 
     # Steps 1-5 are a dozen Scrapy processes (deploys, status polls, seeds,
     # the stop): on a slow machine running three test files at a time they
     # took longer than the whole crawl at a page a second per site, and the
-    # resumed crawl of step 7 found nothing left to do. Until the stop, 2.4 s
-    # a page per site (over 70 s for the grid); the resumed jobs go at 1 s.
-    first = {**settings, "DOWNLOAD_DELAY": 2.0}
+    # resumed crawl of step 7 found nothing left to do; with 2 s a page per
+    # site, at a load of 14 the crawl finished before step 5's stop. Until
+    # the stop, 5 s a page per site (over 3 minutes for the grid): it costs
+    # the test nothing, its steps wait for events, not for the crawl; the
+    # resumed jobs go at 0.6 s.
+    first = {**settings, "DOWNLOAD_DELAY": 5.0}
     ops = {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}
     jobs: dict[str, tuple[Scrapyd, str]] = {}
     mark = grid_server.mark()

@@ -1,7 +1,7 @@
 """Reach of the default crawl: how much of a documentation tree
 ``follow=index`` fetches, against everything reachable from its start page.
 
-    python -m bench.bench_reach [--only NAME,...] [--code DIR] [--missed N] [--json FILE]
+    python -m bench.bench_reach [--only NAME,...] [--root NAME=DIR[:START]] [--code DIR] [--missed N] [--json FILE]
 
 By default (``-a follow=index``) the crawler follows only the links of pages
 it types ``index``; a contents page or a back-of-book index typed ``info``
@@ -22,6 +22,11 @@ crawl stored, the ratio (the target: at least 99.5 %), the pages it typed
 ``index``; then each missed page (at most ``--missed`` a tree) with the
 pages that link to it in the ``follow=all`` crawl and the type the default
 crawl gave each of them (``-`` where it never fetched it).
+
+``--root NAME=DIR[:START]`` measures a tree that is not one of ``TREES``
+instead (``START`` defaults to ``index.html``): the held-out judges,
+``--root python3.11=/usr/share/doc/python3.11/html`` (``apt-get install
+python3.11-doc``), which no rule may be fitted to.
 
 ``--code DIR`` runs the crawls with the ``crawler`` package of another
 checkout (``git worktree add /tmp/before HEAD~1``): the figures before a
@@ -120,6 +125,8 @@ def contents_typed_info(tree: Tree, default: dict[str, str | None], prefix: str)
     from tools.pagetypes.sources import label
 
     generator = "docbook" if tree.generator == "gtk-doc" else tree.generator
+    if tree.package == "-":
+        return []  # a held-out tree (--root): its generator is not named
     root = Path(tree.root)
     out = []
     for url, kind in sorted(default.items()):
@@ -166,9 +173,20 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
     }
 
 
+def held_out(spec: str) -> Tree:
+    """A tree given as ``NAME=DIR[:START]`` (``--root``)."""
+    name, eq, where = spec.partition("=")
+    if not eq or not name or not where:
+        sys.exit(f"--root {spec}: give NAME=DIR[:START]")
+    root, _, start = where.partition(":")
+    return Tree(name, "-", "held-out", root, start or "index.html")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default="", help="comma-separated tree names")
+    ap.add_argument("--root", action="append", default=[], metavar="NAME=DIR[:START]",
+                    help="a held-out tree to measure instead of TREES (repeatable)")
     ap.add_argument("--code", type=Path, default=ROOT, help="a checkout whose crawler package crawls")
     ap.add_argument("--missed", type=int, default=10, help="missed pages and hiding pages shown a tree")
     ap.add_argument("--json", type=Path, help="write the figures there too")
@@ -176,6 +194,8 @@ def main() -> None:
     names = {n for n in args.only.split(",") if n}
     trees = [t for t in TREES if not names or t.name in names]
     unknown = names - {t.name for t in TREES}
+    if args.root:
+        trees = [held_out(r) for r in args.root]
     if unknown:
         sys.exit(f"--only: no tree named {', '.join(sorted(unknown))}")
     results = []

@@ -18,7 +18,9 @@ store in a fresh ``CRAWL_DIR``):
 - the default, ``follow=index``: what a user gets.
 
 Printed per tree: pages the default crawl stored of those the ``follow=all``
-crawl stored, the ratio (the target: at least 99.5 %), the pages it typed
+crawl stored, the ratio (the target: at least 99.5 %), the pages it stored
+in all (a page only a navigation link reaches is not among the
+``follow=all`` pages when no ``<a>`` links it), the pages it typed
 ``index``; then each missed page (at most ``--missed`` a tree) with the
 pages that link to it in the ``follow=all`` crawl and the type the default
 crawl gave each of them (``-`` where it never fetched it).
@@ -163,7 +165,8 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
             hiders[s] = hiders.get(s, 0) + 1
     return {
         "tree": tree.name, "generator": tree.generator, "reachable": len(everything), "fetched": reached,
-        "ratio": ratio, "index_pages": sum(1 for t in default.values() if t == "index"), "seconds": seconds,
+        "ratio": ratio, "stored": len(default), "index_pages": sum(1 for t in default.values() if t == "index"),
+        "seconds": seconds,
         "missed": [{"page": short(u), "linked_from": [[short(s), default.get(s, "-")] for s in sorted(inlinks[u])]}
                    for u in sorted(missed)[:missed_shown]],
         "missed_count": len(missed),
@@ -211,7 +214,8 @@ def main() -> None:
         results.append(r)
         mark = "ok" if r["ratio"] >= TARGET else "MISSES"
         print(f"{r['tree']:<12} {r['generator']:<8} {r['fetched']:>5} of {r['reachable']:>5} pages "
-              f"{100 * r['ratio']:6.2f} %  ({r['index_pages']} typed index, {r['seconds']:.0f} s)  {mark}",
+              f"{100 * r['ratio']:6.2f} %  ({r['stored']} stored in all, {r['index_pages']} typed index, "
+              f"{r['seconds']:.0f} s)  {mark}",
               flush=True)
         for m in r["missed"]:
             links = ", ".join(f"{s} ({t})" for s, t in m["linked_from"][:4])

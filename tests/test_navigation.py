@@ -57,7 +57,8 @@ def test_analyze_reads_the_heads_and_the_bodys_navigation_links_once_each_in_ord
 
 def test_resolved_against_the_base_without_the_page_itself_or_duplicates():
     page = analyze('<html><head><base href="http://127.0.0.1/b/"><link rel="next" href="n.html">'
-                   '<link rel="up" href="/b/n.html"><link rel="prev" href="self.html"><link rel="start" href="self.html#top">'
+                   '<link rel="up" href="/b/n.html"><link rel="prev" href="self.html">'
+                   '<link rel="start" href="self.html#top">'
                    '<link rel="contents" href="javascript:void(0)"></head><body><p>x</p></body></html>',
                    "http://127.0.0.1/b/self.html")
     assert resolve_navigation(LinkResolver(), "http://127.0.0.1/b/self.html", page) == ["http://127.0.0.1/b/n.html"]

@@ -128,8 +128,8 @@ def build_manual(root: Path) -> None:
     chapters' ``prev``/``next`` lead to the rest of the legacy part."""
     root.mkdir()
     (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
-    rows = "".join(f'<li class="toctree-l1"><a class="reference internal" href="{c}">{i}. The {WORDS[i]} chapter</a></li>'
-                   for i, c in enumerate(MANUAL, 1))
+    rows = "".join(f'<li class="toctree-l1"><a class="reference internal" href="{c}">{i}. The {WORDS[i]} '
+                   "chapter</a></li>" for i, c in enumerate(MANUAL, 1))
     rows += '<li class="toctree-l1"><a class="reference internal" href="bookindex.html">Index</a></li>'
     (root / "index.html").write_text(sphinx_page("index.html", "The Manual", f'<h1>The Manual</h1><div '
                                                  f'class="toctree-wrapper"><ul>{rows}</ul></div>', None, MANUAL[0]))
@@ -144,9 +144,9 @@ def build_manual(root: Path) -> None:
     (root / "legacy").mkdir()
     rows = "".join(f'<li class="toctree-l1"><a class="reference internal" href="{p[len("legacy/"):]}">{i}. '
                    f"The old {WORDS[i + 8]} tool</a></li>" for i, p in enumerate(LEGACY, 1))
-    (root / "legacy/index.html").write_text(sphinx_page("legacy/index.html", "The legacy manual", '<h1>The legacy '
-                                                        f'manual</h1><div class="toctree-wrapper"><ul>{rows}</ul></div>',
-                                                        None, LEGACY[0]))
+    contents = f'<h1>The legacy manual</h1><div class="toctree-wrapper"><ul>{rows}</ul></div>'
+    (root / "legacy/index.html").write_text(sphinx_page("legacy/index.html", "The legacy manual", contents, None,
+                                                        LEGACY[0]))
     order = ["legacy/index.html", *LEGACY]
     for i, name in enumerate(LEGACY, 1):
         paras = "".join(f"<p>{prose(400 + i * 10 + k)}.</p>" for k in range(3))

@@ -83,9 +83,10 @@ def read_head(root: Any) -> Head:
             elif ("alternate" in rel and el.get("hreflang") and href and href.strip(_C0_OR_SPACE)
                   and len(head.alternates) < MAX_ALTERNATES):
                 head.alternates.append((str(el.get("hreflang"))[:64], href.strip(_C0_OR_SPACE)[:2000]))
-            elif (href and len(head.navigation) < MAX_NAVIGATION and is_navigation(el.get("rel"))
-                  and href.strip(_C0_OR_SPACE) and href.strip(_C0_OR_SPACE)[:2000] not in head.navigation):
-                head.navigation.append(href.strip(_C0_OR_SPACE)[:2000])
+            elif href and len(head.navigation) < MAX_NAVIGATION and is_navigation(el.get("rel")):
+                target = href.strip(_C0_OR_SPACE)[:2000]
+                if target and target not in head.navigation:
+                    head.navigation.append(target)
         elif tag == "script":
             if (el.get("type") or "").lower() == "application/ld+json" and el.text:
                 ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))

@@ -363,8 +363,11 @@ class Follower:
         if is_index or self.follow_all:
             yield from self.follow(chain(links, navigation), url, depth + 1, importance=importance)
             return
+        # An information page's navigation links count as in-links, but
+        # none takes a share of its importance: split over its 2-5
+        # navigation links alone, it would outrank what index pages link.
         new = 0
-        for request in self.follow(navigation, url, depth + 1, importance=importance):
+        for request in self.follow(navigation, url, depth + 1):
             new += 1
             yield request
         if new:

@@ -20,7 +20,8 @@ store in a fresh ``CRAWL_DIR``):
 Printed per tree: pages the default crawl stored of those the ``follow=all``
 crawl stored, the ratio (the target: at least 99.5 %), the pages it stored
 in all (a page only a navigation link reaches is not among the
-``follow=all`` pages when no ``<a>`` links it), the pages it typed
+``follow=all`` pages when no ``<a>`` links it) and the requests
+information pages' navigation links added, the pages it typed
 ``index``; then each missed page (at most ``--missed`` a tree) with the
 pages that link to it in the ``follow=all`` crawl and the type the default
 crawl gave each of them (``-`` where it never fetched it).
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -89,9 +91,11 @@ TREES = (
 )
 
 
-def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> Path:
+def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> tuple[Path, int]:
     """``scrapy crawl site`` of ``seed`` with the defaults but the delay and
-    the loopback allowlist; returns its store."""
+    the loopback allowlist; returns its store and its requests that
+    information pages' navigation links added (``frontier/navigation_new``
+    in its closing stats)."""
     shutil.rmtree(crawl_dir, ignore_errors=True)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", f"follow={follow}",
            "-s", "DOWNLOAD_DELAY=0", "-s", "NETWORK_ALLOWLIST=127.0.0.0/8", "-s", f"CRAWL_DIR={crawl_dir}",
@@ -100,7 +104,8 @@ def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> Path:
     proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f"crawl of {seed} ({follow}) exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return crawl_dir / "site.sqlite3"
+    found = re.search(r"'frontier/navigation_new': (\d+)", proc.stdout + proc.stderr)
+    return crawl_dir / "site.sqlite3", int(found.group(1)) if found else 0
 
 
 def pages_of(store: Path) -> dict[str, str | None]:
@@ -144,8 +149,8 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
     try:
         seed = server.url("/" + tree.start)
         t0 = time.monotonic()
-        everything = pages_of(crawl(seed, work / "all", "all", code))
-        default_store = crawl(seed, work / "index", "index", code)
+        everything = pages_of(crawl(seed, work / "all", "all", code)[0])
+        default_store, by_navigation = crawl(seed, work / "index", "index", code)
         default = pages_of(default_store)
         seconds = time.monotonic() - t0
         missed = set(everything) - set(default)
@@ -165,7 +170,7 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
             hiders[s] = hiders.get(s, 0) + 1
     return {
         "tree": tree.name, "generator": tree.generator, "reachable": len(everything), "fetched": reached,
-        "ratio": ratio, "stored": len(default), "index_pages": sum(1 for t in default.values() if t == "index"),
+        "ratio": ratio, "stored": len(default), "by_navigation": by_navigation, "index_pages": sum(1 for t in default.values() if t == "index"),
         "seconds": seconds,
         "missed": [{"page": short(u), "linked_from": [[short(s), default.get(s, "-")] for s in sorted(inlinks[u])]}
                    for u in sorted(missed)[:missed_shown]],
@@ -214,7 +219,7 @@ def main() -> None:
         results.append(r)
         mark = "ok" if r["ratio"] >= TARGET else "MISSES"
         print(f"{r['tree']:<12} {r['generator']:<8} {r['fetched']:>5} of {r['reachable']:>5} pages "
-              f"{100 * r['ratio']:6.2f} %  ({r['stored']} stored in all, {r['index_pages']} typed index, "
+              f"{100 * r['ratio']:6.2f} %  ({r['stored']} stored in all, {r['by_navigation']} by navigation, {r['index_pages']} typed index, "
               f"{r['seconds']:.0f} s)  {mark}",
               flush=True)
         for m in r["missed"]:

@@ -1,7 +1,7 @@
 """Reach of the default crawl: how much of a documentation tree
 ``follow=index`` fetches, against everything reachable from its start page.
 
-    python -m bench.bench_reach [--only NAME,...] [--code DIR] [--missed N] [--json FILE]
+    python -m bench.bench_reach [--only NAME,...] [--root NAME=DIR[:START]] [--code DIR] [--missed N] [--json FILE]
 
 By default (``-a follow=index``) the crawler follows only the links of pages
 it types ``index``; a contents page or a back-of-book index typed ``info``
@@ -18,10 +18,18 @@ store in a fresh ``CRAWL_DIR``):
 - the default, ``follow=index``: what a user gets.
 
 Printed per tree: pages the default crawl stored of those the ``follow=all``
-crawl stored, the ratio (the target: at least 99.5 %), the pages it typed
+crawl stored, the ratio (the target: at least 99.5 %), the pages it stored
+in all (a page only a navigation link reaches is not among the
+``follow=all`` pages when no ``<a>`` links it) and the requests
+information pages' navigation links added, the pages it typed
 ``index``; then each missed page (at most ``--missed`` a tree) with the
 pages that link to it in the ``follow=all`` crawl and the type the default
 crawl gave each of them (``-`` where it never fetched it).
+
+``--root NAME=DIR[:START]`` measures a tree that is not one of ``TREES``
+instead (``START`` defaults to ``index.html``): the held-out judges,
+``--root python3.11=/usr/share/doc/python3.11/html`` (``apt-get install
+python3.11-doc``), which no rule may be fitted to.
 
 ``--code DIR`` runs the crawls with the ``crawler`` package of another
 checkout (``git worktree add /tmp/before HEAD~1``): the figures before a
@@ -37,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -82,9 +91,11 @@ TREES = (
 )
 
 
-def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> Path:
+def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> tuple[Path, int]:
     """``scrapy crawl site`` of ``seed`` with the defaults but the delay and
-    the loopback allowlist; returns its store."""
+    the loopback allowlist; returns its store and its requests that
+    information pages' navigation links added (``frontier/navigation_new``
+    in its closing stats)."""
     shutil.rmtree(crawl_dir, ignore_errors=True)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", f"follow={follow}",
            "-s", "DOWNLOAD_DELAY=0", "-s", "NETWORK_ALLOWLIST=127.0.0.0/8", "-s", f"CRAWL_DIR={crawl_dir}",
@@ -93,7 +104,8 @@ def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> Path:
     proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f"crawl of {seed} ({follow}) exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return crawl_dir / "site.sqlite3"
+    found = re.search(r"'frontier/navigation_new': (\d+)", proc.stdout + proc.stderr)
+    return crawl_dir / "site.sqlite3", int(found.group(1)) if found else 0
 
 
 def pages_of(store: Path) -> dict[str, str | None]:
@@ -120,6 +132,8 @@ def contents_typed_info(tree: Tree, default: dict[str, str | None], prefix: str)
     from tools.pagetypes.sources import label
 
     generator = "docbook" if tree.generator == "gtk-doc" else tree.generator
+    if tree.package == "-":
+        return []  # a held-out tree (--root): its generator is not named
     root = Path(tree.root)
     out = []
     for url, kind in sorted(default.items()):
@@ -135,8 +149,8 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
     try:
         seed = server.url("/" + tree.start)
         t0 = time.monotonic()
-        everything = pages_of(crawl(seed, work / "all", "all", code))
-        default_store = crawl(seed, work / "index", "index", code)
+        everything = pages_of(crawl(seed, work / "all", "all", code)[0])
+        default_store, by_navigation = crawl(seed, work / "index", "index", code)
         default = pages_of(default_store)
         seconds = time.monotonic() - t0
         missed = set(everything) - set(default)
@@ -156,7 +170,8 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
             hiders[s] = hiders.get(s, 0) + 1
     return {
         "tree": tree.name, "generator": tree.generator, "reachable": len(everything), "fetched": reached,
-        "ratio": ratio, "index_pages": sum(1 for t in default.values() if t == "index"), "seconds": seconds,
+        "ratio": ratio, "stored": len(default), "by_navigation": by_navigation, "index_pages": sum(1 for t in default.values() if t == "index"),
+        "seconds": seconds,
         "missed": [{"page": short(u), "linked_from": [[short(s), default.get(s, "-")] for s in sorted(inlinks[u])]}
                    for u in sorted(missed)[:missed_shown]],
         "missed_count": len(missed),
@@ -166,9 +181,20 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
     }
 
 
+def held_out(spec: str) -> Tree:
+    """A tree given as ``NAME=DIR[:START]`` (``--root``)."""
+    name, eq, where = spec.partition("=")
+    if not eq or not name or not where:
+        sys.exit(f"--root {spec}: give NAME=DIR[:START]")
+    root, _, start = where.partition(":")
+    return Tree(name, "-", "held-out", root, start or "index.html")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default="", help="comma-separated tree names")
+    ap.add_argument("--root", action="append", default=[], metavar="NAME=DIR[:START]",
+                    help="a held-out tree to measure instead of TREES (repeatable)")
     ap.add_argument("--code", type=Path, default=ROOT, help="a checkout whose crawler package crawls")
     ap.add_argument("--missed", type=int, default=10, help="missed pages and hiding pages shown a tree")
     ap.add_argument("--json", type=Path, help="write the figures there too")
@@ -176,6 +202,8 @@ def main() -> None:
     names = {n for n in args.only.split(",") if n}
     trees = [t for t in TREES if not names or t.name in names]
     unknown = names - {t.name for t in TREES}
+    if args.root:
+        trees = [held_out(r) for r in args.root]
     if unknown:
         sys.exit(f"--only: no tree named {', '.join(sorted(unknown))}")
     results = []
@@ -191,7 +219,8 @@ def main() -> None:
         results.append(r)
         mark = "ok" if r["ratio"] >= TARGET else "MISSES"
         print(f"{r['tree']:<12} {r['generator']:<8} {r['fetched']:>5} of {r['reachable']:>5} pages "
-              f"{100 * r['ratio']:6.2f} %  ({r['index_pages']} typed index, {r['seconds']:.0f} s)  {mark}",
+              f"{100 * r['ratio']:6.2f} %  ({r['stored']} stored in all, {r['by_navigation']} by navigation, {r['index_pages']} typed index, "
+              f"{r['seconds']:.0f} s)  {mark}",
               flush=True)
         for m in r["missed"]:
             links = ", ".join(f"{s} ({t})" for s, t in m["linked_from"][:4])

@@ -32,7 +32,7 @@ import lxml.etree
 
 from crawler.htmlparse import UNSAFE, clean, parse_html, scrub, scrub_tree
 from crawler.pagehead import read_head
-from crawler.pagelinks import in_page, link_contexts, own_file
+from crawler.pagelinks import MAX_NAVIGATION, in_page, is_navigation, link_contexts, own_file
 
 __all__ = ["Block", "LONG_BLOCK", "Page", "analyze"]
 
@@ -97,6 +97,9 @@ class Page:
     canonical: str | None = None  # <link rel="canonical">'s href, as written
     lang: str | None = None  # the declared language, as written (crawler/pagehead.py)
     alternates: list[tuple[str, str]] = field(default_factory=list)  # (hreflang, href), as written
+    # hrefs of <link> and <a> whose rel places the page in its document
+    # (next, prev, up, contents ...: crawler.pagelinks.is_navigation), as written
+    navigation: list[str] = field(default_factory=list)
     robots: frozenset[str] = frozenset()
     features: dict[str, float] = field(default_factory=dict)
     ld_types: frozenset[str] = frozenset()
@@ -182,6 +185,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     head = read_head(root)
     page.title, page.robots, page.ld_types, page.base_href = head.title, head.robots, head.ld_types, head.base_href
     page.canonical, page.lang, page.alternates = head.canonical, head.lang, head.alternates
+    page.navigation = head.navigation
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
     # One check of all the text, and the rare page that needs it cleaned:
     # cheaper than checking each string written back below.
@@ -213,6 +217,10 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
             links.append((href, clean(scrub(el.get("alt") or ""))))
             continue
         text = el.text if len(el) == 0 else cast(str, _STRING(el))
+        rel = el.get("rel")
+        if (rel is not None and len(page.navigation) < MAX_NAVIGATION and is_navigation(rel)
+                and href not in page.navigation):
+            page.navigation.append(href)
         links.append((href, clean(text or "") or clean(scrub(el.get("title") or ""))))
         if in_page(href, own_file_name, url):
             el.text = _FRAG_OPEN + (el.text or "")

@@ -17,6 +17,12 @@ followed is decided here, per worker, for the spiders:
   Request for each only for the frontier's dedup to drop it was most of
   plain Scrapy's CPU time. The frontier's shared dedup in Redis stays
   behind it as the record for the whole cluster.
+- **Navigation links** (``<link rel="next">``, ``<a rel="up">`` ...:
+  ``crawler.pagelinks.is_navigation``): followed from every page, whatever
+  its type and the follow policy. The author declares them the way through
+  the document; under ``follow=index`` they reach a section whose contents
+  page no page typed index links to (``page_links``). A page gives a few,
+  almost all seen before: the crawl stays one of index pages' links.
 - **Depth** (``DEPTH_LIMIT``): kept here rather than by Scrapy's
   ``DepthMiddleware``, which counts a redirect the spider follows as one
   more level (a redirect keeps its source's depth).
@@ -32,6 +38,8 @@ followed is decided here, per worker, for the spiders:
 
 Stats: ``depth/request_ignored_count``, ``request_depth_max``,
 ``frontier/links_new`` (links never sent before: Requests built),
+``frontier/navigation_new`` (of those, navigation links of pages whose
+other links were not followed),
 ``frontier/links_parsed``, ``topic/tunnel_stopped``, ``topic/below_min_priority``,
 ``topic/tunnel_passed`` (links an off-topic page passed on below ``TOPIC_MIN_PRIORITY``).
 """
@@ -41,6 +49,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -62,7 +71,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict", "resolve_links"]
+__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict", "resolve_links",
+           "resolve_navigation"]
 
 FOLLOW_MODES = ("index", "all")
 # The crawl's other choices, and what a crawl started without them records
@@ -145,12 +155,7 @@ def resolve_links(resolver: LinkResolver, url: str, page: Page,
     """The page's distinct links (normalised, absolute, against its ``<base
     href>``; not the page itself) with their anchors, and with their
     surroundings when a topic scores them."""
-    base = url
-    if page.base_href:
-        try:
-            base = normalize(page.base_href, url)
-        except InvalidURL:
-            pass  # a broken <base href> is ignored, as browsers do
+    base = _base(url, page)
     resolve = resolver.resolve
     out: dict[str, str] = {}
     contexts: dict[str, str] = {}
@@ -161,6 +166,27 @@ def resolve_links(resolver: LinkResolver, url: str, page: Page,
             if with_contexts:
                 contexts[link] = page.link_contexts[i]
     return out, contexts
+
+
+def resolve_navigation(resolver: LinkResolver, url: str, page: Page) -> list[str]:
+    """The page's distinct navigation links (``Page.navigation``), resolved
+    as ``resolve_links`` resolves its links."""
+    base = _base(url, page)
+    out: dict[str, None] = {}
+    for href in page.navigation:
+        link = resolver.resolve(base, href)
+        if link is not None and link != url:
+            out[link] = None
+    return list(out)
+
+
+def _base(url: str, page: Page) -> str:
+    if page.base_href:
+        try:
+            return normalize(page.base_href, url)
+        except InvalidURL:
+            pass  # a broken <base href> is ignored, as browsers do
+    return url
 
 
 class Follower:
@@ -342,12 +368,23 @@ class Follower:
 
     # -- following ---------------------------------------------------------------------------
     def page_links(self, is_index: bool, url: str, depth: int, links: Iterable[str],
-                   importance: Any = None) -> Iterator[Request]:
+                   importance: Any = None, navigation: Iterable[str] = ()) -> Iterator[Request]:
         """The links of a page of a crawl without a topic: followed from an
-        index page, or from any page under ``follow=all`` (``importance``:
-        the page's, in an importance crawl)."""
+        index page, or from any page under ``follow=all``; its
+        ``navigation`` links (``resolve_navigation``) from every page
+        (``importance``: the page's, in an importance crawl)."""
         if is_index or self.follow_all:
-            yield from self.follow(links, url, depth + 1, importance=importance)
+            yield from self.follow(chain(links, navigation), url, depth + 1, importance=importance)
+            return
+        # An information page's navigation links count as in-links, but
+        # none takes a share of its importance: split over its 2-5
+        # navigation links alone, it would outrank what index pages link.
+        new = 0
+        for request in self.follow(navigation, url, depth + 1):
+            new += 1
+            yield request
+        if new:
+            self.stats.inc_value("frontier/navigation_new", new)
 
     def follow(self, links: Iterable[str], referer: str, depth: int, priority: int = 0,
                meta: dict[str, Any] | None = None,

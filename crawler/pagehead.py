@@ -1,6 +1,7 @@
 """What a page's head says: its title, robots directives, description,
 Open Graph and schema.org types, base URL, canonical link, declared
-language and language alternates (hreflang). Pure logic, no Scrapy.
+language, language alternates (hreflang) and navigation links (``<link
+rel="next">``, ``crawler.pagelinks.is_navigation``). Pure logic, no Scrapy.
 
 ``read_head`` reads them from the parsed page (``crawler.htmlparse``)
 before its scripts and head are stripped; ``parse_robots_directives`` reads
@@ -18,6 +19,7 @@ from typing import Any
 
 from crawler.htmlparse import clean, scrub
 from crawler.language import MAX_ALTERNATES
+from crawler.pagelinks import MAX_NAVIGATION, is_navigation
 
 __all__ = ["Head", "parse_robots_directives", "read_head"]
 
@@ -42,6 +44,8 @@ class Head:
     lang: str | None = None  # <html lang> (or xml:lang), else <meta http-equiv="Content-Language">, as written
     # <link rel="alternate" hreflang href>: (hreflang as written, href as written)
     alternates: list[tuple[str, str]] = field(default_factory=list)
+    # <link rel="next|prev|up|contents|..." href> (crawler.pagelinks.is_navigation): hrefs as written
+    navigation: list[str] = field(default_factory=list)
 
 
 def read_head(root: Any) -> Head:
@@ -79,6 +83,10 @@ def read_head(root: Any) -> Head:
             elif ("alternate" in rel and el.get("hreflang") and href and href.strip(_C0_OR_SPACE)
                   and len(head.alternates) < MAX_ALTERNATES):
                 head.alternates.append((str(el.get("hreflang"))[:64], href.strip(_C0_OR_SPACE)[:2000]))
+            elif href and len(head.navigation) < MAX_NAVIGATION and is_navigation(el.get("rel")):
+                target = href.strip(_C0_OR_SPACE)[:2000]
+                if target and target not in head.navigation:
+                    head.navigation.append(target)
         elif tag == "script":
             if (el.get("type") or "").lower() == "application/ld+json" and el.text:
                 ld_types.update(t.lower() for t in _LD_TYPE.findall(el.text))

@@ -10,6 +10,18 @@ the text of its parent element (at most ``CONTEXT_CHARS`` characters,
 reading at most ``CONTEXT_NODES`` elements), which a focused crawl scores
 (``analyze(..., link_context=True)``).
 
+``is_navigation`` tells a link that states the page's place in its
+document, by its ``rel`` (``<link rel="next">`` in the head, ``<a
+rel="up">``): HTML's link types for a series (``next``, ``prev``,
+``first``, ``last``, ``start``) and for a document's structure (``up``,
+``contents``, ``toc``, ``index``, ``top``, ``home``). The author declares
+these links to be the way through the document, so the default crawl
+follows them from every page, information pages too
+(``crawler.follow.Follower.page_links``): a section whose own contents
+page is linked from no page typed index (a chapter in a manual of its own,
+an orphaned part of a tree) is still reached through the ``prev`` or
+``up`` of one of its pages. ``nofollow`` among the rel's words wins.
+
 No settings, no stats.
 """
 
@@ -21,7 +33,27 @@ from urllib.parse import urljoin
 
 from crawler.htmlparse import clean
 
-__all__ = ["CONTEXT_CHARS", "CONTEXT_NODES", "in_page", "link_contexts", "own_file"]
+__all__ = ["CONTEXT_CHARS", "CONTEXT_NODES", "MAX_NAVIGATION", "NAVIGATION_RELS", "in_page", "is_navigation",
+           "link_contexts", "own_file"]
+
+# HTML's link types that place a page in its document: a series (HTML's
+# next and prev; HTML 4's start, and first / last) and its structure (HTML
+# 4's contents and index, and the up / top / home / toc that DocBook,
+# gtk-doc and texinfo write). Not search, help, author, copyright,
+# license, bookmark (a permalink to the page itself), stylesheet or icon:
+# they say nothing of where the document goes.
+NAVIGATION_RELS = frozenset({"next", "prev", "previous", "first", "last", "start", "begin",
+                             "up", "top", "home", "contents", "toc", "index"})
+MAX_NAVIGATION = 16  # navigation links kept a page (a generator writes 2-6; a hostile page thousands)
+
+
+def is_navigation(rel: str | None) -> bool:
+    """Whether a ``rel`` attribute's value names a navigation link type
+    (``NAVIGATION_RELS``; space-separated, any case) without ``nofollow``."""
+    if not rel:
+        return False
+    words = rel.lower().split()
+    return "nofollow" not in words and not NAVIGATION_RELS.isdisjoint(words)
 
 
 def own_file(url: str | None) -> str | None:

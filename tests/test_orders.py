@@ -131,3 +131,33 @@ def test_two_workers_share_the_crawls_order(site, tmp_path, order):
         if first.poll() is None:
             first.kill()
         stop_embedded_redis(crawl_dir)
+
+
+def test_an_information_pages_navigation_link_is_an_in_link_without_a_share_of_its_importance(tmp_path):
+    """Issue 48, item 13: under the default follow=index an information
+    page's ``<link rel="next">`` is followed, its other links are not; in
+    an importance crawl the link adds an in-link (10) to its target's depth
+    prior (100), not a share of the page's 1,000 split over one link."""
+    import random
+
+    rng = random.Random(13)
+    paras = ["".join(" ".join(rng.choice(WORDS) for _ in range(14)).capitalize() + ". " for _ in range(10))
+             for _ in range(4)]
+    info = (f'<html><head><title>An essay</title><link rel="next" href="/next.html"></head><body><h1>An essay</h1>'
+            f'<p>{paras[0]}More in <a href="/aside.html">an aside</a>.</p>'
+            + "".join(f"<p>{p}</p>" for p in paras[1:]) + "</body></html>")
+    server = serve_pages(tmp_path, {"/essay.html": info, "/next.html": page("/next.html", []),
+                                    "/aside.html": page("/aside.html", [])})
+    crawl_dir = tmp_path / "crawl"
+    try:
+        result = run_crawl(server, crawl_dir, [f"seeds={server.url('/essay.html')}", "order=importance"])
+        assert result.returncode == 0, result.log[-3000:]
+        assert [p for p in result.fetched if p != "/robots.txt"] == ["/essay.html", "/next.html"]
+        with SQLiteStore(result.store_path) as store:
+            stored = {p["url"].split(str(server.port), 1)[1]: (p["page_type"], p["importance"])
+                      for p in store.iter_pages()}
+        assert stored == {"/essay.html": ("info", 1000.0), "/next.html": (stored["/next.html"][0], 110.0)}
+        assert "'frontier/navigation_new': 1," in result.log
+    finally:
+        server.stop()
+        stop_embedded_redis(crawl_dir)

@@ -76,7 +76,7 @@ from crawler.encoding import EncodingHints, decode_html
 from crawler.extract import analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
-from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links
+from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links, resolve_navigation
 from crawler.frontier.meta import ORDERS
 from crawler.frontier.signals import ROBOTS_READ
 from crawler.frontier.tracking import AGAIN_META
@@ -384,7 +384,8 @@ class SiteSpider(Spider):
             requests = self.follower.follow_topic(topic, url, item.depth, item.topic_score, bool(item.on_topic),
                                                   meta_int(response.meta, "topic_hops"), links, out, contexts)
         else:
-            requests = self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance)
+            requests = self.follower.page_links(item.page_type == INDEX, url, item.depth, links, item.importance,
+                                                resolve_navigation(self._resolver, url, page))
         for request in requests:
             yield request
 

@@ -227,14 +227,14 @@ def print_overheads(nodes: list[Any], pages: int) -> None:
     stats: dict[str, int] = {}
     counts: dict[str, int] = {}
     for n in nodes:
-        raw = n.execute_command("MEMORY STATS")
-        flat = dict(zip(raw[0::2], raw[1::2]))
+        raw = n.execute_command("MEMORY STATS")  # redis-py answers a dict; a flat list elsewhere
+        flat = raw if isinstance(raw, dict) else dict(zip(raw[0::2], raw[1::2]))
         for name, value in flat.items():
             name = name.decode() if isinstance(name, bytes) else str(name)
             if isinstance(value, int):
                 stats[name] = stats.get(name, 0) + value
-            elif isinstance(value, list):  # db.0: the keyspace's own tables
-                sub = dict(zip(value[0::2], value[1::2]))
+            elif isinstance(value, (dict, list)):  # db.0: the keyspace's own tables
+                sub = value if isinstance(value, dict) else dict(zip(value[0::2], value[1::2]))
                 for k, v in sub.items():
                     k = f"{name}.{k.decode() if isinstance(k, bytes) else k}"
                     stats[k] = stats.get(k, 0) + int(v)

@@ -31,8 +31,8 @@ def check(f: Frontier, url: str, site: str, body: str):
 
 
 def test_the_levels_of_a_grown_table():
-    assert grown_sizes(1024) == [16, 64, 256, 1024]
-    assert grown_sizes(4096) == [64, 256, 1024, 4096]
+    assert grown_sizes(1024) == [4, 16, 64, 256, 1024]
+    assert grown_sizes(4096) == [16, 64, 256, 1024, 4096]
     assert grown_sizes(64) == [4, 16, 64]
     assert grown_sizes(16) == [4, 16]
     assert grown_sizes(1000) == [250, 1000]  # 250 is no multiple of 4

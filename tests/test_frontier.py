@@ -396,7 +396,7 @@ def test_a_duplicate_check_is_one_round_trip_of_four_scripts_on_one_redis(client
     not one per shard: what a page costs to pack and parse. A page with a
     sketch is found as an exact copy by its record, not in ``content``."""
     f = make(client, crawl_name)
-    assert f.duplicates.levels == "16,64,256,1024"  # the crawl's grown tables: read once a worker
+    assert f.duplicates.levels == "4,16,64,256,1024"  # the crawl's grown tables: read once a worker
     f.gateway.round_trips, f.gateway.calls = 0, {}
     assert _check(f, "http://a/1", "a", "k1", " ".join(_words(0, 50))).kind == "new"
     assert f.round_trips == 1

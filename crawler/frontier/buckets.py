@@ -6,13 +6,13 @@ tables, records and sketches in ``DUPEFILTER_BUCKETS`` small hashes per
 shard and table, so that each stays in Redis's compact listpack encoding
 at a million pages and beyond (about 60 entries a hash then). Every such
 hash costs about 120 B of Redis whatever it holds (its key, the keyspace's
-entry, the object, the listpack's header); at 20,000 pages most of the
-16 x 1,024 x 12 hashes held one or two entries, and those fixed costs were
-about 800 of the 1,239 B a page (``bench/RESULTS.md``, "Redis memory at
-20,000 pages").
+entry, the object, the listpack's header); after 20,000 pages, 139,000 of
+the 16 x 1,024 x 12 hashes held one or two entries each, and the crawl
+took 1,286 B of Redis a page, 549 B with grown tables (``bench/RESULTS.md``,
+"Redis memory at scale").
 
 So a table (one band table, the records or the sketches of one shard)
-starts with ``DUPEFILTER_BUCKETS / 64`` coarse buckets, and a bucket that
+starts with ``DUPEFILTER_BUCKETS / 256`` coarse buckets, and a bucket that
 holds more than ``SPLIT_AT`` entries is split four ways, down to
 ``DUPEFILTER_BUCKETS`` (levels ``grown_sizes``). A bucket's split is one
 step of the script that inserted the entry (``lua/grow.lua``): entries move
@@ -21,7 +21,7 @@ string says so. Lookups walk the levels (a GETBIT a level) to the bucket
 that holds their entry now, in the same script, so checks and inserts stay
 as atomic as before. A key's final bucket is the one it always had; at a
 million pages every table has split to it, and the entries are the same
-bytes as before (the ``grown`` strings add 42 B a table).
+bytes as before (the ``grown`` strings add 43 B a table).
 
 To split, a bucket must know each entry's final bucket:
 
@@ -45,7 +45,7 @@ __all__ = ["DEPTH", "SPLIT_AT", "bucket_width", "grown_sizes", "sizes_text"]
 # hash-max-listpack-entries (128), so that a coarse bucket stays compact on
 # any server; a split leaves four of about 25.
 SPLIT_AT = 100
-DEPTH = 3  # coarse levels below DUPEFILTER_BUCKETS: 1/64, 1/16, 1/4 of it
+DEPTH = 4  # coarse levels below DUPEFILTER_BUCKETS: 1/256, 1/64, 1/16, 1/4 of it
 
 
 def grown_sizes(buckets: int, depth: int = DEPTH) -> list[int]:
@@ -59,7 +59,7 @@ def grown_sizes(buckets: int, depth: int = DEPTH) -> list[int]:
 
 
 def sizes_text(sizes: list[int]) -> str:
-    """The levels as the scripts and the crawl's meta take them: "16,64,256,1024"."""
+    """The levels as the scripts and the crawl's meta take them: "4,16,64,256,1024"."""
     return ",".join(str(n) for n in sizes)
 
 

@@ -27,7 +27,7 @@ hashes per shard and table, which Redis keeps in its compact listpack
 encoding while their values fit ``hash-max-listpack-value`` (128 bytes: the
 embedded Redis's setting; ``docs/reference.md``). Band tables, records and
 sketches are grown (``crawler/frontier/buckets.py``): a table starts with
-a 64th of its buckets and splits them as they fill, so that a small crawl
+a 256th of its buckets and splits them as they fill, so that a small crawl
 does not pay for the keys of a large one; a site is named by a
 40-bit tag (``site_tag``), an order key by 7 bytes, a page by its 5-byte
 reference; a band key keeps 24 bits beyond those that chose its bucket (a
@@ -35,7 +35,7 @@ bucket of 100 keys takes another page's key for a page's with probability
 6 x 10^-6: a candidate more, whose sketch then decides); an
 odd sketch is 102 bytes (``NEARDUP_SKETCH_BITS`` 512). About 300 B of
 Redis a page with a sketch at a million pages (bench/RESULTS.md, "Redis
-memory at scale"), under 600 B at 2,000 (tests/test_redis_memory.py).
+memory at scale"), under 450 B at 2,000 (tests/test_redis_memory.py).
 Two page ids share a reference with probability 2^-40 a pair (0.5 pairs
 expected at a million pages, half a million at a billion): the later
 page's record is not written (``record.lua`` answers 2), so its text is

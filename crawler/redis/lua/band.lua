@@ -6,7 +6,7 @@
 -- bucket of its table that holds its final bucket now, and a coarse bucket
 -- past ARGV[4] entries is split.
 -- KEYS: the band keys' final buckets. ARGV: page, cap, the tables' levels
--- ("16,64,256,1024"), split at, bytes of a final bucket in a coarse field,
+-- ("4,16,64,256,1024"), split at, bytes of a final bucket in a coarse field,
 -- then each table's band key field (those bytes, then 3 of the band key),
 -- in the order of KEYS.
 -- Returns {added (1: the page was not there), pages already there (bytes),

@@ -159,9 +159,10 @@ class DuplicateIndex:
         started yet gets this version's."""
         if self._levels is None:
             shards, recorded = self.gateway.run("HMGET", [self.keys.meta], ["shards", "dup_levels"])
-            sizes = parse_sizes(_s(recorded), self.buckets) if recorded is not None else None
-            if sizes is None:
-                sizes = [self.buckets] if shards is not None else grown_sizes(self.buckets)
+            if recorded is None and shards is not None:
+                sizes = [self.buckets]
+            else:
+                sizes = parse_sizes(_s(recorded), self.buckets) or grown_sizes(self.buckets)
             self._levels = sizes_text(sizes)
         return self._levels
 

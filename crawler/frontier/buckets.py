@@ -8,7 +8,7 @@ at a million pages and beyond (about 60 entries a hash then). Every such
 hash costs about 120 B of Redis whatever it holds (its key, the keyspace's
 entry, the object, the listpack's header); after 20,000 pages, 139,000 of
 the 16 x 1,024 x 12 hashes held one or two entries each, and the crawl
-took 1,286 B of Redis a page, 549 B with grown tables (``bench/RESULTS.md``,
+took 1,286 B of Redis a page, 546 B with grown tables (``bench/RESULTS.md``,
 "Redis memory at scale").
 
 So a table (one band table, the records or the sketches of one shard)

@@ -220,6 +220,37 @@ class Probe:
         return row
 
 
+def print_overheads(nodes: list[Any], pages: int) -> None:
+    """Where used_memory goes besides the keys' own MEMORY USAGE (MEMORY
+    STATS, summed over the masters), and the keys a kind (the fixed cost
+    each key carries), B a page."""
+    stats: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for n in nodes:
+        raw = n.execute_command("MEMORY STATS")  # redis-py answers a dict; a flat list elsewhere
+        flat = raw if isinstance(raw, dict) else dict(zip(raw[0::2], raw[1::2]))
+        for name, value in flat.items():
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            if isinstance(value, int):
+                stats[name] = stats.get(name, 0) + value
+            elif isinstance(value, (dict, list)):  # db.0: the keyspace's own tables
+                sub = value if isinstance(value, dict) else dict(zip(value[0::2], value[1::2]))
+                for k, v in sub.items():
+                    k = f"{name}.{k.decode() if isinstance(k, bytes) else k}"
+                    stats[k] = stats.get(k, 0) + int(v)
+        for key in n.scan_iter(count=10_000):
+            kind = key.decode().split("}:", 1)[-1].split(":", 1)[0]
+            counts[kind] = counts.get(kind, 0) + 1
+    per = max(1, pages)
+    shown = ("startup.allocated", "dataset.bytes", "overhead.total", "db.0.overhead.hashtable.main",
+             "db.0.overhead.hashtable.expires", "clients.normal", "aof.buffer", "lua.caches", "functions.caches",
+             "keys.count")
+    print("  MEMORY STATS, B a page: " + ", ".join(
+        f"{k} {stats[k] / per:.1f}" for k in shown if k in stats and k != "keys.count")
+        + f"; keys {stats.get('keys.count', 0):,}: " + ", ".join(
+        f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]) if v >= 100), flush=True)
+
+
 def print_header() -> None:
     print(f"  {'mode':<12} {'pages':>9} {'seconds':>8} {'pages/s':>8} {'overall':>8} {'RSS MiB':>8} "
           f"{'Redis MiB':>9} {'B/page':>7} {'store MiB':>9} {'queued':>8} {'CPU ms/p':>8} {'Redis ms/p':>10} "
@@ -298,6 +329,7 @@ def crawl(mode: str, args: argparse.Namespace, server: Server, seeds: Path, work
         for n in nodes:
             for kind, size in memory_by_structure(n).items():
                 kinds[kind] = kinds.get(kind, 0) + size
+        print_overheads(nodes, probe.pages)
     finally:
         if proc is not None and proc.poll() is None:  # this process failed, not the crawl
             stop_process(proc)

@@ -396,6 +396,8 @@ def test_a_duplicate_check_is_one_round_trip_of_four_scripts_on_one_redis(client
     not one per shard: what a page costs to pack and parse. A page with a
     sketch is found as an exact copy by its record, not in ``content``."""
     f = make(client, crawl_name)
+    assert f.duplicates.levels == "4,16,64,256,1024"  # the crawl's grown tables: read once a worker
+    f.gateway.round_trips, f.gateway.calls = 0, {}
     assert _check(f, "http://a/1", "a", "k1", " ".join(_words(0, 50))).kind == "new"
     assert f.round_trips == 1
     assert f.calls == {"MIRROR": 1, "BAND": 1, "RECORD": 1}
@@ -611,11 +613,11 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     def ref(key):
         return index._ref(page_id(key))
 
-    bands = [index._band(i, key)[1:] for i, key in enumerate(sketch.bands)]
+    bands = [index.band_entry(i, key) for i, key in enumerate(sketch.bands)]
 
     def spoil(*keys, value=b"\x6e" + sketch.odd[1:]):  # another magic byte: not a sketch
         for key in keys:
-            client.hset(index._sketch_key(ref(key)), ref(key), value)
+            client.hset(index.holding(index._sketch_key(ref(key))), ref(key), value)
 
     # Someone writes garbage where the index keeps the page's sketch...
     spoil("h1", value=b"\x01\x02\x03")
@@ -640,8 +642,8 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     assert client.get(bands[2][0]) == b"not a hash"  # another type: left alone
     # A record whose URL is not one: no candidate, no exception.
     spoil("h4")
-    client.hset(index._sketch_key(ref("h1")), ref("h1"), sketch.odd)
-    record = index._record_key(ref("h1"))
+    client.hset(index.holding(index._sketch_key(ref("h1"))), ref("h1"), sketch.odd)
+    record = index.holding(index._record_key(ref("h1")))
     head = client.hget(record, ref("h1"))[:15]
     for bad in (b"garbage", b"", b"http://[::1", b"javascript:alert(1)"):
         client.hset(record, ref("h1"), head + bad)
@@ -657,12 +659,12 @@ def test_malformed_duplicate_index_entries_are_no_evidence(client, crawl_name):
     assert f.duplicates.check("http://a/7", "a", "h7").kind == "new"
     assert client.lrange(bucket, 0, -1) == [b"x"]
     # A sketch or record bucket of another type: the check goes on, the key is left alone.
-    for key in (index._sketch_key(ref("h8")), index._record_key(ref("h8"))):
+    for key in (index.holding(index._sketch_key(ref("h8"))), index.holding(index._record_key(ref("h8")))):
         client.delete(key)
         client.set(key, "not a hash")
     d = f.duplicates.check("http://a/8", "a", "h8", sketch)
     assert (d.kind, d.first) == ("near", "http://a/5")  # the one page left with whole entries
-    assert client.get(index._sketch_key(ref("h8"))) == b"not a hash"
+    assert client.get(index.holding(index._sketch_key(ref("h8")))) == b"not a hash"
 
 
 def test_a_re_crawled_original_that_changed_is_not_a_copy_of_its_copy(client, crawl_name):

@@ -18,6 +18,7 @@ import pytest
 
 from crawler.fingerprint import content_hash, fingerprints
 from crawler.frontier import Frontier
+from crawler.frontier.buckets import SPLIT_AT
 from crawler.store import SQLiteStore
 from tests.support.mockserver import GRID_HOSTS, grid_paths
 from tests.support.redis_cluster import HASH_SLOTS, start_cluster
@@ -202,6 +203,33 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
 
 
 # -- a worker killed ------------------------------------------------------------------------------
+
+def test_the_duplicate_indexs_tables_split_on_a_cluster(redis_cluster, cluster_crawl):
+    """Grown bucket tables (crawler/frontier/buckets.py) on a cluster: a
+    split builds its coarse and final buckets' names from the declared
+    key's prefix, in the same slot, which the masters accept. 1,200 pages
+    (about 100 entries in each coarse bucket of 3 shards of 16 buckets)
+    split band tables on every shard down to their final buckets, and a
+    near copy of a page (checked on another site) is found after, wherever
+    its entries went."""
+    client = redis_cluster.client()
+    f = Frontier(client, cluster_crawl, node="w1", default_delay=0, buckets=16, shards=3)
+    f.check_layout()
+    texts = [" ".join(f"p{n}w{k}" for k in range(120)) for n in range(1200)]
+    for n, t in enumerate(texts):
+        assert f.duplicates.check(f"http://a.example/{n}", "a.example", content_hash(t), fingerprints(t)[1]).kind \
+            == "new"
+    bands = [k for k in f.all_keys() if ":lsh:" in k and not k.endswith(":grown")]
+    final = {k.split("}")[0] for k in bands if "/" not in k}
+    assert final == {"{" + sk.prefix[1:-2] for sk in f.keys.dup_shards}  # splits on every shard
+    assert all(client.hlen(k) <= SPLIT_AT for k in bands if "/" in k)
+    for n, t in enumerate(texts):
+        if n % 3:
+            continue
+        copy = t + " more"
+        d = f.duplicates.check(f"http://b.example/{n}", "b.example", content_hash(copy), fingerprints(copy)[1])
+        assert (d.kind, d.first) == ("near", f"http://a.example/{n}"), n
+
 
 def test_sigkill_a_worker_on_a_cluster_loses_nothing(grid_server, redis_cluster, cluster_crawl, tmp_path):
     frontier, node_a = sigkill_scenario(grid_server, redis_cluster.client(), redis_cluster.url, cluster_crawl,

@@ -490,6 +490,7 @@ def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
     text = "a page of words long enough to be checked for near copies " * 10
     _, sketch = fingerprints(text, 512)
     answer: list = []
+    assert f.duplicates.levels  # the crawl's grown tables, read once a worker (crawler/frontier/buckets.py)
     before = f.round_trips
     verdict = f.duplicates.check(f"http://{SITE}/p", SITE, content_hash(text), sketch,
                                also=[f.templates.call(SITE, ["nav", "new"])], also_results=answer)

@@ -25,13 +25,17 @@ Memory (Redis keeps each page's entries, so every byte counts): records,
 sketches, band keys and content entries live in ``DUPEFILTER_BUCKETS`` small
 hashes per shard and table, which Redis keeps in its compact listpack
 encoding while their values fit ``hash-max-listpack-value`` (128 bytes: the
-embedded Redis's setting; ``docs/reference.md``); a site is named by a
+embedded Redis's setting; ``docs/reference.md``). Band tables, records and
+sketches are grown (``crawler/frontier/buckets.py``): a table starts with
+a 256th of its buckets and splits them as they fill, so that a small crawl
+does not pay for the keys of a large one; a site is named by a
 40-bit tag (``site_tag``), an order key by 7 bytes, a page by its 5-byte
 reference; a band key keeps 24 bits beyond those that chose its bucket (a
 bucket of 100 keys takes another page's key for a page's with probability
 6 x 10^-6: a candidate more, whose sketch then decides); an
 odd sketch is 102 bytes (``NEARDUP_SKETCH_BITS`` 512). About 300 B of
-Redis a page with a sketch (bench/RESULTS.md, "Redis memory at scale").
+Redis a page with a sketch at a million pages (bench/RESULTS.md, "Redis
+memory at scale"), under 450 B at 2,000 (tests/test_redis_memory.py).
 Two page ids share a reference with probability 2^-40 a pair (0.5 pairs
 expected at a million pages, half a million at a billion): the later
 page's record is not written (``record.lua`` answers 2), so its text is
@@ -94,6 +98,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.fingerprint import Sketch
+from crawler.frontier.buckets import SPLIT_AT, bucket_width, grown_sizes, parse_sizes, sizes_text
 from crawler.urls import url_site
 
 if TYPE_CHECKING:
@@ -143,6 +148,23 @@ class DuplicateIndex:
         self.keys = keys
         self.buckets = buckets
         self._last_order = ""
+        self._levels: str | None = None  # the grown tables' levels (buckets.py), read once
+        self._width = bucket_width(buckets)
+
+    @property
+    def levels(self) -> str:
+        """The levels of the crawl's grown tables (``crawler/frontier/buckets.py``):
+        as its meta records them; a crawl an earlier version started (its
+        meta has a layout, no levels) keeps its flat tables; a crawl not
+        started yet gets this version's."""
+        if self._levels is None:
+            shards, recorded = self.gateway.run("HMGET", [self.keys.meta], ["shards", "dup_levels"])
+            if recorded is None and shards is not None:
+                sizes = [self.buckets]
+            else:
+                sizes = parse_sizes(_s(recorded), self.buckets) or grown_sizes(self.buckets)
+            self._levels = sizes_text(sizes)
+        return self._levels
 
     def _order(self) -> str:
         """This check's place in time: microseconds in 14 hex digits (until
@@ -173,6 +195,24 @@ class DuplicateIndex:
         r = int.from_bytes(ref, "big")
         return self.keys.dup_shards[r % self.keys.shards].sketch((r >> 16) % self.buckets)
 
+    def holding(self, key: str) -> str:
+        """The key that holds final bucket ``key``'s entries now: in a grown
+        table, the coarse bucket of the first level not split yet (as
+        ``grow.lua`` finds it; for tools and tests)."""
+        prefix, _, bucket = key.rpartition(":")
+        offset = 0
+        for n in [int(x) for x in self.levels.split(",")][:-1]:
+            if not self.gateway.run("GETBIT", [prefix + ":grown"], [offset + int(bucket) % n]):
+                return f"{prefix}:{n}/{int(bucket) % n}"
+            offset += n
+        return key
+
+    def band_entry(self, i: int, key: int) -> tuple[str, bytes]:
+        """(key, field) where band table i keeps band key ``key`` now."""
+        _, final, field = self._band(i, key)
+        live = self.holding(final)
+        return live, field if live != final else field[self._width:]
+
     def _content_key(self, content_key: str) -> tuple[str, str]:
         """(bucket key, field) of a content key: 64 bits of it suffice."""
         crc = zlib.crc32(content_key.encode("utf-8", "surrogatepass"))
@@ -180,10 +220,13 @@ class DuplicateIndex:
         return shard.content((crc // self.keys.shards) % self.buckets), content_key[:16]
 
     def _band(self, i: int, key: int) -> tuple[int, str, bytes]:
-        """(shard, bucket, field) of band table i's band key ``key``."""
+        """(shard, final bucket, field) of band table i's band key ``key``;
+        the field as a coarse bucket keeps it: the final bucket's number,
+        then 3 bytes of the key (band.lua drops the number in the final bucket)."""
         shard = (i * 65536 + (key >> 48)) % self.keys.shards
-        return shard, self.keys.dup_shards[shard].band(i, (key >> 32) % self.buckets), \
-            (key & _MASK24).to_bytes(3, "big")
+        bucket = (key >> 32) % self.buckets
+        return shard, self.keys.dup_shards[shard].band(i, bucket), \
+            bucket.to_bytes(self._width, "big") + (key & _MASK24).to_bytes(3, "big")
 
     def check(self, url: str, site: str, content_key: str | None,
               sketch: Sketch | None = None, resemblance: float = 0.9, max_candidates: int = 32,
@@ -224,16 +267,18 @@ class DuplicateIndex:
             # share a slot); on one Redis, one call for all the band tables:
             # fewer commands to pack and parse a page.
             cluster = self.gateway.cluster
+            levels = self.levels
             for i, key in enumerate(sketch.bands):
                 shard, band_bucket, band_field = self._band(i, key)
-                keys, args = by_shard.setdefault(shard if cluster else 0, ([], [ref, _BAND_CAP]))
+                keys, args = by_shard.setdefault(shard if cluster else 0,
+                                                 ([], [ref, _BAND_CAP, levels, SPLIT_AT, self._width]))
                 keys.append(band_bucket)
                 args.append(band_field)
             calls.extend(("BAND", keys, args) for keys, args in by_shard.values())
             # The record and the sketch of a page reference live in one shard: one script.
             calls.append(("RECORD", [self._record_key(ref), self._sketch_key(ref)],
                           [ref, (pid & 0xFFFFFF).to_bytes(3, "big"), bytes.fromhex(tag),
-                           bytes.fromhex(order), url, sketch.odd]))
+                           bytes.fromhex(order), url, sketch.odd, levels, SPLIT_AT]))
         answered = self.gateway.run_many([*calls, *also], raise_on_error=False)
         results = answered[:len(calls)]
         if also_results is not None:
@@ -306,10 +351,11 @@ class DuplicateIndex:
                 added = [int(x) for x in results[n][0::2]]
                 mine = [k for k, a in enumerate(added) if a]
                 if mine:
-                    undo.append(("BAND_UNDO", [keys[k] for k in mine], [args[0], *(args[2 + k] for k in mine)]))
+                    undo.append(("BAND_UNDO", [keys[k] for k in mine],
+                                 [args[0], args[2], args[4], *(args[5 + k] for k in mine)]))
             _, keys, args = calls[first_band + band_calls]
             if int(results[first_band + band_calls][3]):  # RECORD wrote the sketch
-                undo.append(("HDEL", keys[1:], args[:1]))
+                undo.append(("GROWN", keys, ["drop", self.levels, args[0]]))
         self.gateway.run_many(undo)
 
     def _candidates(self, plan: list[bytes], sketch: Sketch, threshold: float, url: str,
@@ -319,15 +365,12 @@ class DuplicateIndex:
         least ``threshold``."""
         if not plan:
             return None, None
-        calls: list[tuple[str, list[str], list[Any]]] = []
-        for ref in plan:
-            calls.append(("HMGET", [self._record_key(ref)], [ref, ref + tag]))
-            calls.append(("HGET", [self._sketch_key(ref)], [ref]))
-        results = self.gateway.run_many(calls)
+        levels = self.levels
+        results = self.gateway.run_many([("GROWN", [self._record_key(ref), self._sketch_key(ref)],
+                                          ["read", levels, ref, ref + tag]) for ref in plan])
         own: _Candidate | None = None
         other: _Candidate | None = None
-        for n in range(len(plan)):
-            (first, mine), stored = results[2 * n], results[2 * n + 1]
+        for first, mine, stored in results:
             if first is None:
                 continue  # its page's record is not written yet: a later page
             r = sketch.resemblance(stored if isinstance(stored, bytes) else None)

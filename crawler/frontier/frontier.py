@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.base import Settings, State
+from crawler.frontier.buckets import grown_sizes, sizes_text
 from crawler.frontier.control import STOP_MODES, Control
 from crawler.frontier.dupindex import Duplicate, DuplicateIndex
 from crawler.frontier.meta import CrawlMeta, FrontierLayoutError
@@ -159,7 +160,7 @@ class Frontier:
         return self.meta.recorded_shards()
 
     def check_layout(self, order: str | None = None) -> None:
-        self.meta.check_layout(order)
+        self.meta.check_layout(order, sizes_text(grown_sizes(self.settings.buckets)))
 
     def scope(self, add_sites: Sequence[str] = (), add_hosts: Sequence[str] = ()) -> tuple[set[str], set[str]]:
         return self.scope_store.share(add_sites, add_hosts)[:2]

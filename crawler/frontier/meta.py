@@ -1,6 +1,6 @@
 """The crawl's meta hash (``{crawl}:meta``): what every worker of a crawl
 must agree on, recorded by the first and checked by the others: its layout
-(``shards``), the order of its queues (``order``: "fifo", or a focused
+(``shards``, and ``dup_levels``: the duplicate index's grown tables), the order of its queues (``order``: "fifo", or a focused
 crawl's "topic:<digest>"), its follow policy (``follow``), and which worker
 queues again a URL the crawl settled as an error (``again\t...`` fields).
 """
@@ -56,17 +56,23 @@ class CrawlMeta:
         except ValueError:
             return None
 
-    def check_layout(self, order: str | None = None) -> None:
+    def check_layout(self, order: str | None = None, dup_levels: str | None = None) -> None:
         """Record this crawl's shard count, or check it against the one
         recorded: workers of one crawl must agree on where keys live. With
         ``order`` (``"fifo"``, or ``"topic:<digest>"`` for a focused crawl),
         the same for the order of its queues: a focused crawl's shards are
         ordered by priority (``scripts.qpush``), and every worker of it must
-        score pages by the same topic."""
+        score pages by the same topic. ``dup_levels``: the levels of the
+        duplicate index's grown tables (``crawler/frontier/buckets.py``),
+        recorded by a new crawl before its layout, so that a worker that
+        reads a layout without them reads a crawl an earlier version began
+        (flat tables)."""
         client = self.gateway.counted()
+        if dup_levels is not None and not client.hexists(self.keys.meta, "shards"):
+            client.hsetnx(self.keys.meta, "dup_levels", dup_levels)
         created = client.hsetnx(self.keys.meta, "shards", self.keys.shards)
         if created and client.exists(self.keys.prefix + "stats"):
-            client.hdel(self.keys.meta, "shards")
+            client.hdel(self.keys.meta, "shards", "dup_levels")
             raise FrontierLayoutError(
                 f"crawl {self.keys.crawl!r} was started by an earlier version of the crawler (all its keys in "
                 f"one slot); this version cannot continue it: start a new crawl (-s CRAWL_NAME=...)")

@@ -62,6 +62,12 @@ touches one slot only:
   (``<b>``: one of ``DUPEFILTER_BUCKETS`` small hashes, which Redis keeps in its
   compact listpack encoding; a site tag is 40 bits, ``dupindex.site_tag``, written as
   10 hex digits in ``content`` and as 5 bytes in ``rec``)
+  ``lsh:<i>:<n>/<p>``, ``rec:<n>/<p>``, ``osk:<n>/<p>``: until a table has split down
+                     to bucket b, its entries live in the coarse bucket p = b mod n of the
+                     first level n not split (``crawler/frontier/buckets.py``); a coarse
+                     band field carries b (2 bytes) before its 3
+  ``lsh:<i>:grown``, ``rec:grown``, ``osk:grown``: string, a bit a coarse bucket
+                     (level by level, coarsest first): 1 once it has split
 
 Shard tags carry a short suffix ``.<t>`` chosen so that shard i's slot falls
 in the i-th of ``shards`` equal ranges of Redis Cluster's 16,384 slots: a

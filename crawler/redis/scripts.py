@@ -11,7 +11,9 @@ the sites it enqueues, its lease hash). The one exception is a site's queue
 key when the site is read from Redis itself (the ready set, a lease): it is
 built from the shard's own prefix, so it carries the same hash tag and lies
 in the same slot; Redis refuses a script that touches a key of another slot
-("non local key"), so this cannot go wrong quietly.
+("non local key"), so this cannot go wrong quietly. The duplicate index's
+coarse buckets are the other (``grow.lua``): built from the prefix of the
+final bucket's key, which the script is given.
 
 Times are the server's (``TIME``), so workers with skewed clocks still agree
 on per-site delays.
@@ -35,7 +37,9 @@ from importlib.resources import files
 __all__ = ["ALL", "SCRIPTS", "SHARD_SCRIPTS", "TEMPLATE_SCRIPTS", "WARC_SCRIPTS", "source"]
 
 SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "RESERVE", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
-ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD")
+ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD", "GROWN")
+# The duplicate index's scripts on grown bucket tables, sent behind ``grow.lua``.
+GROW_SCRIPTS = ("BAND", "BAND_UNDO", "RECORD", "GROWN")
 # Site templates (crawler/frontier/templates.py, crawler/template.py).
 TEMPLATE_SCRIPTS = ("TEMPLATE",)
 # The WARC archive index's claims (crawler/warc/digests.py).
@@ -57,7 +61,9 @@ def source(name: str) -> str:
     if name not in ALL and name not in TEMPLATE_SCRIPTS and name not in WARC_SCRIPTS:
         raise KeyError(f"no Lua script {name!r}")
     body = _read(name.lower())
-    return _read("shard") + body if name in SHARD_SCRIPTS else body
+    if name in SHARD_SCRIPTS:
+        return _read("shard") + body
+    return _read("grow") + body if name in GROW_SCRIPTS else body
 
 
 # Every script by name: the gateway's registry (crawler/redis/gateway.py).

@@ -2,15 +2,23 @@
 -- page (its reference: 5 bytes of its page id; every page of a call the
 -- same width) to the pages of its band key, and return those there just
 -- before. At most ARGV[2] pages a key: a full key still names its pages as
--- candidates. KEYS: the band buckets. ARGV: page, cap, then each table's
--- band key field (3 bytes), in the order of KEYS.
+-- candidates. The tables are grown (grow.lua): a band key lives in the
+-- bucket of its table that holds its final bucket now, and a coarse bucket
+-- past ARGV[4] entries is split.
+-- KEYS: the band keys' final buckets. ARGV: page, cap, the tables' levels
+-- ("4,16,64,256,1024"), split at, bytes of a final bucket in a coarse field,
+-- then each table's band key field (those bytes, then 3 of the band key),
+-- in the order of KEYS.
 -- Returns {added (1: the page was not there), pages already there (bytes),
 -- ...} for each table in turn.
-local page, cap = ARGV[1], tonumber(ARGV[2])
+local page, cap, sizes, at, wb = ARGV[1], tonumber(ARGV[2]), grow_sizes(ARGV[3]), tonumber(ARGV[4]),
+  tonumber(ARGV[5])
 local w = #page
 local out = {}
-for n, h in ipairs(KEYS) do
-  local field = ARGV[n + 2]
+for n, key in ipairs(KEYS) do
+  local h, level = grow_live(key, sizes)
+  local field = ARGV[n + 5]
+  if level == #sizes then field = string.sub(field, wb + 1) end
   local t = redis.call('TYPE', h).ok
   local v = nil
   if t == 'hash' then v = redis.call('HGET', h, field) end
@@ -31,6 +39,7 @@ for n, h in ipairs(KEYS) do
       added = 1
     end
   end
+  if added == 1 and level < #sizes then grow_after(key, at, sizes, wb) end
   out[#out + 1] = added
   out[#out + 1] = v
 end

@@ -1,11 +1,16 @@
 -- Duplicate index: take a page out of band keys again (its own check added
--- it there, and it turned out a copy of a page of its own site).
--- KEYS: the band buckets. ARGV: page, then each table's band key field.
-local page = ARGV[1]
+-- it there, and it turned out a copy of a page of its own site), wherever
+-- the tables' splits have moved it since (grow.lua).
+-- KEYS: the band keys' final buckets. ARGV: page, the tables' levels, bytes
+-- of a final bucket in a coarse field, then each table's band key field (as
+-- BAND takes them).
+local page, sizes, wb = ARGV[1], grow_sizes(ARGV[2]), tonumber(ARGV[3])
 local w = #page
 local n = 0
-for k, h in ipairs(KEYS) do
-  local field = ARGV[k + 1]
+for k, key in ipairs(KEYS) do
+  local h, level = grow_live(key, sizes)
+  local field = ARGV[k + 3]
+  if level == #sizes then field = string.sub(field, wb + 1) end
   local v = redis.call('HGET', h, field)
   if v then
     for i = 1, #v - w + 1, w do

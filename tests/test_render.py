@@ -270,9 +270,15 @@ def test_a_page_past_its_request_limit_is_taken_then(app, tmp_path):
     assert (stored["/frames"]["rendered"], stored["/frames"]["title"]) == (True, "Frames")
     assert "Frames" in stored["/frames"]["text"] and len(stored["/frames"]["text"]) > 300
     stats = stats_of(result.log)
-    assert {k: stats.get(f"render/{k}") for k in ("pages", "requests", "over_limit", "refused/limit", "load_timeout",
+    # The frames past the limit refused before the page is taken and closed:
+    # all 50 when Chromium asks for them at once, 11 seen on a loaded
+    # machine (the page is taken at the first refusal, its later frames'
+    # requests never made). Exact: the 10 fetched, one page over the limit.
+    refused = stats.get("render/refused/limit", 0)
+    assert 1 <= refused <= FRAMES - 10, render_stats(stats)
+    assert {k: stats.get(f"render/{k}") for k in ("pages", "requests", "over_limit", "load_timeout",
                                                    "failed/hung")} == {
-        "pages": 1, "requests": 10, "over_limit": 1, "refused/limit": FRAMES - 10, "load_timeout": None,
+        "pages": 1, "requests": 10, "over_limit": 1, "load_timeout": None,
         "failed/hung": None}, render_stats(stats)
 
 

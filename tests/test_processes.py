@@ -20,7 +20,7 @@ import redis
 from crawler.frontier import Frontier
 from crawler.supervisor import SUPERVISOR_ENV, supervised, worker_command
 from tests.support import ROOT
-from tests.support.crawl import crawl_cmd
+from tests.support.crawl import crawl_cmd, until
 from tests.support.workers import EXPECTED, RUNNING, seeds
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("_no_worker_outlives_its_test")]
@@ -147,6 +147,10 @@ def test_a_killed_worker_is_restarted_and_nothing_is_lost(grid_server, settings,
     run.wait_for(r"^\[supervisor\] w2 ended with status -9: restarting it in 1 s \(restart 1\)$")
     again = int(run.wait_for(r"^\[supervisor\] w2 started \(pid (\d+)\)").group(1))
     assert again != pid
+    # Popen returns once the child's exec has closed its close-on-exec pipe,
+    # which Linux does before the new program's arguments are set up: read
+    # that early (a loaded machine, CI), the command line is still empty.
+    until(lambda: psutil.Process(again).cmdline(), 30, "the restarted worker's command line")
     spawned = psutil.Process(again).cmdline()
     assert spawned != supervisor and spawned[-2:] == ["-s", "CRAWL_PROCESSES=1"]
     assert run.wait() == 0, run.log[-3000:]

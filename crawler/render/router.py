@@ -123,6 +123,10 @@ class PageRequests:
         # Set at the first request refused for RENDER_MAX_REQUESTS: the page
         # is taken as it is then rather than waited for (918 iframes ...).
         self.over_limit = asyncio.Event()
+        # Set when a request of the page was cut at the page's deadline (its
+        # download timeout is the time the page has left): the page then
+        # "loads", but only because RENDER_TIMEOUT ran out.
+        self.cut_at_deadline = False
         self.inflight = 0
         self.last_activity = time.monotonic()
         self._answered_first = False
@@ -253,7 +257,9 @@ class PageRequests:
         except Exception as exc:  # noqa: BLE001 - a failed download is the page's failed request
             self.stats.inc_value("render/request_errors")
             logger.debug("Render request %(url)s failed: %(exc)s", {"url": url, "exc": exc})
-            await route.abort("timedout" if "timeout" in type(exc).__name__.lower() else "failed")
+            timed_out = "timeout" in type(exc).__name__.lower()
+            self.cut_at_deadline = self.cut_at_deadline or timed_out
+            await route.abort("timedout" if timed_out else "failed")
             return None
         if frame and b"attachment" in (response.headers.get(b"Content-Disposition") or b"").lower():
             await self._refused(route, "download", frame=frame)

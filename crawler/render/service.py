@@ -302,13 +302,18 @@ class Renderer:
             try:
                 over = await _unless(page.goto(url, wait_until="load",
                                                timeout=max(1.0, deadline - time.monotonic()) * 1000), requests.over_limit)
+                # Loaded only because a request of its was cut at the page's
+                # deadline: as much a load timeout as the one below (which of
+                # the two comes first is a race).
+                late = requests.cut_at_deadline and time.monotonic() >= deadline - 1.0
             except Exception as exc:  # noqa: BLE001 - never loaded in time: the DOM as it is then
                 if not crashed and "Timeout" not in type(exc).__name__:
                     raise
-                if not crashed:
-                    self.stats.inc_value("render/load_timeout")
-                    logger.debug("%(url)s did not finish loading in RENDER_TIMEOUT: its DOM as it is", {"url": url})
+                late = not crashed
                 over = False
+            if late:
+                self.stats.inc_value("render/load_timeout")
+                logger.debug("%(url)s did not finish loading in RENDER_TIMEOUT: its DOM as it is", {"url": url})
             if not over and not crashed and time.monotonic() < deadline:
                 # Network idle as Playwright's driver counts it (500 ms with no
                 # request in flight, those waiting on the router included: it

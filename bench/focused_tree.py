@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from crawler.extract import analyze
-from crawler.follow import resolve_links
+from crawler.linkresolve import resolve_links
 from crawler.topic import Siblings, Topic, follow_links, passage
 from crawler.urls import LinkResolver
 

@@ -59,20 +59,16 @@ from crawler.frontier.service import FrontierService
 from crawler.importance import Importance
 from crawler.topic import Siblings, Topic, follow_links, passage
 from crawler.rules import RulesError, UrlRules
-from crawler.urls import (SCOPES, InvalidURL, LinkResolver, host_of, in_scope, normalize, on_prefix_host, url_prefix,
-                          url_site)
+from crawler.urls import SCOPES, host_of, in_scope, on_prefix_host, url_prefix, url_site
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.extract import Page
-
 logger = logging.getLogger(__name__)
 
-__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict", "resolve_links",
-           "resolve_navigation"]
+__all__ = ["FOLLOW_MODES", "Follower", "UrlCache", "meta_int", "policy_conflict"]
 
 FOLLOW_MODES = ("index", "all")
 # The crawl's other choices, and what a crawl started without them records
@@ -148,45 +144,6 @@ def meta_int(meta: dict[str, Any], key: str) -> int:
     not one: the frontier checks entries, a request built by hand may not)."""
     value = meta.get(key, 0)
     return value if type(value) is int and value >= 0 else 0
-
-
-def resolve_links(resolver: LinkResolver, url: str, page: Page,
-                  with_contexts: bool = False) -> tuple[dict[str, str], dict[str, str]]:
-    """The page's distinct links (normalised, absolute, against its ``<base
-    href>``; not the page itself) with their anchors, and with their
-    surroundings when a topic scores them."""
-    base = _base(url, page)
-    resolve = resolver.resolve
-    out: dict[str, str] = {}
-    contexts: dict[str, str] = {}
-    for i, (href, anchor) in enumerate(page.links):
-        link = resolve(base, href)
-        if link is not None and link not in out and link != url:
-            out[link] = anchor
-            if with_contexts:
-                contexts[link] = page.link_contexts[i]
-    return out, contexts
-
-
-def resolve_navigation(resolver: LinkResolver, url: str, page: Page) -> list[str]:
-    """The page's distinct navigation links (``Page.navigation``), resolved
-    as ``resolve_links`` resolves its links."""
-    base = _base(url, page)
-    out: dict[str, None] = {}
-    for href in page.navigation:
-        link = resolver.resolve(base, href)
-        if link is not None and link != url:
-            out[link] = None
-    return list(out)
-
-
-def _base(url: str, page: Page) -> str:
-    if page.base_href:
-        try:
-            return normalize(page.base_href, url)
-        except InvalidURL:
-            pass  # a broken <base href> is ignored, as browsers do
-    return url
 
 
 class Follower:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from crawler.canonical import LEARNING, MIN_PAGES, UNTRUSTED, TRUSTED, CanonicalTrust, link_header_canonical
 from crawler.language import DeclarationTrust, link_header_alternates, page_language, tag
+from crawler.linkresolve import page_base
 from crawler.responses import header
 from crawler.template import FirstPages
 from crawler.urls import InvalidURL, normalize, url_site
@@ -76,12 +77,6 @@ class Variants:
         raw = self.follower.choices.get("languages") or ""
         return frozenset(x for x in raw.split(",") if x)
 
-    def _base(self, page: Page, url: str) -> str:
-        try:
-            return normalize(page.base_href, url) if page.base_href else url
-        except InvalidURL:
-            return url
-
     # -- canonical -----------------------------------------------------------------------
     def canonical(self, response: Response, page: Page, item: PageItem,
                   stored: bool = True) -> tuple[Request | None, bool]:
@@ -94,7 +89,7 @@ class Variants:
             return None, False
         stats = self.crawler.stats
         try:
-            target = normalize(raw, self._base(page, item.url))
+            target = normalize(raw, page_base(item.url, page))
         except InvalidURL:
             stats.inc_value("canonical/invalid")
             return None, False
@@ -161,7 +156,7 @@ class Variants:
         raw = [*page.alternates,
                *link_header_alternates(v.decode("latin-1") for v in response.headers.getlist(b"Link"))]
         alternates: dict[str, str] = {}
-        base = self._base(page, item.url)
+        base = page_base(item.url, page)
         for hreflang, href in raw:
             lang = tag(hreflang)
             try:

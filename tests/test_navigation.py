@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from crawler.extract import analyze
-from crawler.follow import resolve_navigation
+from crawler.linkresolve import resolve_navigation
 from crawler.pagelinks import MAX_NAVIGATION, is_navigation
 from crawler.urls import LinkResolver
 

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
-from crawler.follow import resolve_links
+from crawler.linkresolve import resolve_links
 from crawler.render.browser import ANSWER, Browser, BrowserUnavailable, find_browser
 from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off, shape_of
 from crawler.render.router import PageRequests, ScriptCache

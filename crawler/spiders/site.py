@@ -76,7 +76,8 @@ from crawler.encoding import EncodingHints, decode_html
 from crawler.extract import analyze
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.fingerprint import content_hash
-from crawler.follow import FOLLOW_MODES, Follower, meta_int, resolve_links, resolve_navigation
+from crawler.follow import FOLLOW_MODES, Follower, meta_int
+from crawler.linkresolve import resolve_links, resolve_navigation
 from crawler.frontier.meta import ORDERS
 from crawler.frontier.signals import ROBOTS_READ
 from crawler.frontier.tracking import AGAIN_META

@@ -137,6 +137,28 @@ def _dict(value: Any) -> str | None:
     return "must be a dict"
 
 
+def _steps(value: Any) -> str | None:
+    """PAGE_STEPS: class paths to their place in the chain (None: taken out);
+    each path is loaded when the chain is built (crawler/chain/)."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return "must be a JSON object of class paths to numbers"
+    if not isinstance(value, dict):
+        return "must be a dict of class paths to numbers"
+    for path, place in value.items():
+        if not isinstance(path, str) or "." not in path:
+            return f"holds {path!r}, not a class path (module.Class)"
+        if place is not None and (isinstance(place, bool) or not isinstance(place, (int, float))):
+            return f"places {path} at {place!r}: give a number, or None to take it out"
+    return None
+
+
 def _networks(value: Any) -> str | None:
     if value in (None, "", []):
         return None
@@ -241,6 +263,9 @@ SPECS: dict[str, Check] = {
     # The frontier
     "REDIS_URL": _redis_url,
     "REDIS_PARAMS": _dict,
+    # A page's chain of steps
+    "PAGE_STEPS": _steps,
+    "PAGE_STEPS_BASE": _steps,
     "FRONTIER_QUEUE_BY": _choice("site", "host"),
     "FRONTIER_DELAY_MARGIN": SECONDS,
     "FRONTIER_MAX_PAGES_PER_SITE": COUNT,

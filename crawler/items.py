@@ -90,6 +90,9 @@ class PageItem:
     # relevance, 0 to 1, and whether it reaches the topic's threshold.
     topic_score: float | None = None
     on_topic: bool | None = None
+    # What users' own page steps extracted (PAGE_STEPS, crawler/chain/):
+    # field name -> JSON value; None when no step added any.
+    extra: dict[str, Any] | None = None
     # A page yielded again by a later response's callback, typed again once
     # its site's template was known or put right once its site's canonicals
     # were judged: written again, not an outcome of the request that

@@ -409,6 +409,27 @@ ITEM_PIPELINES = {
     "crawler.pipelines.StorePipeline": 800,
 }
 
+# --- A page's chain of steps (crawler/chain/) ---------------------------------------
+# Every response passes through these steps in order (lowest first), as items
+# pass through ITEM_PIPELINES. Add a step of your own in PAGE_STEPS (a class
+# path and its place: 950 runs after the page is typed, before it is stored);
+# a base step set to None there is taken out. docs/crawling.md, "Your own steps".
+PAGE_STEPS: dict[str, int | None] = {}
+PAGE_STEPS_BASE = {
+    "crawler.chain.visit.Visit": 100,  # a re-crawl's 304; the URL marked fetched
+    "crawler.chain.redirect.Redirect": 200,  # 3xx: the hop, and the source stored
+    "crawler.chain.decode.Decode": 300,  # PDF, HTML or another document; HTML to text
+    "crawler.chain.parse.Parse": 400,  # the tree and its analysis (crawler/extract.py)
+    "crawler.chain.render.Render": 500,  # -a render: the DOM after scripts
+    "crawler.chain.read.Read": 600,  # text, links, head onto the record (a PDF's too)
+    "crawler.chain.focus.Focus": 650,  # -a topic: the page's topic score
+    "crawler.chain.check.Check": 700,  # duplicate + template count, one round trip
+    "crawler.chain.classify.Classify": 800,  # index or information page
+    "crawler.chain.variants.Variants": 900,  # canonical copy? language?
+    "crawler.chain.store.Store": 1000,  # yielded to the pipelines; first pages typed again
+    "crawler.chain.follow.Follow": 1100,  # links to the frontier
+}
+
 FEED_EXPORT_ENCODING = "utf-8"
 # Feed exports (-o/-O, FEEDS) of each format Scrapy ships: each page once,
 # final, with the fields `scrapy export` writes (crawler/feeds.py).

@@ -525,7 +525,7 @@ def test_first_pages_stay_kept_when_the_evidence_is_gone_before_they_are_typed_a
     f = frontier(client, crawl_name)
     FrontierService.of(crawler)._frontier = f  # the service as the scheduler opens it, without an engine
     pages = {url(i): analyze(article(i), url(i)) for i in range(4)}
-    typer = spider.typer
+    typer = spider.parts.typer
     for u, page in pages.items():
         stats = block_stats(page.blocks)
         keys = stat_keys(stats)

@@ -46,15 +46,15 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.internet.task import LoopingCall
 
+from crawler.chain import record
 from crawler.config import ConfigError
 from crawler.crawldir import crawl_name
-from crawler.items import PageItem
 from crawler.progress import duration
-from crawler.responses import content_length, dup_order_of
+from crawler.responses import content_length
 from crawler.spiders.arguments import RUNNER_ARGUMENTS
 from crawler.spiders.site import SiteSpider
 from crawler.store import StoreNotFound, open_store
-from crawler.urls import InvalidURL, normalize, url_site
+from crawler.urls import InvalidURL, normalize
 from crawler.warc.service import ORIGINAL_META, WarcService
 
 if TYPE_CHECKING:
@@ -199,13 +199,6 @@ class RecrawlSpider(SiteSpider):
         elapsed = max(0.0, now - float(page.get("fetched_at") or now))
         return math.exp(-rate * elapsed) >= self.head_min_unchanged
 
-    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
-        if response.status == 304 and _revisit_of(response) is not None:
-            yield _not_modified(response, WarcService.record_of(self.crawler, response.request))
-            return
-        async for out in super().parse(response, **kwargs):
-            yield out
-
     def parse_head(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         """A HEAD's answer: the same Content-Length as stored (and no
         Last-Modified after the stored fetch) is taken as a 304 would be;
@@ -216,7 +209,7 @@ class RecrawlSpider(SiteSpider):
         if (200 <= response.status < 300 and content_length(response) == request.meta.get("head_length")
                 and not _modified_since(response, request.meta.get("head_since"))):
             stats.inc_value("recrawl/head_unchanged")
-            yield _not_modified(response, WarcService.record_of(self.crawler, response.request))
+            yield record.not_modified(self.crawler, response, WarcService.record_of(self.crawler, request))
             return
         stats.inc_value("recrawl/head_changed")
         yield self._get_after_head(request)
@@ -317,27 +310,3 @@ def _modified_since(response: Response, since: Any) -> bool:
     except (TypeError, ValueError, IndexError, OverflowError):
         return False
     return when >= since
-
-
-def _revisit_of(response: Response) -> int | None:
-    request = response.request
-    due = request.meta.get("revisit") if request is not None else None
-    return due if isinstance(due, int) and not isinstance(due, bool) else None
-
-
-def _not_modified(response: Response, warc: Any = None) -> PageItem:
-    """The item of a visit that found the page not modified (a 304, or a HEAD
-    with the same length): the store's merge keeps the stored version, and
-    takes the validators a 304 carries (crawler/recrawl.py). Its state is
-    not written (the stored page stays in state C); the frontier settles it
-    as done (``status`` 304 with ``revisit``), not as an error."""
-    request = response.request
-    assert request is not None
-    url = normalize(response.url)
-    etag = response.headers.get(b"ETag") if response.status == 304 else None
-    modified = response.headers.get(b"Last-Modified") if response.status == 304 else None
-    return PageItem(url=url, site=url_site(url), depth=int(request.meta.get("depth", 0)), state="E", status=304,
-                    fetched_at=time.time(), revisit=_revisit_of(response), referer=request.meta.get("referer_url"),
-                    warc=warc, dup_order=dup_order_of(request.meta),
-                    etag=etag.decode("latin-1") if etag else None,
-                    last_modified=modified.decode("latin-1") if modified else None)

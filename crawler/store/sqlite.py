@@ -67,7 +67,9 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and the duplicate index's first check of the URL (crawler/frontier/dupindex.py)
                     "dup_order": "TEXT",
                     # and what the page was: its media type, rendered or not (crawler/render/)
-                    "content_type": "TEXT", "rendered": "INTEGER"}
+                    "content_type": "TEXT", "rendered": "INTEGER",
+                    # and what users' own page steps extracted (crawler/chain/)
+                    "extra": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -381,7 +383,7 @@ def _column(name: str, value: Any) -> Any:
     return value
 
 
-_JSON: dict[str, Any] = {"history": [], "evidence": None, "alternates": None}  # JSON columns, and what a missing or unreadable one reads as
+_JSON: dict[str, Any] = {"history": [], "evidence": None, "alternates": None, "extra": None}  # JSON columns, and what a missing or unreadable one reads as
 
 
 def _page(row: sqlite3.Row) -> dict[str, Any]:

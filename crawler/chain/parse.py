@@ -1,0 +1,38 @@
+"""Step ``parse``: an HTML page's tree, and what ``crawler/extract.py`` reads of it.
+
+``page.tree`` is the lxml root (``crawler/htmlparse.py``; None for an empty
+or unparsable document) with script, style and template elements taken
+out; ``page.analysis`` holds its title, text, links, head and typing
+features. A focused crawl also reads each link's context.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from crawler.chain.page import HTML, Page
+from crawler.chain.parts import PartStep
+from crawler.extract import Page as Analysis
+from crawler.extract import analyze
+from crawler.htmlparse import parse_html
+
+if TYPE_CHECKING:
+    from crawler.chain.parts import Parts
+
+__all__ = ["Parse", "read_html"]
+
+
+def read_html(html: str, url: str, contexts: bool) -> tuple[Any, Analysis]:
+    """The tree of ``html`` and its analysis."""
+    tree = parse_html(html)
+    return tree, analyze(tree, url, link_context=contexts)
+
+
+class Parse(PartStep):
+    def __init__(self, parts: Parts) -> None:
+        super().__init__(parts)
+        self.contexts = parts.topic is not None
+
+    def process_page(self, page: Page) -> None:
+        if page.kind == HTML:
+            page.tree, page.analysis = read_html(page.text, page.url, self.contexts)

@@ -88,7 +88,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["FOLLOW_MODES", "SiteSpider", "content_length", "read_seeds"]
 
-_TOPIC_META = ("topic_hops", "topic_parent", "topic_priority")
 
 class SiteSpider(Spider):
     name = "site"

@@ -1,27 +1,10 @@
 """Spider ``site``: crawl breadth-first inside each seed's site.
 
-Arguments (``-a``):
-
-- ``seeds``: comma-separated URLs; ``seeds_file``: a file of URLs, one a
-  line, ``#`` starts a comment. A bad seed is reported on one line and
-  skipped; seeds given but none valid stop the crawl with an error. Without
-  any seed the worker joins the crawl already in the frontier. A seed the
-  store holds as an error is tried again (by one worker of the crawl).
-- ``scope``: ``site`` (default: the seed's registrable domain), ``host``
-  (the seed's host only) or ``any`` (follow links anywhere).
-- ``follow``: ``index`` (follow the links of index pages only) or ``all``
-  (the links of information pages too); default: the crawl's, recorded by
-  the worker that started it, else ``index``.
-- ``topic``: a topic file (JSON or YAML, ``crawler/topic.py``): a focused
-  crawl, whose pages are scored and whose links are followed by topic.
-- ``allow``, ``deny``, ``rules``: URL rules (``crawler/rules.py``);
-  ``sitemaps``: ``1`` (default) or ``0``, whether the crawl reads sitemaps
-  (``crawler/sitemaps.py``); ``languages``: ``en,de``, the languages whose
-  pages' links are followed (``crawler/variants.py``); ``order``: ``bfs``
-  (default), ``dfs`` or ``importance`` (``crawler/importance.py``);
-  ``render``: ``never`` (default), ``auto`` or ``always``, whether pages
-  are rendered in a browser (``crawler/render/``). All are the crawl's,
-  recorded like ``follow``.
+Arguments (``-a``, docs/reference.md): ``seeds`` or ``seeds_file`` (none:
+join the crawl in the frontier), ``scope``, ``follow``, ``topic``,
+``allow``, ``deny``, ``rules``, ``sitemaps``, ``languages``, ``order``,
+``render``; all but the seeds are the crawl's, recorded by the worker that
+started it. A seed the store holds as an error is tried again.
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts: ``crawler/spiders/arguments.py``).

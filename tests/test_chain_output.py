@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 import crawler.chain as chain_module
 from crawler.chain import OTHER, PDF, record
 from crawler.items import PageItem
+from crawler.pagecheck import Checked
 from crawler.pagerules import INDEX, INFO
 from tests.support.chainpages import (
     INDEX_BODY,
@@ -33,6 +34,7 @@ from tests.support.chainpages import (
     step,
     url,
 )
+from tests.support.pdfs import line_rect, text_pdf
 
 
 def fields(item: PageItem, names: str) -> tuple[Any, ...]:
@@ -109,6 +111,29 @@ def test_a_pdf_noindex_is_counted_another_documents_is_not(spider):
                                                                                  "X-Robots-Tag": "noindex"},
                                      cls=Response))
     assert out == [] and page.kind == OTHER and stat(spider, "robots/noindex") == 1
+
+
+def test_a_pdf_is_read_stored_and_its_links_are_an_information_pages(spider):
+    links = [(0, "/manual/next.html", line_rect(0))]
+    body = text_pdf([["Rivers carve their valleys over thousands of years."]], title="Rivers", links=links)
+    pdf = {"Content-Type": "application/pdf"}
+    try:
+        out, page = run(spider, response(spider, "/r.pdf", body=body, headers=pdf, cls=Response))
+        item = page.item
+        assert out == [item] and (item.state, item.title, item.page_type) == ("C", "Rivers", INFO)
+        assert item.text == "Rivers carve their valleys over thousands of years."
+        # Its link annotation, made absolute, with the words under its rectangle as anchor.
+        assert item.links == [{"url": url("/manual/next.html"), "anchor": item.text}]
+        assert page.checked == Checked(duplicate=False, template=None, young=False)
+        out, page = run(spider, response(spider, "/s.pdf", body=body, headers={**pdf, "X-Robots-Tag": "noindex"},
+                                         cls=Response))
+        assert out == [] and stat(spider, "robots/noindex") == 1
+        out, page = run(spider, response(spider, "/t.pdf", body=b"%PDF-1.4\nnot a PDF", headers=pdf, cls=Response))
+        assert out == [page.item] and page.stopped and page.checked is None
+        assert page.item.state == "E" and page.item.error.startswith("pdf: ")
+        assert (stat(spider, "pdf/documents"), stat(spider, "frontier/links_parsed")) == (2, 0)
+    finally:
+        spider.parts.documents._closed(spider)  # its children, as at the spider's close
 
 
 # -- follow ----------------------------------------------------------------------------------------

@@ -250,7 +250,14 @@ def test_check_finds_the_second_identical_page_a_duplicate_and_counts_the_templa
     assert (stat(spider, "simhash/exact_duplicate"), stat(spider, "classifier/template/page_only")) == (1, 2)
 
 
-def test_another_document_is_not_checked(spider):
+def test_a_pdf_is_checked_by_its_text_alone_and_another_document_not_at_all(spider):
+    pdf = response(spider, "/d.pdf", body=b"%PDF-1.4\n", headers={"Content-Type": "application/pdf"}, cls=Response)
+    _, page = run(spider, pdf, until="Decode")
+    page.item.text = "A manual of rivers. " * 5  # what read takes from the PDF (crawler/documents.py)
+    step(spider, "Check", page)
+    assert page.checked == Checked(duplicate=False, template=None, young=False) and page.keys is None
+    assert page.item.content_hash == content_hash(page.item.text)
+    assert stat(spider, "classifier/template/page_only") is None  # a PDF counts toward no template
     _, page = run(spider, response(spider, "/a.png", body=b"\x89PNG", headers={"Content-Type": "image/png"},
                                    cls=Response), until="Check")
     assert page.checked is None and page.keys is None

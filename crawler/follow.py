@@ -57,6 +57,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from crawler.frontier.service import FrontierService
 from crawler.importance import Importance
+from crawler.requestmeta import DEPTH, TOPIC_HOPS, TOPIC_PARENT, TOPIC_PRIORITY
 from crawler.topic import Siblings, Topic, follow_links, passage
 from crawler.rules import RulesError, UrlRules
 from crawler.urls import SCOPES, host_of, in_scope, on_prefix_host, url_prefix, url_site
@@ -379,7 +380,7 @@ class Follower:
                 continue
             new += 1
             request = self.make_request(link, referer)
-            request.meta["depth"] = depth
+            request.meta[DEPTH] = depth
             if priority:
                 request.priority = priority
             if meta:
@@ -403,7 +404,7 @@ class Follower:
             return
         priorities = self._priorities(self.topic, links, {}, {}, 0.0, gate=True)
         yield from self.follow(list(priorities), referer, 1, link_meta=lambda link: {
-            "topic_hops": 1, "topic_priority": round(priorities[link] * 1000)})
+            TOPIC_HOPS: 1, TOPIC_PRIORITY: round(priorities[link] * 1000)})
 
     def _priorities(self, topic: Topic, links: Iterable[str], anchors: dict[str, str], contexts: dict[str, str],
                     score: float, gate: bool) -> dict[str, float]:
@@ -445,7 +446,7 @@ class Follower:
             priorities = self._priorities(topic, links, anchors, contexts, score, gate=depth > 0)
 
         def meta(link: str) -> dict[str, Any]:
-            return {"topic_hops": hops, "topic_parent": round(score * 1000),
-                    "topic_priority": round(priorities[link] * 1000)}
+            return {TOPIC_HOPS: hops, TOPIC_PARENT: round(score * 1000),
+                    TOPIC_PRIORITY: round(priorities[link] * 1000)}
 
         yield from self.follow(list(priorities), url, depth + 1, link_meta=meta)

@@ -15,7 +15,8 @@ crawler itself writes:
   none), never any other attribute;
 - ``x``: ``GET`` or ``HEAD``; no body;
 - ``h``: only the headers in ``ALLOWED_HEADERS`` (validators and Referer);
-- ``m``: only the meta keys in ``META_KEYS``, each of its type and size.
+- ``m``: only the meta keys in ``META_KEYS`` (the registry's ``ENTRY_KINDS``,
+  ``crawler/requestmeta.py``), each of its kind and size.
   Keys that would lift a limit or skip a guard (``download_maxsize``,
   ``proxy``, ``dont_obey_robotstxt``, ``dont_trap_guard``, ...) are refused;
 - ``p``: a bounded integer priority; ``f``: dont_filter flag;
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from crawler.requestmeta import ENTRY_KINDS, REFERER_URL
 from crawler.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
@@ -58,51 +60,9 @@ ALLOWED_METHODS = frozenset({"GET", "HEAD"})
 ALLOWED_HEADERS = frozenset({"referer", "if-none-match", "if-modified-since"})
 DEFAULT_CALLBACKS = frozenset({"parse"})
 
-# meta keys the crawler itself sets and keeps across workers, by type:
-# "int" (0..MAX_INT), "time" (unix seconds), "str" (bounded), "strs" (a
-# bounded list of strings).
-META_KEYS: dict[str, str] = {
-    "depth": "int",
-    "referer_url": "str",
-    "retry_times": "int",
-    "shape_run": "int",
-    "redirect_times": "int",
-    "redirect_urls": "strs",
-    # The trap guard's evidence about the chain of links that led here.
-    "descent_run": "int",
-    "numbered_run": "int",
-    "token_run": "int",
-    # A re-crawl's visit: the due time (unix seconds) it was queued for.
-    "revisit": "time",
-    # A seed given again that the crawl stored before (tracking.AGAIN_META):
-    # 1 settled as an error, 2 gone; what its acknowledgement counts.
-    "again": "int",
-    # A re-crawl's HEAD: the stored Content-Length it compares (RECRAWL_HEAD).
-    "head_length": "int",
-    "head_since": "time",
-    # A focused crawl (crawler/topic.py): off-topic hops since the last
-    # on-topic page on the path here (the tunnel), the parent page's score
-    # and the link's priority, both in thousandths.
-    "topic_hops": "int",
-    "topic_parent": "int",
-    "topic_priority": "int",
-    # A sitemap fetch (crawler/sitemaps.py): its level below robots.txt,
-    # and whether robots.txt named it (1) or not (0).
-    "sitemap": "int",
-    "sitemap_named": "int",
-    # An importance crawl (crawler/importance.py): the URL's importance when
-    # queued (hundredths) and its dedup member, by which links found later
-    # raise it in its queue.
-    "imp": "int",
-    "imp_key": "str",
-    # WARC output (crawler/warc/service.py): a re-crawl's conditional GET
-    # names the stored record [uri, WARC-Date, payload digest] its 304
-    # revisit refers to (checked again when read).
-    "warc_original": "strs",
-    # A re-crawl's visit: the URL's first duplicate check, as stored
-    # (crawler/frontier/dupindex.py; checked again when read).
-    "dup_order": "str",
-}
+# meta keys the crawler itself sets and keeps across workers, by kind of
+# value ("int", "time", "str", "strs"): the registry's (crawler/requestmeta.py).
+META_KEYS: dict[str, str] = ENTRY_KINDS
 
 
 class SerializationError(ValueError):
@@ -167,7 +127,7 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
         d["e"] = eb or ""  # "": none, where the spider's default is "errback"
     if request.method != "GET":
         d["x"] = request.method
-    referer = request.meta.get("referer_url")
+    referer = request.meta.get(REFERER_URL)
     headers = {k.decode("latin-1"): [v.decode("latin-1") for v in vs]
                for k, vs in request.headers.items() if k.decode("latin-1").lower() in ALLOWED_HEADERS}
     if isinstance(referer, str) and referer and headers.get("Referer") in (None, [referer]):
@@ -182,7 +142,7 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     # Only the crawler's own keys travel; per-attempt keys (download_slot,
     # download_latency, the lease) and other components' keys stay behind.
     meta = {k: v for k, v in request.meta.items()
-            if k in META_KEYS and _valid(META_KEYS[k], v) and not (k == "referer_url" and referer)}
+            if k in META_KEYS and _valid(META_KEYS[k], v) and not (k == REFERER_URL and referer)}
     if meta:
         d["m"] = meta
     if request.dont_filter:
@@ -315,7 +275,7 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
     headers = _headers(d.get("h"))
     meta = _meta(d.get("m"))
     if referer is not None:
-        meta = {**(meta or {}), "referer_url": referer}
+        meta = {**(meta or {}), REFERER_URL: referer}
         headers = {"Referer": [referer], **(headers or {})}
     try:
         return Request(

@@ -50,12 +50,13 @@ from crawler.chain import record
 from crawler.config import ConfigError
 from crawler.crawldir import crawl_name
 from crawler.progress import duration
+from crawler.requestmeta import DEPTH, DUP_ORDER, HEAD_LENGTH, HEAD_SINCE, REFERER_URL, REVISIT, WARC_ORIGINAL
 from crawler.responses import content_length
 from crawler.spiders.arguments import RUNNER_ARGUMENTS
 from crawler.spiders.site import SiteSpider
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, normalize
-from crawler.warc.service import ORIGINAL_META, WarcService
+from crawler.warc.service import WarcService
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -172,17 +173,17 @@ class RecrawlSpider(SiteSpider):
             if not self.follower.covers(url):
                 outside.append(url)
             n += 1
-            meta: dict[str, Any] = {"revisit": due, "depth": int(page.get("depth") or 0)}
+            meta: dict[str, Any] = {REVISIT: due, DEPTH: int(page.get("depth") or 0)}
             if page.get("dup_order"):
-                meta["dup_order"] = page["dup_order"]  # its first duplicate check (validated where read)
+                meta[DUP_ORDER] = page["dup_order"]  # its first duplicate check (validated where read)
             if headers and page.get("warc_date") and page.get("warc_digest"):
                 # A 304's revisit record names the stored response (crawler/warc/).
-                meta[ORIGINAL_META] = [url, str(page["warc_date"]), str(page["warc_digest"])]
+                meta[WARC_ORIGINAL] = [url, str(page["warc_date"]), str(page["warc_digest"])]
             length = page.get("content_length")
             if not headers and self.head and isinstance(length, int) and self._head_pays(page, now):
                 self.crawler.stats.inc_value("recrawl/head")
                 yield Request(url, method="HEAD", callback=self.parse_head, errback=self.head_failed,
-                              meta={**meta, "head_length": length, "head_since": int(page.get("fetched_at") or 0)})
+                              meta={**meta, HEAD_LENGTH: length, HEAD_SINCE: int(page.get("fetched_at") or 0)})
                 continue
             yield Request(url, callback=self.parse, errback=self.errback, headers=headers or None, meta=meta)
         if outside:
@@ -206,8 +207,8 @@ class RecrawlSpider(SiteSpider):
         request = response.request
         assert request is not None
         stats = self.crawler.stats
-        if (200 <= response.status < 300 and content_length(response) == request.meta.get("head_length")
-                and not _modified_since(response, request.meta.get("head_since"))):
+        if (200 <= response.status < 300 and content_length(response) == request.meta.get(HEAD_LENGTH)
+                and not _modified_since(response, request.meta.get(HEAD_SINCE))):
             stats.inc_value("recrawl/head_unchanged")
             yield record.not_modified(self.crawler, response, WarcService.record_of(self.crawler, request))
             return
@@ -223,7 +224,7 @@ class RecrawlSpider(SiteSpider):
     head_failed.recovers = True  # type: ignore[attr-defined]  # not an error: the GET settles the page
 
     def _get_after_head(self, request: Request) -> Request:
-        meta = {k: v for k, v in request.meta.items() if k in ("revisit", "depth", "referer_url")}
+        meta = {k: v for k, v in request.meta.items() if k in (REVISIT, DEPTH, REFERER_URL)}
         return Request(request.url, callback=self.parse, errback=self.errback, meta=meta)
 
     async def start(self) -> AsyncIterator[Any]:

@@ -62,6 +62,7 @@ from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE, GiveBack
+from crawler.frontier.spiderface import FrontierSpider
 from crawler.frontier.tracking import Tracked, answered, unwrap, visit_kind
 from crawler.requestmeta import (
     DONT_REDIRECT, FRONTIER_GAP, FRONTIER_LEASE, IMP, IMPORTANCE, IMP_CASH, RETRY_TIMES, TOPIC_PRIORITY,
@@ -101,7 +102,7 @@ class FrontierScheduler(BaseScheduler):
         self.crawl_dir = str(crawl_dir(s).resolve())
         self.service = FrontierService.of(crawler)
         self.book = self.service.book
-        self.spider: Spider | None = None
+        self.spider: FrontierSpider | None = None
         self._buffer: deque[Request] = deque()  # leased, not yet handed to the engine
         self._wake_call: DelayedCall | None = None
         self._acks_call: DelayedCall | None = None
@@ -116,6 +117,10 @@ class FrontierScheduler(BaseScheduler):
 
     # -- lifecycle -----------------------------------------------------------
     def open(self, spider: Spider) -> Deferred[None] | None:
+        if not isinstance(spider, FrontierSpider):
+            raise TypeError(f"spider {spider.name!r} does not declare what the frontier needs of it "
+                            "(crawler.frontier.spiderface.FrontierSpider: frontier_callbacks, frontier_errbacks, "
+                            "frontier_head_callbacks, frontier_order, seed_urls, revisits, parse)")
         self.spider = spider
         sig = self.crawler.signals
         # Before the service opens: its first heartbeat is sent there.
@@ -131,7 +136,7 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._closed, signal=signals.spider_closed)
         self._tick_loop = LoopingCall(self._tick)
         self._tick_loop.start(0.25, now=False)
-        if getattr(spider, "seed_urls", None) == [] and not self.wait_for_seeds:
+        if not spider.seed_urls and not self.wait_for_seeds:
             # A site worker without seeds, perhaps up before the one that
             # seeds the crawl: waits for it before leasing, and before the
             # spider reads the crawl's policy (the engine waits for this open).
@@ -156,7 +161,7 @@ class FrontierScheduler(BaseScheduler):
         self._buffer.clear()
         self.service.close()
         done, errors = self.service.resumed.get("done", 0), self.service.resumed.get("errors", 0)
-        revisiting = self.spider is not None and self.spider.name == "recrawl"  # says what was due itself
+        revisiting = self.spider is not None and self.spider.revisits  # says what was due itself
         if reason == "finished" and done + errors and not revisiting \
                 and not self.stats.get_value("response_received_count"):
             logger.warning("Crawl %(crawl)s was already finished: it holds %(done)d pages done and %(errors)d "

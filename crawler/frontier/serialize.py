@@ -10,9 +10,9 @@ crawler itself writes:
   characters, at most ``MAX_URL_CHARS``;
 - ``u``: in the crawler's normal form (``crawler.urls.normalize``);
 - ``c``/``e``: callback and errback by name, only names the spider declares
-  in ``frontier_callbacks`` (absent: ``parse``) and ``frontier_errbacks``
-  (absent: ``errback`` when the spider declares it, else none; ``""``:
-  none), never any other attribute;
+  in ``frontier_callbacks`` and ``frontier_errbacks`` (``spiderface.py``;
+  an entry without ``e``: ``errback`` when the spider declares it, else none;
+  ``""``: none), never any other attribute;
 - ``x``: ``GET`` or ``HEAD``; no body;
 - ``h``: only the headers in ``ALLOWED_HEADERS`` (validators and Referer);
 - ``m``: only the meta keys in ``META_KEYS`` (the registry's ``ENTRY_KINDS``,
@@ -42,7 +42,7 @@ from crawler.requestmeta import ENTRY_KINDS, REFERER_URL
 from crawler.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
-    from scrapy import Spider
+    from crawler.frontier.spiderface import EntrySpider
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,6 @@ ALLOWED_METHODS = frozenset({"GET", "HEAD"})
 # and validators for a conditional GET). Everything else is added at download
 # time by the worker's own settings.
 ALLOWED_HEADERS = frozenset({"referer", "if-none-match", "if-modified-since"})
-DEFAULT_CALLBACKS = frozenset({"parse"})
 
 # meta keys the crawler itself sets and keeps across workers, by kind of
 # value ("int", "time", "str", "strs"): the registry's (crawler/requestmeta.py).
@@ -80,28 +79,26 @@ def _valid(kind: str, value: Any) -> bool:
             and all(isinstance(v, str) and len(v) <= MAX_URL_CHARS for v in value))
 
 
-def callbacks_of(spider: Spider, kind: str = "callbacks") -> frozenset[str]:
+def callbacks_of(spider: EntrySpider, kind: str = "callbacks") -> frozenset[str]:
     """The callback (``kind`` "callbacks") or errback ("errbacks") names a
     frontier entry may name for this spider: its ``frontier_callbacks`` or
-    ``frontier_errbacks``."""
-    default = DEFAULT_CALLBACKS if kind == "callbacks" else frozenset()
-    return frozenset(getattr(spider, f"frontier_{kind}", default))
+    ``frontier_errbacks`` (``crawler/frontier/spiderface.py``)."""
+    return frozenset(spider.frontier_callbacks if kind == "callbacks" else spider.frontier_errbacks)
 
 
-def _method_for(spider: Spider, callback: Any) -> str:
+def _method_for(spider: EntrySpider, callback: Any) -> str:
     """HEAD for a callback in the spider's ``frontier_head_callbacks`` (the
     re-crawl's cheap check), GET for every other."""
-    heads = frozenset(getattr(spider, "frontier_head_callbacks", ()))
-    return "HEAD" if isinstance(callback, str) and callback in heads else "GET"
+    return "HEAD" if isinstance(callback, str) and callback in spider.frontier_head_callbacks else "GET"
 
 
-def _default_errback(spider: Spider) -> str | None:
+def _default_errback(spider: EntrySpider) -> str | None:
     """The errback an entry without ``e`` names: ``errback`` when the spider
     declares one (14 bytes less a queued request), else none."""
     return "errback" if "errback" in callbacks_of(spider, "errbacks") else None
 
 
-def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
+def _callback_name(spider: EntrySpider, fn: Any, kind: str) -> str | None:
     if fn is None:
         return None
     name = getattr(fn, "frontier_name", None) or getattr(fn, "__name__", None)
@@ -110,7 +107,7 @@ def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
     return str(name)
 
 
-def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
+def request_to_dict(request: Request, spider: EntrySpider) -> dict[str, Any]:
     if request.method not in ALLOWED_METHODS:
         raise SerializationError(f"method {request.method} cannot be queued (only GET and HEAD)")
     if request.method != _method_for(spider, _callback_name(spider, request.callback, "callbacks")):
@@ -150,11 +147,11 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     return d
 
 
-def request_to_json(request: Request, spider: Spider) -> str:
+def request_to_json(request: Request, spider: EntrySpider) -> str:
     return json.dumps(request_to_dict(request, spider), separators=(",", ":"), ensure_ascii=False)
 
 
-def _method(spider: Spider, name: Any, kind: str) -> Any:
+def _method(spider: EntrySpider, name: Any, kind: str) -> Any:
     """The spider's bound method ``name``, if the spider declared it as one
     of its ``frontier_<kind>``."""
     if name is None:
@@ -251,7 +248,7 @@ def _referer(value: Any, url: str) -> str | None:
     return _origin(url) + value if value.startswith("/") else value
 
 
-def request_from_dict(d: Any, spider: Spider) -> Request:
+def request_from_dict(d: Any, spider: EntrySpider) -> Request:
     if not isinstance(d, dict):
         raise SerializationError(f"not a request object: {str(d)[:100]!r}")
     unknown = set(d) - _FIELDS
@@ -294,7 +291,7 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
         raise SerializationError(f"bad request: {type(exc).__name__}: {exc}"[:300]) from None
 
 
-def request_from_json(data: str | bytes, spider: Spider) -> Request:
+def request_from_json(data: str | bytes, spider: EntrySpider) -> Request:
     """The request an entry describes, or ``SerializationError`` saying why
     the entry is refused. Never raises anything else."""
     if len(data) > MAX_ENTRY_BYTES:

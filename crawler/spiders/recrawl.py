@@ -78,6 +78,7 @@ class RecrawlSpider(SiteSpider):
     frontier_callbacks = frozenset({"parse", "parse_head", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "head_failed", "sitemap_failed"})
     frontier_head_callbacks = frozenset({"parse_head"})
+    revisits = True
     # Set in from_crawler: HTTPERROR_ALLOWED_CODES and 304.
     handle_httpstatus_list: list[int]
 

@@ -91,9 +91,12 @@ __all__ = ["FOLLOW_MODES", "SiteSpider", "content_length", "read_seeds"]
 
 class SiteSpider(Spider):
     name = "site"
-    # The only callbacks a frontier entry may name (crawler.frontier.serialize).
+    # What the frontier reads of it: crawler.frontier.spiderface.FrontierSpider.
     frontier_callbacks = frozenset({"parse", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "sitemap_failed"})
+    frontier_head_callbacks: frozenset[str] = frozenset()
+    revisits = False  # the re-crawl's is True: it says itself what was due
+    seed_urls: list[str]
     arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
                                   "sitemaps", "languages", "order", "render")
     # Whether this spider records its -a follow as the crawl's policy (the

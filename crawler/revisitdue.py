@@ -23,9 +23,9 @@ from scrapy import Request
 from crawler.config import ConfigError
 from crawler.crawldir import crawl_name
 from crawler.progress import duration
+from crawler.requestmeta import DEPTH, DUP_ORDER, HEAD_LENGTH, HEAD_SINCE, REVISIT, WARC_ORIGINAL
 from crawler.store import StoreNotFound, open_store
 from crawler.urls import InvalidURL, normalize
-from crawler.warc.service import ORIGINAL_META
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -90,17 +90,17 @@ class DueVisits:
             if not self.follower.covers(url):
                 outside.append(url)
             n += 1
-            meta: dict[str, Any] = {"revisit": due, "depth": int(page.get("depth") or 0)}
+            meta: dict[str, Any] = {REVISIT: due, DEPTH: int(page.get("depth") or 0)}
             if page.get("dup_order"):
-                meta["dup_order"] = page["dup_order"]  # its first duplicate check (validated where read)
+                meta[DUP_ORDER] = page["dup_order"]  # its first duplicate check (validated where read)
             if headers and page.get("warc_date") and page.get("warc_digest"):
                 # A 304's revisit record names the stored response (crawler/warc/).
-                meta[ORIGINAL_META] = [url, str(page["warc_date"]), str(page["warc_digest"])]
+                meta[WARC_ORIGINAL] = [url, str(page["warc_date"]), str(page["warc_digest"])]
             length = page.get("content_length")
             if not headers and self.head and isinstance(length, int) and self.head_pays(page, now):
                 self.crawler.stats.inc_value("recrawl/head")
                 yield Request(url, method="HEAD", callback=parse_head, errback=head_failed,
-                              meta={**meta, "head_length": length, "head_since": int(page.get("fetched_at") or 0)})
+                              meta={**meta, HEAD_LENGTH: length, HEAD_SINCE: int(page.get("fetched_at") or 0)})
                 continue
             yield Request(url, callback=parse, errback=errback, headers=headers or None, meta=meta)
         if outside:

@@ -46,6 +46,7 @@ from twisted.internet.task import LoopingCall
 
 from crawler.chain import record
 from crawler.config import ConfigError
+from crawler.requestmeta import DEPTH, HEAD_LENGTH, HEAD_SINCE, REFERER_URL, REVISIT
 from crawler.responses import content_length
 from crawler.revisitdue import DueVisits, modified_since
 from crawler.spiders.arguments import RUNNER_ARGUMENTS
@@ -70,6 +71,7 @@ class RecrawlSpider(SiteSpider):
     frontier_callbacks = frozenset({"parse", "parse_head", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "head_failed", "sitemap_failed"})
     frontier_head_callbacks = frozenset({"parse_head"})
+    revisits = True
     # Set in from_crawler: HTTPERROR_ALLOWED_CODES and 304.
     handle_httpstatus_list: list[int]
 
@@ -136,8 +138,8 @@ class RecrawlSpider(SiteSpider):
         request = response.request
         assert request is not None
         stats = self.crawler.stats
-        if (200 <= response.status < 300 and content_length(response) == request.meta.get("head_length")
-                and not modified_since(response, request.meta.get("head_since"))):
+        if (200 <= response.status < 300 and content_length(response) == request.meta.get(HEAD_LENGTH)
+                and not modified_since(response, request.meta.get(HEAD_SINCE))):
             stats.inc_value("recrawl/head_unchanged")
             yield record.not_modified(self.crawler, response, WarcService.record_of(self.crawler, request))
             return
@@ -153,7 +155,7 @@ class RecrawlSpider(SiteSpider):
     head_failed.recovers = True  # type: ignore[attr-defined]  # not an error: the GET settles the page
 
     def _get_after_head(self, request: Request) -> Request:
-        meta = {k: v for k, v in request.meta.items() if k in ("revisit", "depth", "referer_url")}
+        meta = {k: v for k, v in request.meta.items() if k in (REVISIT, DEPTH, REFERER_URL)}
         return Request(request.url, callback=self.parse, errback=self.errback, meta=meta)
 
     async def start(self) -> AsyncIterator[Any]:

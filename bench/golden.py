@@ -48,10 +48,11 @@ from bench.golden_record import (
     Normalizer, count_commands, drop_revisit_fingerprints, dump_redis, log_lines, read_jsonl, read_stats, read_store,
     read_warc)
 from bench.golden_sites import CRAWLS, Crawl, Step
+from bench.harness import serve
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd
 from tests.support.redis_server import RedisServer, start_redis
-from tests.support.servers import Server, start_server
+from tests.support.servers import Server
 
 CRAWL_NAME = "golden"
 # The servers' port: fixed, so that URLs and all hashed from them (fingerprints,
@@ -173,8 +174,7 @@ def capture_crawl(code: Path, crawl: Crawl, redis: RedisServer, tmp: Path, port:
     redis.client().flushall()
     root = tmp / "www"
     root.mkdir(parents=True)
-    server = start_server(tmp, hosts=crawl.hosts, root=root if crawl.build else None, validators=crawl.validators,
-                          port=port)
+    server = serve(tmp, root if crawl.build else None, crawl.hosts, validators=crawl.validators, port=port)
     try:
         norm = Normalizer(tmp, code)
         if crawl.build is not None:

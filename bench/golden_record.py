@@ -23,16 +23,16 @@ Stats dropped (times and memory): ``DROPPED_STATS``.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import socket
 import sqlite3
 import time
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from bench.harness import stats_of
 
 DROPPED_STATS = ("start_time", "finish_time", "elapsed_time_seconds", "memusage/", "log_count/DEBUG",
                  "responses_per_minute", "items_per_minute", "warc/bytes")
@@ -156,11 +156,10 @@ def read_jsonl(path: Path, norm: Normalizer) -> list[Any]:
 
 def read_stats(log: str, norm: Normalizer) -> dict[str, Any]:
     """The stats Scrapy dumps at the end of the crawl log, less ``DROPPED_STATS``."""
-    found = re.findall(r"Dumping Scrapy stats:\n(\{.*?\})\n", log, re.S)
-    if not found:
+    try:
+        stats = stats_of(log)
+    except RuntimeError:
         return {"<no stats dumped>": True}
-    raw = re.sub(r"datetime\.datetime\([^)]*\)(?:\.\w+\([^)]*\))?", "'<datetime>'", found[-1])
-    stats = ast.literal_eval(raw)
     return {k: "<timed>" if k.startswith(TIMED_STATS) else norm.value(v) for k, v in sorted(stats.items())
             if not k.startswith(DROPPED_STATS)}
 

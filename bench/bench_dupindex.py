@@ -118,7 +118,7 @@ def main() -> None:
         short_pages = args.pages - sketched
         print(f"a page with a sketch: {long_bytes / max(1, sketched):.0f} B (records, sketches, band tables, first "
               f"checks); a short page: {total.get('content', 0) / max(1, short_pages):.0f} B (the content index)")
-        f.delete_all()
+        f.views.delete_all()
     finally:
         rs.stop()
         shutil.rmtree(work, ignore_errors=True)

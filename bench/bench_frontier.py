@@ -72,10 +72,10 @@ def dedup_memory(server: RedisServer, n: int) -> tuple[float, float]:
     for start in range(0, n, 5000):
         links = []
         for i in range(start, min(start + 5000, n)):
-            bucket, member = f.slot(hashlib.sha1(f"http://example.com/{i}".encode()).digest())
+            bucket, member = f.queues.slot(hashlib.sha1(f"http://example.com/{i}".encode()).digest())
             links.append(LinkEntry(bucket, member, "s", ""))
-        f.enqueue(links)
-    ours = sum(server.client.memory_usage(k, samples=0) for k in f.dedup_keys())
+        f.queues.enqueue(links)
+    ours = sum(server.client.memory_usage(k, samples=0) for k in f.views.dedup_keys())
     pipe = server.client.pipeline(transaction=False)
     for i in range(n):
         pipe.sadd("bench_dedup_sr:dupefilter", hashlib.sha1(f"http://example.com/{i}".encode()).hexdigest())
@@ -84,7 +84,7 @@ def dedup_memory(server: RedisServer, n: int) -> tuple[float, float]:
     pipe.execute()
     theirs = server.client.memory_usage("bench_dedup_sr:dupefilter", samples=0)
     server.client.delete("bench_dedup_sr:dupefilter")
-    f.delete_all()
+    f.views.delete_all()
     return ours / n, theirs / n
 
 

@@ -322,7 +322,7 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
         if now >= next_hb:
             next_hb = now + hb_every
             try:
-                reaped, _, mine = f.heartbeat()
+                reaped, _, mine = f.control.heartbeat()
                 c["reaped"] += reaped
                 # LeaseBook.orphans: held by Redis for this node, unknown here,
                 # twice in a row (an acknowledgement lost): give back.
@@ -330,7 +330,7 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
                 orphans = unknown & maybe_orphans
                 maybe_orphans = unknown - orphans
                 if orphans:
-                    c["orphans_released"] += f.release(sorted(orphans))
+                    c["orphans_released"] += f.queues.release(sorted(orphans))
                     c["orphan_ids"] += len(orphans)
                     if track:
                         lease_log += [(i, "", -1.0) for i in orphans]
@@ -341,7 +341,7 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
         got: list[Any] = []
         if want:
             try:
-                got, _wait = f.lease(want, [lease.id for lease in held])
+                got, _wait = f.queues.lease(want, [lease.id for lease in held])
             except redis.RedisError as exc:
                 last_error = f"{type(exc).__name__}: {str(exc)[:120]}"
                 c["lease_errors"] += 1
@@ -365,7 +365,7 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
         carry_links, carry_acks = [], []
         if links or acks:
             try:
-                result = f.commit([e for _, e in links], acks)
+                result = f.queues.commit([e for _, e in links], acks)
             except redis.RedisError as exc:
                 last_error = f"{type(exc).__name__}: {str(exc)[:120]}"
                 c["commit_errors"] += 1
@@ -402,7 +402,7 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
             # Done when the crawl holds nothing for anyone for a second (the
             # others' commits may still add links).
             try:
-                empty = f.pending() == 0
+                empty = f.views.pending() == 0
             except redis.RedisError as exc:
                 last_error = f"{type(exc).__name__}: {str(exc)[:120]}"
                 empty = False
@@ -522,7 +522,7 @@ def seed(client: Any, model: Model) -> int:
     f.check_layout()
     seeds = model.seeds()
     for i in range(0, len(seeds), 2000):
-        f.enqueue([e for _, e in seeds[i:i + 2000]])
+        f.queues.enqueue([e for _, e in seeds[i:i + 2000]])
     return len(seeds)
 
 
@@ -560,7 +560,7 @@ def load_run(work: Path, masters: int, args: argparse.Namespace, pages: int) -> 
             c.update(r["counts"])
             calls.update(r["calls"])
             round_trips += r["round_trips"]
-        stats = _frontier(client, "bench-read").stats()
+        stats = _frontier(client, "bench-read").views.stats()
     finally:
         cluster.stop()
     n = c["pages"]
@@ -666,7 +666,7 @@ def memory_run(work: Path, n: int, args: argparse.Namespace, crawl: bool = True,
                 e = model.entry(model.new_url(rng, s), parent, depth + 1, {}, model.guard.page(parent, {}))
                 if e is not None:
                     links.append(e)
-            added, _, _ = f.enqueue(links)
+            added, _, _ = f.queues.enqueue(links)
             sent += added
             entry_bytes += sum(len(e.entry.encode()) for e in links)
             sample = sample or links[0].entry
@@ -786,7 +786,7 @@ def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0) -> dict
         cluster.wait_ok()
         promoted = [n.index for n in cluster.nodes if n.running and n.role == "master"]
         reader = _frontier(client, "bench-read")
-        stats, pending = reader.stats(), reader.pending()
+        stats, pending = reader.views.stats(), reader.views.pending()
         leases: dict[str, list[tuple[str, int]]] = defaultdict(list)
         ids: dict[str, set[str]] = defaultdict(set)
         orphan_urls: set[str] = set()
@@ -810,8 +810,8 @@ def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0) -> dict
         calls = []
         for url in lost:
             bucket, member = fingerprint_slot(hashlib.sha1(url.encode()).digest(), defaults.DUPEFILTER_BUCKETS)
-            calls.append(("SISMEMBER", [reader.shard(site_of(url.split("/", 3)[2])).seen(bucket)], [member]))
-        seen_flags = reader.run_many(calls) if calls else []
+            calls.append(("SISMEMBER", [reader.keys.site(site_of(url.split("/", 3)[2])).seen(bucket)], [member]))
+        seen_flags = reader.gateway.run_many(calls) if calls else []
     finally:
         cluster.stop()
     twice = {u for u, ls in leases.items() if len(ls) > 1}

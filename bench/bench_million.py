@@ -190,7 +190,7 @@ class Probe:
         now = time.time()
         mem = [n.info("memory") for n in self.nodes]
         used = sum(int(m["used_memory"]) for m in mem)
-        stats = self.reader.stats()
+        stats = self.reader.views.stats()
         crawl_cpu, redis_cpu, server_cpu = sum(self.cpu.values()), self.redis_cpu(), process_cpu(self.server_proc)
         last, start = self.last if kind == "sample" else self.start, self.first or now
         span, new = now - (last["t"] or start), self.pages - last["pages"]

@@ -227,7 +227,7 @@ class Console:
                 return ops.remove(f, args["urls"], args["sites"], queue_by=self.queue_by)
             if action == "stop":
                 return ops.request_stop(f, now=args["now"])
-            return {"crawl": f.crawl, "cleared": f.clear_stop()}
+            return {"crawl": f.crawl, "cleared": f.control.clear_stop()}
 
         try:
             out = self._call(work)

@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any
 import redis
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
-from crawler.frontier.service import FrontierService
 from crawler.importance import Importance
 from crawler.requestmeta import DEPTH
 from crawler.rules import RulesError, UrlRules
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from crawler.topic import Topic
+    from crawler.frontier.faces import SpiderFace
 
 logger = logging.getLogger(__name__)
 
@@ -125,13 +125,15 @@ def meta_int(meta: dict[str, Any], key: str) -> int:
 class Follower:
     """One worker's following: scope, policy, URL cache, depth, topic."""
 
-    def __init__(self, crawler: Crawler, make_request: Callable[[str, str | None], Request], *, scope: str | None,
+    def __init__(self, crawler: Crawler, make_request: Callable[[str, str | None], Request], *, frontier: SpiderFace,
+                 scope: str | None,
                  follow: str | None, seed_urls: Iterable[str], topic: Topic | None,
                  rules: UrlRules | None = None, records_policy: bool = True,
                  choices: dict[str, str | None] | None = None) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.make_request = make_request
+        self.frontier = frontier  # the crawl's frontier, as the spider's parts see it
         # The crawl's scope, follow policy and URL rules: this worker's until
         # settled against those recorded in the crawl's meta (settle_policy).
         self.scope = scope or "site"
@@ -152,7 +154,7 @@ class Follower:
         self.seed_sites = frozenset(url_site(u) for u in seeds)
         self.seed_prefixes = frozenset(url_prefix(u) for u in seeds)
         self.seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
-        self.importance = Importance(crawler, 2 * settings.getint("FRONTIER_URL_CACHE"))
+        self.importance = Importance(crawler, frontier, 2 * settings.getint("FRONTIER_URL_CACHE"))
         self.depth_limit = settings.getint("DEPTH_LIMIT")
         self.topic_links = TopicLinks(crawler, self.seen)
         self.siblings = self.topic_links.siblings
@@ -180,7 +182,7 @@ class Follower:
         (``policy_conflict``, commands/crawl.py); started otherwise
         (scrapyd), such a worker says so and follows the crawl's. Returns
         the follow policy."""
-        meta = FrontierService.of(self.crawler).frontier.meta
+        meta = self.frontier.meta
         # What this worker asked for is recorded if it asked, or if it brings
         # seeds (it starts the crawl: its defaults are the crawl's); a worker
         # that only joins records nothing and takes what the crawl recorded,
@@ -210,7 +212,7 @@ class Follower:
         if self.brought_rules and self.records_policy:
             logger.error("Crawl %(crawl)s has other URL rules (recorded when it started: %(recorded)s), not "
                          "%(mine)s: following the crawl's",
-                         {"crawl": FrontierService.of(self.crawler).frontier.crawl, "recorded": recorded.to_json(),
+                         {"crawl": self.frontier.crawl, "recorded": recorded.to_json(),
                           "mine": self.rules.to_json()}, extra={"spider": self.crawler.spider})
         self.rules = recorded
 
@@ -220,7 +222,7 @@ class Follower:
         if self.records_policy:
             logger.error("Crawl %(crawl)s has -a %(name)s=%(recorded)s (recorded when it started), not "
                          "-a %(name)s=%(mine)s: following the crawl's",
-                         {"crawl": FrontierService.of(self.crawler).frontier.crawl, "name": name,
+                         {"crawl": self.frontier.crawl, "name": name,
                           "recorded": recorded, "mine": mine}, extra={"spider": self.crawler.spider})
             return recorded
         return mine  # the re-crawl asked for another policy for its pass
@@ -277,11 +279,11 @@ class Follower:
         """Share this worker's seed sites and hosts with the crawl, and learn
         those of the others (a worker without seeds joins with theirs)."""
         self._scope_checked = time.monotonic()
-        service = FrontierService.of(self.crawler)
-        if not service.is_open:
+        frontier = self.frontier
+        if not frontier.is_open:
             return
         try:
-            sites, hosts, prefixes = service.frontier.scope_store.share(
+            sites, hosts, prefixes = frontier.scope.share(
                 sorted(self.seed_sites), sorted(self.seed_hosts), sorted(self.seed_prefixes))
         except redis.RedisError as exc:
             logger.warning("Could not read the crawl's scope from Redis: %(exc)s", {"exc": exc},
@@ -292,7 +294,7 @@ class Follower:
         self.seed_prefixes = self.seed_prefixes | prefixes
         if not self.brought_rules:
             try:  # the crawl's rules, recorded by the worker that started it, perhaps after this one came
-                self._adopt_rules(service.frontier.meta.crawl_policy("rules"))
+                self._adopt_rules(frontier.meta.crawl_policy("rules"))
             except redis.RedisError as exc:
                 logger.warning("Could not read the crawl's URL rules from Redis: %(exc)s", {"exc": exc},
                                extra={"spider": self.crawler.spider})

@@ -36,13 +36,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from crawler.frontier.queues import IRANGE, LinkEntry
-from crawler.frontier.service import FrontierService
 from crawler.requestmeta import IMP, IMPORTANCE, IMP_CASH, IMP_KEY
 from crawler.urls import host_of, queue_key
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+
+    from crawler.frontier.faces import SpiderFace
 
 __all__ = ["IN_LINK", "MAX_IMPORTANCE", "Importance", "depth_prior"]
 
@@ -68,16 +69,16 @@ def depth_prior(url: str) -> int:
 class Importance:
     """One worker's part in the importance order (see the module)."""
 
-    def __init__(self, crawler: Crawler, cache_size: int) -> None:
+    def __init__(self, crawler: Crawler, frontier: SpiderFace, cache_size: int) -> None:
         self.crawler = crawler
+        self.frontier = frontier
         self.queue_by = crawler.settings.get("FRONTIER_QUEUE_BY")
         self.cache_size = max(1, cache_size)
         self._members: OrderedDict[str, tuple[str, str, str]] = OrderedDict()  # url -> (site, bucket, member)
 
     @property
     def enabled(self) -> bool:
-        service = FrontierService.of(self.crawler)
-        return service.is_open and service.frontier.state.order == "importance"
+        return self.frontier.is_open and self.frontier.order == "importance"
 
     def cash(self, parent: Any, links: int, url: str = "") -> int:
         """What each of ``links`` links of the page at ``url``, of importance
@@ -92,8 +93,7 @@ class Importance:
     def mark(self, request: Request, cash: int, seed: bool = False) -> None:
         """A new URL's request: its importance and dedup member in its meta
         (what the frontier ranks it by and raises it by), remembered."""
-        service = FrontierService.of(self.crawler)
-        bucket, member = service.frontier.slot(self.crawler.request_fingerprinter.fingerprint(request))
+        bucket, member = self.frontier.slot(self.crawler.request_fingerprinter.fingerprint(request))
         total = IRANGE if seed else min(IRANGE, depth_prior(request.url) + cash)
         request.meta[IMP] = total
         request.meta[IMP_KEY] = member
@@ -110,5 +110,5 @@ class Importance:
         if known is None:
             return  # forgotten: too old to matter much
         site, bucket, member = known
-        FrontierService.of(self.crawler).book.enqueue(LinkEntry(bucket, member, site, "", place=f"b{cash}"))
+        self.frontier.enqueue(LinkEntry(bucket, member, site, "", place=f"b{cash}"))
         self.crawler.stats.inc_value("importance/raised_sent")

@@ -69,7 +69,7 @@ from twisted.internet.error import TCPTimedOutError, TimeoutError
 from twisted.internet.task import deferLater
 
 from crawler.compat import reactor
-from crawler.frontier.service import FrontierService
+from crawler.frontier.faces import FrontierFaces
 from crawler.requestmeta import (
     DONT_OBEY_ROBOTSTXT, DONT_TRAP_GUARD, DOWNLOAD_TIMEOUT, FRONTIER_GAP, MAX_RETRY_TIMES, RENDER_FOR,
     SHAPE_RUN, TRAP_EVIDENCE, TRAP_PARENT,
@@ -84,6 +84,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
+
+    from crawler.frontier.faces import PolitenessFace
 
 logger = logging.getLogger(__name__)
 
@@ -226,8 +228,9 @@ _BACKOFF_STATUSES = frozenset({429, 503})
 
 
 class SiteBackoffMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
         s = crawler.settings
+        self.frontier = frontier
         self.minimum = s.getfloat("FRONTIER_BACKOFF_MIN")
         self.maximum = s.getfloat("FRONTIER_BACKOFF_MAX")
         # Values were checked at start (crawler.config): backoff is required.
@@ -236,18 +239,17 @@ class SiteBackoffMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        return cls(crawler, FrontierFaces(crawler).politeness)
 
     def _backoff(self, request: Request, seconds: float, reason: str) -> None:
-        service = FrontierService.of(self.crawler)
-        if not service.is_open:
+        frontier = self.frontier
+        if not frontier.is_open:
             return
-        frontier = service.frontier
         site = queue_key(host_of(request.url), self.queue_by)
         try:
             backoff = frontier.politeness.backoff(site, max(seconds, self.minimum), self.maximum)
         except Exception as exc:  # Redis away: the retry still happens
-            if not service.refused_for_memory(exc):  # Redis full: said once, by the service
+            if not frontier.refused_for_memory(exc):  # Redis full: said once, by the service
                 logger.warning("Could not back off %(site)s: %(exc)s", {"site": site, "exc": exc})
             return
         self.crawler.stats.inc_value(f"frontier/backoff/{reason}")
@@ -329,14 +331,15 @@ def _http_date(value: bytes, now: float) -> float | None:
 
 
 class SendSpacingMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
         self.crawler = crawler
+        self.frontier = frontier
         self.concurrency = crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
         self.queue_by = crawler.settings.get("FRONTIER_QUEUE_BY")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        return cls(crawler, FrontierFaces(crawler).politeness)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         # A rendered page's request (crawler/render/) is no lease: it takes
@@ -350,13 +353,12 @@ class SendSpacingMiddleware:
         rendering = bool(request.meta.get(RENDER_FOR))
         if not rendering and (self.concurrency <= 1 or not request.meta.get(FRONTIER_GAP)):
             return
-        service = FrontierService.of(self.crawler)
         site = queue_key(host_of(request.url), self.queue_by)
-        politeness = service.frontier.politeness
+        politeness = self.frontier.politeness
         try:
             wait = politeness.reserve(site) if rendering else politeness.reserve_send(site)
         except Exception as exc:  # Redis away: the lease's spacing still holds
-            if not service.refused_for_memory(exc):  # Redis full: said once, by the service
+            if not self.frontier.refused_for_memory(exc):  # Redis full: said once, by the service
                 logger.warning("Could not reserve a send time for %(site)s: %(exc)s", {"site": site, "exc": exc})
             return
         if wait > 0:

@@ -125,12 +125,12 @@ def harvest_rate(on_topic: int, pages: int) -> float:
 
 def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample: int = 1000) -> dict[str, Any]:
     """The crawl as an operator sees it (module docstring)."""
-    now, beats = frontier.heartbeats()
-    records = frontier.nodes()
-    stop = frontier.stop_requested()
-    counters = frontier.counters_of(sorted(records))
+    now, beats = frontier.control.heartbeats()
+    records = frontier.views.nodes()
+    stop = frontier.control.stop_requested()
+    counters = frontier.views.counters_of(sorted(records))
     delay = workers_delay(records, beats, now, lease_timeout)
-    view = frontier.view(top=top, default_delay=delay)
+    view = frontier.views.view(top=top, default_delay=delay)
     nodes: list[dict[str, Any]] = []
     for node_id in sorted(records, key=lambda n: (str(records[n].get("host")), n)):
         rec = records[node_id]
@@ -172,7 +172,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         state = "stopped"
     else:
         state = "idle"
-    errors = Counter(_error_reason(e.get("reason")) for e in frontier.errors(error_sample))
+    errors = Counter(_error_reason(e.get("reason")) for e in frontier.views.errors(error_sample))
     # Re-crawl figures, summed over every node that reported them; "due" is
     # what the latest pass found due (each worker counts the same pages).
     recrawl = dict.fromkeys(RECRAWL_FIGURES, 0)
@@ -184,14 +184,14 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
             value = int(_number(figures.get(key), 0))
             recrawl[key] = max(recrawl[key], value) if key == "due" else recrawl[key] + value
     topic: dict[str, Any] | None = None
-    if (frontier.recorded_order() or "fifo").startswith("topic:"):
+    if (frontier.meta.recorded_order() or "fifo").startswith("topic:"):
         topic = {"on_topic": stats.get("on_topic", 0), "pages": stats.get("done", 0),
                  "harvest_rate": harvest_rate(stats.get("on_topic", 0), stats.get("done", 0))}
         for key in TOPIC_FIGURES:
             topic[key] = sum(int(_number((rec.get("topic") or {}).get(key), 0))
                              for rec in records.values() if isinstance(rec.get("topic"), dict))
     control: dict[str, Any] = {name: frontier.meta.crawl_policy(name) for name in CONTROL_NAMES}
-    recorded = frontier.recorded_order() or "fifo"
+    recorded = frontier.meta.recorded_order() or "fifo"
     rank = frontier.views.best_waiting() if recorded not in ("fifo", "lifo") else None
     control["order"] = "topic" if recorded.startswith("topic:") else ORDER_NAMES.get(recorded, recorded)
     # The best priority waiting: an importance crawl's importance, a focused
@@ -231,7 +231,7 @@ def failed(frontier: Frontier, limit: int = 20) -> list[dict[str, Any]]:
     "reason", "at"} (``at``: seconds since the epoch). A URL is ``null``
     when its record was cut (entries over 2 KiB keep their first 2 KiB)."""
     out = []
-    for rec in frontier.errors(max(1, limit)):
+    for rec in frontier.views.errors(max(1, limit)):
         at = _number(rec.get("at"), 0.0)
         out.append({"url": _entry_url(rec.get("entry")), "site": str(rec.get("site") or ""),
                     "reason": str(rec.get("reason") or "unknown"), "at": at / 1000.0 if at > 1e11 else at})
@@ -350,7 +350,7 @@ def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dic
             refused.append({"url": url[:2000], "reason": str(exc)[:300]})
             continue
         good[url] = None
-        bucket, member = frontier.slot(fingerprinter.fingerprint(request))
+        bucket, member = frontier.queues.slot(fingerprinter.fingerprint(request))
         links.append(LinkEntry(bucket, member, queue_key(host_of(url), queue_by), entry))
     added = seen = capped = 0
     if links:
@@ -358,7 +358,7 @@ def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dic
         hosts = sorted({host_of(u) for u in good})
         frontier.scope_store.share(sorted({site_of(h) for h in hosts}), hosts, sorted({url_prefix(u) for u in good}))
         for i in range(0, len(links), 1000):
-            a, d, c = frontier.enqueue(links[i:i + 1000])
+            a, d, c = frontier.queues.enqueue(links[i:i + 1000])
             added, seen, capped = added + a, seen + d, capped + c
     return {"added": added, "seen": seen, "capped": capped, "refused": refused, "removed": 0}
 
@@ -383,14 +383,14 @@ def remove(frontier: Frontier, urls: Sequence[str] = (), sites: Sequence[str] = 
                 continue
         if raw:
             by_site[raw] = []
-    removed = frontier.remove(by_site) if by_site else 0
+    removed = frontier.views.remove(by_site) if by_site else 0
     return {"added": 0, "seen": 0, "capped": 0, "refused": refused, "removed": removed}
 
 
 def request_stop(frontier: Frontier, now: bool = False) -> dict[str, Any]:
-    """Ask every worker to stop (see ``Frontier.request_stop``)."""
+    """Ask every worker to stop (see ``Control.request_stop``, ``frontier/control.py``)."""
     by = f"{socket.gethostname()} at {time.strftime('%Y-%m-%d %H:%M:%S')}"
-    frontier.request_stop("now" if now else "graceful", by=by)
+    frontier.control.request_stop("now" if now else "graceful", by=by)
     return {"crawl": frontier.crawl, "stop": "now" if now else "graceful", "by": by}
 
 
@@ -443,7 +443,7 @@ def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> 
               "lease_timeout": settings.getfloat("FRONTIER_LEASE_TIMEOUT")}
     shards = settings.getint("FRONTIER_SHARDS")
     frontier = Frontier(client, name, node=f"ops-{socket.gethostname()}", shards=shards, **kwargs)
-    recorded = frontier.recorded_shards()
+    recorded = frontier.meta.recorded_shards()
     if recorded is None and not create:
         others = crawl_names(client)
         client.close()

@@ -41,14 +41,13 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from crawler.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
-from crawler.frontier.service import FrontierService
 from crawler.redis.memory import is_oom
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
-    from crawler.frontier.frontier import Frontier
+    from crawler.frontier.faces import SpiderFace
     from crawler.items import PageItem
     from crawler.template import TemplateEvidence
 
@@ -87,23 +86,15 @@ def template_evidence(crawler: Crawler, site: str, ask: Callable[[], TemplateEvi
 
 
 class PageCheck:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: SpiderFace) -> None:
         settings = crawler.settings
         self.crawler = crawler
+        self.frontier = frontier
         self.min_chars = settings.getint("SIMHASH_MIN_CHARS")
         self.resemblance = settings.getfloat("NEARDUP_RESEMBLANCE")
         self.sketch_bits = settings.getint("NEARDUP_SKETCH_BITS")
         self.mirror_min_pages = settings.getint("SIMHASH_MIRROR_MIN_PAGES")
         self.mirror_share = settings.getfloat("SIMHASH_MIRROR_SHARE")
-        self._frontier: Frontier | None = None
-
-    @property
-    def frontier(self) -> Frontier:
-        # Looked up once (a scan of the extensions), when the first page
-        # asks: the scheduler opens the frontier after the spider is built.
-        if self._frontier is None:
-            self._frontier = FrontierService.of(self.crawler).frontier
-        return self._frontier
 
     @property
     def stats(self) -> StatsCollector:
@@ -116,7 +107,7 @@ class PageCheck:
         and count its block ``keys`` (None: no template count) in its
         site's evidence in the same round trip; while Redis is full, once
         it takes writes again."""
-        service = FrontierService.of(self.crawler)
+        service = self.frontier
         answer: list[Any] = []  # the template count's answer, once it went through
         while True:
             await service.writable()

@@ -24,18 +24,22 @@ from scrapy import signals
 from scrapy.extensions.closespider import CloseSpider as ScrapyCloseSpider
 from twisted.internet.task import LoopingCall
 
-from crawler.frontier.service import FrontierService
+from crawler.frontier.faces import FrontierFaces
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+    from crawler.frontier.faces import OpsFace
 
 __all__ = ["CloseSpider"]
 
 
 class CloseSpider(ScrapyCloseSpider):
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: OpsFace) -> None:
         super().__init__(crawler)
+        self.frontier = frontier
         self.page_limit = int(self.close_on["pagecount"])
         # Scrapy's response count never reaches 0: the pages are counted here.
         self.close_on["pagecount"] = 0
@@ -44,12 +48,16 @@ class CloseSpider(ScrapyCloseSpider):
             crawler.signals.connect(self._watch_pages, signal=signals.spider_opened)
             crawler.signals.connect(self._stop_watching, signal=signals.spider_closed)
 
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, FrontierFaces(crawler).ops)
+
     def _watch_pages(self, spider: Spider) -> None:
         self._watch = LoopingCall(self._check)
         self._watch.start(0.1, now=False)
 
     def _check(self) -> None:
-        if FrontierService.of(self.crawler).book.pages >= self.page_limit:
+        if self.frontier.pages >= self.page_limit:
             self._stop_watching()
             self._close_spider("closespider_pagecount")
 

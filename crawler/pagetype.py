@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.classify import classify_stats
-from crawler.frontier.service import FrontierService
 from crawler.pagecheck import template_evidence
 from crawler.pagefeatures import page_features
 from crawler.pagerules import INFO, RuleTrust, term_index, thin_navigation
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from crawler.extract import Page
+    from crawler.frontier.faces import SpiderFace
     from crawler.items import PageItem
 
 logger = logging.getLogger(__name__)
@@ -98,9 +98,10 @@ class Retyped:
 
 
 class PageTyper:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: SpiderFace) -> None:
         settings = crawler.settings
         self.crawler = crawler
+        self.frontier = frontier
         threshold = settings.get("CLASSIFIER_THRESHOLD")
         self.threshold = None if threshold in (None, "") else float(threshold)
         self.use_template = settings.getbool("CLASSIFIER_TEMPLATE")
@@ -184,7 +185,7 @@ class PageTyper:
             return
         entries = self.first_pages.peek(site)
         stats = self.stats
-        templates = FrontierService.of(self.crawler).frontier.templates
+        templates = self.frontier.templates
         keys = list(dict.fromkeys(k for e in entries for k in e.keys))
         evidence = template_evidence(self.crawler, site, lambda: templates.read(site, keys), "classifier/retype")
         if evidence is None or evidence.pages < templates.policy.min_pages:

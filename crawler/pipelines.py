@@ -60,7 +60,7 @@ from twisted.python.threadpool import ThreadPool
 
 from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
-from crawler.frontier.service import FrontierService
+from crawler.frontier.faces import FrontierFaces
 from crawler.frontier.signals import ITEMS_WAITING, WORKER_IDLE, GiveBack
 from crawler.recrawl import Revisits, evidence_of
 from crawler.revisit import Policy
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
+    from crawler.frontier.faces import StoreFace
     from crawler.store import Store
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class Spilled(NotStored, GiveBack):
 
 
 class StorePipeline:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: StoreFace) -> None:
         settings = crawler.settings
         self.batch_size = settings.getint("STORE_BATCH_SIZE")
         self.flush_interval = settings.getfloat("STORE_FLUSH_INTERVAL")
@@ -114,14 +115,15 @@ class StorePipeline:
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="store-writer")
         self._timer: LoopingCall | None = None
         self._soon: Any = None  # the reactor's call of _flush_now, when one is due
-        self._frontier: FrontierService | None = None  # asked whether the worker is idle, from open_spider
+        self.frontier = frontier  # asked whether the worker is idle, once the spider is open
+        self._opened = False
         self._last_flush = time.monotonic()
         self.waiting = 0  # pages handed to process_item and not settled
         self._engine_ran = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        return cls(crawler, FrontierFaces(crawler).store)
 
     def open_buffer(self, store: Store, spill_path: Path) -> WriteBuffer:
         """The write buffer over ``store``, with this crawl's settings."""
@@ -178,7 +180,7 @@ class StorePipeline:
         buffer = self.open_buffer(open_store(settings, name), spill_path)
         logger.info("Storing pages in %(store)s", {"store": buffer.store.describe()},
                     extra={"spider": self.crawler.spider})
-        self._frontier = FrontierService.of(self.crawler)
+        self._opened = True
         # The frontier's safety net (leases whose items never settle) must
         # not fire while pages wait for an absent store.
         self.crawler.signals.connect(self._items_waiting, signal=ITEMS_WAITING)
@@ -202,7 +204,7 @@ class StorePipeline:
         try:
             if len(self._batch) >= self.batch_size:
                 self._flush()
-            elif self._frontier is not None and self._frontier.worker_idle():
+            elif self._opened and self.frontier.worker_idle():
                 self._flush_soon()  # a page that came after its worker's WORKER_IDLE
             await maybe_deferred_to_future(written)
         finally:

@@ -59,13 +59,15 @@ import redis
 from scrapy import signals
 from twisted.internet.task import LoopingCall
 
-from crawler.frontier.service import FrontierService
+from crawler.frontier.faces import FrontierFaces
 from crawler.ops import RECRAWL_FIGURES, harvest_rate
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from typing_extensions import Self
+
+    from crawler.frontier.faces import OpsFace
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +133,8 @@ def draining(history: deque[Sample], now: Sample) -> str | None:
 
 
 class Progress:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: OpsFace) -> None:
+        self.frontier = frontier
         self.crawler = crawler
         s = crawler.settings
         self.interval = s.getfloat("PROGRESS_INTERVAL")
@@ -151,7 +154,7 @@ class Progress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        return cls(crawler, FrontierFaces(crawler).ops)
 
     def spider_opened(self, spider: Spider) -> None:
         if self.interval <= 0 and not self.port:
@@ -165,7 +168,7 @@ class Progress:
     def spider_closed(self, spider: Spider) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-            if self.interval > 0 and FrontierService.of(self.crawler).is_open:
+            if self.interval > 0 and self.frontier.is_open:
                 # A last line, so even a worker that lived less than one
                 # interval leaves its figures in the log.
                 logger.info(self.line(self.sample()) + " (at close)", extra={"spider": None})
@@ -178,22 +181,21 @@ class Progress:
 
     # -- sampling ---------------------------------------------------------------------
     def sample(self) -> Sample:
-        service = FrontierService.of(self.crawler)
+        frontier = self.frontier
         stats = self.crawler.stats
         s = Sample()
-        s.on_topic = service.book.acked.get("T", 0)  # done and on a focused crawl's topic
-        s.pages = service.book.done
-        s.errors = service.book.acked.get("E", 0)
-        s.sitemap_errors = service.book.sitemaps.get("E", 0)
+        s.on_topic = frontier.acked("T")  # done and on a focused crawl's topic
+        s.pages = frontier.done
+        s.errors = frontier.acked("E")
+        s.sitemap_errors = frontier.sitemap_errors
         s.fetched = int(stats.get_value("response_received_count", 0) or 0)
         s.links = int(stats.get_value("frontier/links_parsed", 0) or 0)
-        if service.is_open:
-            frontier = service.frontier
+        if frontier.is_open:
             self.crawl, self.node = frontier.crawl, frontier.node
-            self.focused = frontier.state.order.startswith("topic:")
-            s.redis_full = service.redis_full
+            self.focused = frontier.order.startswith("topic:")
+            s.redis_full = frontier.redis_full
             try:
-                c = frontier.stats()
+                c = frontier.counters()
             except redis.RedisError:
                 s.redis_up = False
                 prev = self.last
@@ -201,7 +203,7 @@ class Progress:
                 s.cluster_on_topic, s.cluster_sitemap_errors = prev.cluster_on_topic, prev.cluster_sitemap_errors
                 s.queued, s.leased, s.delayed = prev.queued, prev.leased, prev.delayed
             else:
-                s.redis_up = not service.redis_down
+                s.redis_up = not frontier.redis_down
                 s.cluster_pages, s.cluster_errors = c.get("done", 0), c.get("errors", 0)
                 s.cluster_on_topic, s.cluster_sitemap_errors = c.get("on_topic", 0), c.get("sitemap_errors", 0)
                 s.queued, s.leased, s.delayed = c.get("queued", 0), c.get("leased", 0), c.get("delayed", 0)

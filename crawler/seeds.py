@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawler.config import ConfigError
-from crawler.frontier.service import FrontierService
 from crawler.frontier.tracking import AGAIN_ERROR, AGAIN_GONE
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from crawler.frontier.faces import SpiderFace
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,8 @@ def read_seeds(seeds: str | None, seeds_file: str | None) -> list[str]:
     return raw
 
 
-def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> dict[str, int]:
-    """The seeds the store of crawl ``crawl`` holds as errors (or gone), not
+def seeds_again(crawler: Crawler, frontier: SpiderFace, seed_urls: Sequence[str]) -> dict[str, int]:
+    """The seeds the store of the crawl holds as errors (or gone), not
     as done, that this worker is to queue again (the first worker to claim
     each), with the ``AGAIN_META`` value each carries (what its
     acknowledgement counts: ``frontier/tracking.py``)."""
@@ -56,7 +57,7 @@ def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> dict[
     if not seed_urls:
         return {}
     try:
-        store = open_store(crawler.settings, crawl, create=False)
+        store = open_store(crawler.settings, frontier.crawl, create=False)
     except StoreNotFound:
         return {}  # a new crawl: nothing stored yet
     try:
@@ -65,7 +66,6 @@ def seeds_again(crawler: Crawler, crawl: str, seed_urls: Sequence[str]) -> dict[
         not_done = {url: store.get_page(url) or page for url, page in stored.items() if page.get("state") != "C"}
     finally:
         store.close()
-    frontier = FrontierService.of(crawler).frontier
     again: dict[str, int] = {}
     for url, page in not_done.items():
         stamp = f"{page.get('fetched_at')}\t{page.get('state')}\t{str(page.get('error') or '')[:100]}"

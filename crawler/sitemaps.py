@@ -61,7 +61,6 @@ from scrapy import Request
 from scrapy.spidermiddlewares.httperror import HttpError
 
 from crawler.failures import failure_reason, robots_forbidden
-from crawler.frontier.service import FrontierService
 from crawler.frontier.sitemapqueue import SitemapFile
 from crawler.redirects import REDIRECT_STATUSES, location_target
 from crawler.requestmeta import SITEMAP, SITEMAP_NAMED
@@ -127,7 +126,7 @@ class Sitemaps:
         return self.crawler.stats
 
     def _queue(self) -> Any:
-        return FrontierService.of(self.crawler).frontier.sitemaps
+        return self.follower.frontier.sitemaps
 
     def _site(self, url: str) -> str:
         return queue_key(host_of(url), self.queue_by)

@@ -101,7 +101,7 @@ def test_tables_split_as_they_fill_and_find_every_copy_after(client, crawl_name)
     bands = dup_keys(client, crawl_name, "lsh")
     assert sum(len(v) // 5 for entries in bands.values() for v in entries.values()) == 10 * pages
     assert sum(len(e) for e in dup_keys(client, crawl_name, "osk").values()) == pages
-    assert w2.stats()["near_duplicates"] == pages
+    assert w2.views.stats()["near_duplicates"] == pages
 
 
 def test_a_crawl_an_earlier_version_began_keeps_its_flat_tables(client, crawl_name):

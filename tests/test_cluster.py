@@ -41,11 +41,11 @@ def two_workers(grid_server, redis_url, tmp_path_factory):
     assert b.wait() == 0, b.log[-3000:]
     client = redis.Redis.from_url(redis_url)
     frontier = Frontier(client, name, node="reader")
-    a.shared = frontier.stats()
-    a.seen_keys = len(frontier.dedup_keys())
-    a.nodes = list(frontier.nodes().values())
+    a.shared = frontier.views.stats()
+    a.seen_keys = len(frontier.views.dedup_keys())
+    a.nodes = list(frontier.views.nodes().values())
     yield a, b, grid_server.requests(mark), crawl_dir / f"{name}.sqlite3"
-    frontier.delete_all()
+    frontier.views.delete_all()
 
 
 def test_two_workers_fetch_every_url_exactly_once(two_workers):
@@ -219,8 +219,8 @@ def test_seeds_added_to_redis_reach_a_waiting_worker_in_full(grid_server, redis_
     wait_for_requests(grid_server, mark, len(grid_paths()) + 1)
     client = redis.Redis.from_url(redis_url)
     operator = Frontier(client, crawl_name, node="operator")
-    operator.scope(add_sites=[second_site])
-    operator.enqueue(
+    operator.scope_store.share(add_sites=[second_site])
+    operator.queues.enqueue(
         [LinkEntry("", "", second_site, json.dumps({"u": grid_server.url("/", host=second_site)}))])
     try:
         wait_for_requests(grid_server, mark, 2 * (len(grid_paths()) + 1), timeout=30)
@@ -241,7 +241,7 @@ def test_a_worker_started_before_the_seeding_one_joins_its_crawl(grid_server, re
     joiner = Worker([], settings, tmp_path / "joiner")
     frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name, node="reader")
     deadline = time.monotonic() + 60
-    while not frontier.nodes():  # up, heart-beating, before any seed exists
+    while not frontier.views.nodes():  # up, heart-beating, before any seed exists
         assert time.monotonic() < deadline and joiner.proc.poll() is None, joiner.wait()
         time.sleep(0.05)
     time.sleep(1.0)

@@ -100,15 +100,15 @@ def test_commands_on_a_crawl_that_does_not_exist_create_nothing(tmp_path, redis_
         head = f"scrapy {command[0]}: no crawl {typo!r} at {redis_url}; the crawls there: "
         assert line.startswith(head) and line.endswith(f" (give -s CRAWL_NAME=NAME){NO_CRAWL}"), line
         assert crawl_name in line[len(head):].split(" (give")[0].split(", ")
-    assert Frontier(client, typo).all_keys() == []  # nothing created
-    assert real.stop_requested() is None  # the real crawl was not stopped
+    assert Frontier(client, typo).views.all_keys() == []  # nothing created
+    assert real.control.stop_requested() is None  # the real crawl was not stopped
     # Seeding a new crawl on purpose.
     proc = scrapy("seed", "--new", "http://127.0.0.2:1/a", *settings)
     assert (proc.returncode, proc.stdout) == (0, f"crawl {typo}: added 1, already seen 0, refused 0\n"), proc.stderr
-    assert Frontier(client, typo).recorded_shards() == real.keys.shards
+    assert Frontier(client, typo).meta.recorded_shards() == real.keys.shards
     proc = scrapy("status", "--json", *settings)
     assert proc.returncode == 0, proc.stderr
-    Frontier(client, typo).delete_all()
+    Frontier(client, typo).views.delete_all()
 
 
 @pytest.mark.slow

@@ -136,7 +136,7 @@ def test_redis_url_and_mongo_uri_come_from_the_environment(server, tmp_path, red
                 os.environ[k] = v
     assert result.returncode == 0, result.log[-3000:]
     client = redis.Redis.from_url(redis_url)
-    assert Frontier(client, crawl_name).stats()["done"] == 1  # an information page: links not followed
+    assert Frontier(client, crawl_name).views.stats()["done"] == 1  # an information page: links not followed
     client.close()
     assert f"Storing pages in MongoDB at {mongo_uri}, database {crawl_name}" in result.log
     assert not (tmp_path / "redis").exists()  # no embedded Redis was started

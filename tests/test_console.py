@@ -117,7 +117,7 @@ def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_na
           "`scrapy seed --new URL` starts a crawl without crawling; shown once it starts"
           or text(browser, "banner").startswith(f"no crawl {crawl_name!r} at {redis_url}; the crawls there: "),
           what="the page's first status")
-    assert not Frontier(redis.Redis.from_url(redis_url), crawl_name).all_keys()
+    assert not Frontier(redis.Redis.from_url(redis_url), crawl_name).views.all_keys()
     assert browser.current_url == console.url  # the token left the address bar
     assert browser.execute_script("return document.getElementById('topic').hidden") is True  # not a focused crawl
 
@@ -174,7 +174,7 @@ def test_the_page_shows_a_two_worker_crawl_live(grid_server, redis_url, crawl_na
     browser.find_element(By.ID, "seed-btn").click()
     until(lambda: '"added": 1' in text(browser, "action-result"), what="the seed's answer")
     site = "127.0.0.6"
-    entries = [json.loads(e) for e in client.lrange(frontier.shard(site).queue(site), 0, -1)]
+    entries = [json.loads(e) for e in client.lrange(frontier.keys.site(site).queue(site), 0, -1)]
     assert [e["u"] for e in entries] == [extra]
     code, out, err = console.stop()
     assert code == 0, err
@@ -201,7 +201,7 @@ def test_the_page_says_redis_is_unreachable_and_recovers(own_redis, tmp_path, br
 # -- actions ----------------------------------------------------------------------------------
 
 def _dump(frontier: Frontier) -> dict[str, bytes]:
-    return {k: frontier.client.dump(k) for k in frontier.all_keys()}
+    return {k: frontier.client.dump(k) for k in frontier.views.all_keys()}
 
 
 @pytest.mark.slow
@@ -250,23 +250,23 @@ def test_actions_need_the_flag_the_token_json_and_the_consoles_own_origin(redis_
     # Accepted: without an Origin (curl) and with the console's own.
     code, out = on.post("seed", seed, on.allowed())
     assert code == 200 and (out["added"], out["seen"], out["refused"]) == (1, 0, [])
-    queue_key = frontier.shard("127.0.0.5").queue("127.0.0.5")
+    queue_key = frontier.keys.site("127.0.0.5").queue("127.0.0.5")
     assert [json.loads(e)["u"] for e in frontier.client.lrange(queue_key, 0, -1)] == \
         ["http://127.0.0.5:1/a", "http://127.0.0.5:1/b"]
     no_origin = {k: v for k, v in on.allowed().items() if k != "Origin"}
     assert on.post("seed", seed, no_origin)[1]["seen"] == 1
     assert on.post("remove", {"urls": ["http://127.0.0.5:1/a"]}, on.allowed())[1]["removed"] == 1
-    assert frontier.stats()["queued"] == 1
-    assert frontier.stop_requested() is None
+    assert frontier.views.stats()["queued"] == 1
+    assert frontier.control.stop_requested() is None
     assert on.post("stop", {}, on.allowed())[0] == 200
-    assert frontier.stop_requested()["stop"] == "graceful"
+    assert frontier.control.stop_requested()["stop"] == "graceful"
     assert on.post("stop", {"now": True}, on.allowed())[0] == 200
-    assert frontier.stop_requested()["stop"] == "now"
+    assert frontier.control.stop_requested()["stop"] == "now"
     status = until(lambda: (got := on.request("GET", "/api/status")[1]) and (got["stop"] or {}).get("stop") == "now"
                    and got, what="the page's status to show the stop")
-    assert status["state"] == "stopped" and status["stop"] == frontier.stop_requested()
+    assert status["state"] == "stopped" and status["stop"] == frontier.control.stop_requested()
     assert on.post("clear", {}, on.allowed()) == (200, {"crawl": crawl_name, "cleared": True})
-    assert frontier.stop_requested() is None
+    assert frontier.control.stop_requested() is None
     code, out, _ = on.stop()
     assert code == 0
     assert out.count("POST /api/stop from 127.0.0.1: done") == 2

@@ -273,7 +273,7 @@ def test_two_workers_fetch_the_most_promising_links_first(order_web, redis_url, 
             console.stop()
     finally:
         client = redis.Redis.from_url(redis_url)
-        Frontier(client, name, node="reader").delete_all()
+        Frontier(client, name, node="reader").views.delete_all()
         client.close()
 
 
@@ -296,5 +296,5 @@ def test_a_plain_worker_cannot_join_a_focused_crawl(order_web, redis_url, tmp_pa
         assert srv.requests(mark) == []
     finally:
         client = redis.Redis.from_url(redis_url)
-        Frontier(client, name, node="reader").delete_all()
+        Frontier(client, name, node="reader").views.delete_all()
         client.close()

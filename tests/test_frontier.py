@@ -32,7 +32,7 @@ def make(client, crawl_name, **kw) -> Frontier:
 
 
 def link(f: Frontier, url: str, site: str, head: bool = False) -> LinkEntry:
-    bucket, member = f.slot(hashlib.sha1(url.encode()).digest())
+    bucket, member = f.queues.slot(hashlib.sha1(url.encode()).digest())
     return LinkEntry(bucket, member, site, json.dumps({"u": url}), head)
 
 
@@ -43,59 +43,60 @@ def urls(leases) -> list[str]:
 def test_enqueue_dedups_exactly_and_atomically(client, crawl_name):
     f = make(client, crawl_name)
     batch = [link(f, f"http://a/{i}", "a") for i in range(100)]
-    assert f.enqueue(batch + batch[:10]) == (100, 10, 0)
-    assert f.enqueue(batch) == (0, 100, 0)
-    assert f.stats()["queued"] == 100
-    assert f.pending() == 100
+    assert f.queues.enqueue(batch + batch[:10]) == (100, 10, 0)
+    assert f.queues.enqueue(batch) == (0, 100, 0)
+    assert f.views.stats()["queued"] == 100
+    assert f.views.pending() == 100
 
 
 def test_dedup_costs_at_most_16_bytes_per_url(client, crawl_name):
     f = make(client, crawl_name, buckets=64)
     n = 20_000
     for start in range(0, n, 1000):
-        f.enqueue([LinkEntry(*f.slot(hashlib.sha1(f"u{i}".encode()).digest()), "s", "")
+        f.queues.enqueue([LinkEntry(*f.queues.slot(hashlib.sha1(f"u{i}".encode()).digest()), "s", "")
                    for i in range(start, start + 1000)])
-    keys = f.dedup_keys()
+    keys = f.views.dedup_keys()
     assert len(keys) == 64
     assert {client.object("encoding", k) for k in keys} == {b"intset"}
     used = sum(client.memory_usage(k, samples=0) for k in keys)
     assert used / n <= 16, used / n
     # Exact: every one of them is now a duplicate, no new URL is.
-    again = [LinkEntry(*f.slot(hashlib.sha1(f"u{i}".encode()).digest()), "s", "") for i in range(n - 1000, n + 1000)]
-    added, dup, _ = f.enqueue(again)
+    again = [LinkEntry(*f.queues.slot(hashlib.sha1(f"u{i}".encode()).digest()), "s", "")
+             for i in range(n - 1000, n + 1000)]
+    added, dup, _ = f.queues.enqueue(again)
     assert (added, dup) == (1000, 1000)
 
 
 def test_lease_takes_one_request_per_ready_site(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=4, default_delay=1)
-    f.enqueue([link(f, f"http://{s}/{i}", s) for i in range(3) for s in ("a", "b", "c")])
-    leases, _ = f.lease(10)
+    f.queues.enqueue([link(f, f"http://{s}/{i}", s) for i in range(3) for s in ("a", "b", "c")])
+    leases, _ = f.queues.lease(10)
     assert sorted((lease.site, u) for lease, u in zip(leases, urls(leases))) == [
         ("a", "http://a/0"), ("b", "http://b/0"), ("c", "http://c/0")]
-    assert f.lease(2)[0] == []  # every site waits for its delay
+    assert f.queues.lease(2)[0] == []  # every site waits for its delay
 
 
 def test_lease_fills_free_concurrency_of_sites_without_delay(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=3)
-    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(5)])
-    assert urls(f.lease(10)[0]) == ["http://a/0", "http://a/1", "http://a/2"]
+    f.queues.enqueue([link(f, f"http://a/{i}", "a") for i in range(5)])
+    assert urls(f.queues.lease(10)[0]) == ["http://a/0", "http://a/1", "http://a/2"]
 
 
 def test_live_workers_share_a_sites_concurrency(client, crawl_name):
     a = make(client, crawl_name, concurrency_per_site=8, node="a", lease_timeout=30)
     b = make(client, crawl_name, concurrency_per_site=8, node="b", lease_timeout=30)
-    a.enqueue([link(a, f"http://s/{i}", "s") for i in range(30)])
-    a.heartbeat()
-    alone, _ = a.lease(16)
+    a.queues.enqueue([link(a, f"http://s/{i}", "s") for i in range(30)])
+    a.control.heartbeat()
+    alone, _ = a.queues.lease(16)
     assert len(alone) == 8  # the only live worker: the whole site
-    a.commit(acks=[(lease.id, "C", "") for lease in alone], downloaded=[lease.id for lease in alone])
-    b.heartbeat()
-    a.heartbeat()
+    a.queues.commit(acks=[(lease.id, "C", "") for lease in alone], downloaded=[lease.id for lease in alone])
+    b.control.heartbeat()
+    a.control.heartbeat()
     assert (a.live_nodes, b.live_nodes) == (2, 2)
-    mine, _ = a.lease(16)
+    mine, _ = a.queues.lease(16)
     assert len(mine) == 4  # its share of the site's 8 between two workers
-    assert a.lease(16, in_flight={"s": 4})[0] == []  # at its share ...
-    theirs, _ = b.lease(16)
+    assert a.queues.lease(16, in_flight={"s": 4})[0] == []  # at its share ...
+    theirs, _ = b.queues.lease(16)
     assert len(theirs) == 4  # ... though 4 slots were free: the other worker's
 
 
@@ -105,16 +106,16 @@ def test_a_lease_call_counts_the_live_workers_between_heartbeats(client, crawl_n
     the first to lease does not keep a one-site crawl's every slot."""
     a = make(client, crawl_name, concurrency_per_site=8, node="a", lease_timeout=30)
     b = make(client, crawl_name, concurrency_per_site=8, node="b", lease_timeout=30)
-    a.enqueue([link(a, f"http://s/{i}", "s") for i in range(30)])
-    a.heartbeat()
+    a.queues.enqueue([link(a, f"http://s/{i}", "s") for i in range(30)])
+    a.control.heartbeat()
     assert a.live_nodes == 1
-    b.heartbeat()  # b joins; a does not beat again
-    first, _ = a.lease(2)
+    b.control.heartbeat()  # b joins; a does not beat again
+    first, _ = a.queues.lease(2)
     assert len(first) == 2 and a.live_nodes == 2  # counted in this call's round trip
     time.sleep(0.11)
-    more, _ = a.lease(16, in_flight={"s": 2})
+    more, _ = a.queues.lease(16, in_flight={"s": 2})
     assert len(more) == 2  # its share of 8 between two workers is 4
-    theirs, _ = b.lease(16)
+    theirs, _ = b.queues.lease(16)
     assert len(theirs) == 4
 
 
@@ -135,22 +136,22 @@ def test_a_worker_that_finds_nothing_asks_again_soon(client, crawl_name, monkeyp
     f2 = make(client, crawl_name, node="w2", concurrency_per_site=1)
     # (The clock is moved to exactly what the worker computed: now + wait.)
     t = now[0]
-    leases, wait = f2.lease(4)
+    leases, wait = f2.queues.lease(4)
     assert leases == [] and wait == pytest.approx(0.1)
     now[0] = t + 0.05
-    assert f2.lease(4) == ([], pytest.approx(0.05))  # not asked again yet
+    assert f2.queues.lease(4) == ([], pytest.approx(0.05))  # not asked again yet
     now[0] = t = t + 0.1
-    leases, wait = f2.lease(4)
+    leases, wait = f2.queues.lease(4)
     assert leases == [] and wait == pytest.approx(0.2)
-    f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
+    f1.queues.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
     now[0] = t = t + 0.2
-    taken, _ = f1.lease(1)
+    taken, _ = f1.queues.lease(1)
     assert urls(taken) == ["http://a/0"]  # the site's one slot
-    leases, wait = f2.lease(4)
+    leases, wait = f2.queues.lease(4)
     assert leases == [] and wait == pytest.approx(0.1)  # waiting for the slot, not for 0.5 s
-    f1.commit(downloaded=[taken[0].id])
+    f1.queues.commit(downloaded=[taken[0].id])
     now[0] = t + 0.1
-    assert urls(f2.lease(4)[0]) == ["http://a/1"]
+    assert urls(f2.queues.lease(4)[0]) == ["http://a/1"]
 
 
 def test_site_delay_holds_for_every_worker(client, crawl_name):
@@ -163,19 +164,19 @@ def test_site_delay_holds_for_every_worker(client, crawl_name):
     delay = 2.0
     f1 = make(client, crawl_name, default_delay=delay, node="w1")
     f2 = make(client, crawl_name, default_delay=delay, node="w2", concurrency_per_site=1)
-    f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
-    first, _ = f1.lease(1)
+    f1.queues.enqueue([link(f1, f"http://a/{i}", "a") for i in range(3)])
+    first, _ = f1.queues.lease(1)
     assert urls(first) == ["http://a/0"]
     before = time.monotonic()  # the delay starts inside the next call
-    f1.lease(1, downloaded=[first[0].id])  # download over: only the delay holds now
+    f1.queues.lease(1, downloaded=[first[0].id])  # download over: only the delay holds now
     after = time.monotonic()
-    leases, wait = f2.lease(1)
+    leases, wait = f2.queues.lease(1)
     if time.monotonic() < before + delay:
         assert leases == [] and 0 <= wait <= delay
     time.sleep(max(0.0, before + 0.5 - time.monotonic()))
     fresh = make(client, crawl_name, default_delay=delay, node="w3", concurrency_per_site=1)
     asked = time.monotonic()
-    got = urls(fresh.lease(1)[0])
+    got = urls(fresh.queues.lease(1)[0])
     if time.monotonic() < before + delay:
         assert got == []  # still within the site's delay
     elif asked > after + delay:
@@ -185,51 +186,51 @@ def test_site_delay_holds_for_every_worker(client, crawl_name):
     if got:
         return  # the next URL went to the new worker: asserted above
     time.sleep(max(0.0, after + delay + 0.05 - time.monotonic()))
-    leases, _ = f2.lease(1)
+    leases, _ = f2.queues.lease(1)
     assert urls(leases) == ["http://a/1"]
 
 
 def test_site_concurrency_counts_downloads_cluster_wide(client, crawl_name):
     f1 = make(client, crawl_name, node="w1", concurrency_per_site=2)
     f2 = make(client, crawl_name, node="w2", concurrency_per_site=2)
-    f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(4)])
-    a, _ = f1.lease(1)
-    b, _ = f2.lease(1)
+    f1.queues.enqueue([link(f1, f"http://a/{i}", "a") for i in range(4)])
+    a, _ = f1.queues.lease(1)
+    b, _ = f2.queues.lease(1)
     assert len(a) == len(b) == 1
-    assert f2.lease(1)[0] == []  # two downloads in flight for site a
-    assert urls(f2.lease(1, downloaded=[])[0]) == []
-    leases, _ = f1.lease(1, downloaded=[a[0].id])  # a's download is over
+    assert f2.queues.lease(1)[0] == []  # two downloads in flight for site a
+    assert urls(f2.queues.lease(1, downloaded=[])[0]) == []
+    leases, _ = f1.queues.lease(1, downloaded=[a[0].id])  # a's download is over
     assert urls(leases) == ["http://a/2"]
 
 
 def test_dead_workers_leases_return_to_the_head_of_their_queue(client, crawl_name):
     dead = make(client, crawl_name, node="dead", lease_timeout=0.2)
     alive = make(client, crawl_name, node="alive", lease_timeout=0.2)
-    dead.enqueue([link(dead, f"http://a/{i}", "a") for i in range(3)])
-    dead.heartbeat()
-    held, _ = dead.lease(1)
+    dead.queues.enqueue([link(dead, f"http://a/{i}", "a") for i in range(3)])
+    dead.control.heartbeat()
+    held, _ = dead.queues.lease(1)
     assert urls(held) == ["http://a/0"]
     time.sleep(0.3)
-    reaped, nodes, mine = alive.heartbeat()
+    reaped, nodes, mine = alive.control.heartbeat()
     assert (reaped, nodes, mine) == (1, 1, set())
-    assert urls(alive.lease(1)[0]) == ["http://a/0"]  # first again
-    record = alive.nodes()["dead"]
+    assert urls(alive.queues.lease(1)[0]) == ["http://a/0"]  # first again
+    record = alive.views.nodes()["dead"]
     assert record["state"] == "lost"
-    assert alive.stats()["reaped"] == 1
+    assert alive.views.stats()["reaped"] == 1
 
 
 def test_acks_settle_and_count_states(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=5)
-    f.enqueue([link(f, f"http://{s}/", s) for s in ("a", "b")])
-    leases, _ = f.lease(5)
-    result = f.commit(links=[link(f, "http://a/new", "a")],
+    f.queues.enqueue([link(f, f"http://{s}/", s) for s in ("a", "b")])
+    leases, _ = f.queues.lease(5)
+    result = f.queues.commit(links=[link(f, "http://a/new", "a")],
                       acks=[(leases[0].id, "C", ""), (leases[1].id, "E", "HTTP 404"), ("nope", "C", "")])
     assert result.counts() == {"added": 1, "duplicates": 0, "capped": 0, "acked": 2, "stale": 1}
-    stats = f.stats()
+    stats = f.views.stats()
     assert (stats["done"], stats["errors"], stats["leased"], stats["queued"]) == (1, 1, 0, 1)
-    error = f.errors()[0]
+    error = f.views.errors()[0]
     assert error["reason"] == "HTTP 404"
-    assert f.node_counters("n1") == {"pages": 1, "errors": 1}
+    assert f.views.node_counters("n1") == {"pages": 1, "errors": 1}
 
 
 def test_revisits_and_errors_fetched_again_count_pages_once(client, crawl_name):
@@ -237,91 +238,91 @@ def test_revisits_and_errors_fetched_again_count_pages_once(client, crawl_name):
     revisit error); an error's URL done at last ("A") is a page and one
     error less: pages count pages, not fetches."""
     f = make(client, crawl_name, concurrency_per_site=9)
-    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(5)])
-    leases, _ = f.lease(5)
-    f.commit(acks=[(leases[0].id, "C", ""), (leases[1].id, "E", "HTTP 500")])
-    assert {k: f.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
+    f.queues.enqueue([link(f, f"http://a/{i}", "a") for i in range(5)])
+    leases, _ = f.queues.lease(5)
+    f.queues.commit(acks=[(leases[0].id, "C", ""), (leases[1].id, "E", "HTTP 500")])
+    assert {k: f.views.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
         {"done": 1, "errors": 1, "revisits": 0, "revisit_errors": 0}
-    f.commit(acks=[(leases[2].id, "CV", ""), (leases[3].id, "EV", "HTTP 404"), (leases[4].id, "CA", "")])
-    assert {k: f.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
+    f.queues.commit(acks=[(leases[2].id, "CV", ""), (leases[3].id, "EV", "HTTP 404"), (leases[4].id, "CA", "")])
+    assert {k: f.views.stats().get(k, 0) for k in ("done", "errors", "revisits", "revisit_errors")} == \
         {"done": 2, "errors": 0, "revisits": 1, "revisit_errors": 1}
-    assert [e["reason"] for e in f.errors()] == ["HTTP 404", "HTTP 500"]
+    assert [e["reason"] for e in f.views.errors()] == ["HTTP 404", "HTTP 500"]
     # An error's URL that fails again ("EA") stays one error: listed, not counted twice.
-    f.enqueue([link(f, "http://a/again", "a")])
-    again, _ = f.lease(1)
-    f.commit(acks=[(again[0].id, "E", "HTTP 500")])
-    f.enqueue([link(f, "http://a/again2", "a")])
-    again2, _ = f.lease(1)
-    f.commit(acks=[(again2[0].id, "EA", "HTTP 500")])
-    assert f.stats()["errors"] == 1 and [e["reason"] for e in f.errors()][:2] == ["HTTP 500", "HTTP 500"]
-    assert f.node_counters("n1") == {"pages": 3, "errors": 4}  # what the node stored and settled
+    f.queues.enqueue([link(f, "http://a/again", "a")])
+    again, _ = f.queues.lease(1)
+    f.queues.commit(acks=[(again[0].id, "E", "HTTP 500")])
+    f.queues.enqueue([link(f, "http://a/again2", "a")])
+    again2, _ = f.queues.lease(1)
+    f.queues.commit(acks=[(again2[0].id, "EA", "HTTP 500")])
+    assert f.views.stats()["errors"] == 1 and [e["reason"] for e in f.views.errors()][:2] == ["HTTP 500", "HTTP 500"]
+    assert f.views.node_counters("n1") == {"pages": 3, "errors": 4}  # what the node stored and settled
 
 
 def test_retry_waits_its_backoff_then_joins_the_tail(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=5)
-    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(2)])
-    leases, _ = f.lease(1)
-    f.commit(requeues=[(leases[0].id, 0.3, "a", leases[0].entry)])
-    assert urls(f.lease(1)[0]) == ["http://a/1"]
-    leases, wait = f.lease(1)
+    f.queues.enqueue([link(f, f"http://a/{i}", "a") for i in range(2)])
+    leases, _ = f.queues.lease(1)
+    f.queues.commit(requeues=[(leases[0].id, 0.3, "a", leases[0].entry)])
+    assert urls(f.queues.lease(1)[0]) == ["http://a/1"]
+    leases, wait = f.queues.lease(1)
     assert leases == [] and 0 < wait <= 0.3
     time.sleep(wait + 0.02)
-    assert urls(f.lease(1)[0]) == ["http://a/0"]
-    assert f.stats()["retried"] == 1
+    assert urls(f.queues.lease(1)[0]) == ["http://a/0"]
+    assert f.views.stats()["retried"] == 1
 
 
 def test_release_gives_leases_back_in_order(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=5, default_delay=0.5)
-    f.enqueue([link(f, f"http://{s}/{i}", s) for i in range(2) for s in ("a", "b")])
-    leases, _ = f.lease(5)
-    assert f.release([lease.id for lease in leases]) == 2
+    f.queues.enqueue([link(f, f"http://{s}/{i}", s) for i in range(2) for s in ("a", "b")])
+    leases, _ = f.queues.lease(5)
+    assert f.queues.release([lease.id for lease in leases]) == 2
     time.sleep(0.55)
-    again, _ = f.lease(5)
+    again, _ = f.queues.lease(5)
     assert sorted(urls(again)) == sorted(urls(leases))
 
 
 def test_backoff_pushes_a_site_out_and_success_halves_it(client, crawl_name):
     f = make(client, crawl_name, concurrency_per_site=5)
-    f.enqueue([link(f, f"http://a/{i}", "a") for i in range(3)])
+    f.queues.enqueue([link(f, f"http://a/{i}", "a") for i in range(3)])
     assert f.politeness.backoff("a", 0.4, 10) == 0.4
-    assert f.lease(1)[0] == []
+    assert f.queues.lease(1)[0] == []
     assert f.politeness.backoff("a", 0.4, 10) == 0.8  # doubles
     time.sleep(0.85)
-    leases, _ = f.lease(1)
-    f.commit(acks=[(leases[0].id, "C", "")])
-    assert int(client.hget(f.shard("a").backoff, "a")) == 400
+    leases, _ = f.queues.lease(1)
+    f.queues.commit(acks=[(leases[0].id, "C", "")])
+    assert int(client.hget(f.keys.site("a").backoff, "a")) == 400
 
 
 def test_per_site_cap_is_cluster_wide(client, crawl_name):
     f1 = make(client, crawl_name, max_pages_per_site=3, node="w1")
     f2 = make(client, crawl_name, max_pages_per_site=3, node="w2")
-    assert f1.enqueue([link(f1, f"http://a/{i}", "a") for i in range(2)]) == (2, 0, 0)
-    assert f2.enqueue([link(f2, f"http://a/{i}", "a") for i in range(2, 5)]) == (1, 0, 2)
+    assert f1.queues.enqueue([link(f1, f"http://a/{i}", "a") for i in range(2)]) == (2, 0, 0)
+    assert f2.queues.enqueue([link(f2, f"http://a/{i}", "a") for i in range(2, 5)]) == (1, 0, 2)
 
 
 def test_head_entries_go_first(client, crawl_name):
     f = make(client, crawl_name)
-    f.enqueue([link(f, "http://a/1", "a"), link(f, "http://a/redirected", "a", head=True)])
-    assert urls(f.lease(1)[0]) == ["http://a/redirected"]
+    f.queues.enqueue([link(f, "http://a/1", "a"), link(f, "http://a/redirected", "a", head=True)])
+    assert urls(f.queues.lease(1)[0]) == ["http://a/redirected"]
 
 
 def test_keys_are_the_crawls_and_each_script_stays_in_one_slot(client, crawl_name):
     from redis.crc import key_slot
 
     f = make(client, crawl_name, max_pages_per_site=5)
-    f.enqueue([link(f, f"http://{s}/1", s) for s in "abcdefgh"])
-    f.heartbeat()
-    f.lease(8)
-    keys = f.all_keys()
+    f.queues.enqueue([link(f, f"http://{s}/1", s) for s in "abcdefgh"])
+    f.control.heartbeat()
+    f.queues.lease(8)
+    keys = f.views.all_keys()
     assert len(keys) >= 8
     assert all(k.startswith(("{" + crawl_name + "}:", "{" + crawl_name + ":s")) for k in keys)
     # A site's keys share its shard's hash tag: one slot for its scripts.
     for site in "abcdefgh":
-        shard = f.shard(site)
+        shard = f.keys.site(site)
         slots = {key_slot(k.encode()) for k in [*shard.fixed, shard.queue(site), shard.seen(3), shard.leases("n1")]}
         assert len(slots) == 1
     # The sites spread over several shards.
-    assert len({f.shard(s).index for s in "abcdefgh"}) > 1
+    assert len({f.keys.site(s).index for s in "abcdefgh"}) > 1
 
 
 class _Spider(Spider):
@@ -435,7 +436,7 @@ def test_near_duplicate_index_is_shared_and_atomic(client, crawl_name):
     assert verdict(f1, "http://a/6", "h1", base, 1.0) == ("exact", "http://a/1")
     # A page seen again (re-crawl) is not a copy of itself.
     assert verdict(f1, "http://a/1", "h1", base) == ("new", None)
-    stats = f1.stats()
+    stats = f1.views.stats()
     assert (stats["near_duplicates"], stats["exact_duplicates"]) == (2, 1)
 
 
@@ -556,7 +557,7 @@ def test_a_record_without_a_well_formed_order_key_is_no_evidence(client, crawl_n
     f = make(client, crawl_name)
     text = " ".join(_words(0, 120))
     assert _check(f, "http://a/1", "a", content_hash(text), text).kind == "new"
-    key = next(k for k in f.all_keys() if ":rec:" in k)
+    key = next(k for k in f.views.all_keys() if ":rec:" in k)
     field, value = next(iter(client.hgetall(key).items()))
     assert value[15:] == b"http://a/1"  # 3 bytes of page id, 5 of site tag, 7 of order, the URL
     for n, bad in enumerate([b"", b"\x00", b"\x00" * 6 + b"http://a/1", b"\x00" * 7 + b"a/1"]):
@@ -730,7 +731,7 @@ def test_a_copy_published_elsewhere_first_does_not_poison_the_original(client, c
     assert (again.kind, again.first, again.same_site) == ("exact", "http://orig/hub", True)
     near = _check(f, "http://orig/hub-near", "orig", "c2", hub + " w900 w901")
     assert (near.kind, near.first, near.same_site) == ("near", "http://orig/hub", True)
-    assert f.stats()["cross_site_copies"] == 1
+    assert f.views.stats()["cross_site_copies"] == 1
 
 
 def test_a_site_of_copies_becomes_a_mirror(client, crawl_name):
@@ -770,7 +771,7 @@ def test_send_times_are_reserved_a_gap_apart_for_the_whole_cluster(client, crawl
     try:
         assert (nodelay.politeness.reserve_send("a"), nodelay.politeness.reserve_send("a")) == (0.0, 0.0)
     finally:
-        nodelay.delete_all()
+        nodelay.views.delete_all()
 
 
 def test_a_rendered_pages_requests_take_their_place_in_the_sites_timeline(client, crawl_name):
@@ -783,23 +784,23 @@ def test_a_rendered_pages_requests_take_their_place_in_the_sites_timeline(client
     assert w1.politeness.reserve("a") == 0.0
     second = w2.politeness.reserve("a")
     assert 1.05 - (time.monotonic() - start) - 0.01 <= second <= 1.05
-    w1.enqueue([link(w1, "http://a/1", "a"), link(w1, "http://b/1", "b")])
-    assert urls(w2.lease(10)[0]) == ["http://b/1"]  # a's next turn is 2.1 s away
+    w1.queues.enqueue([link(w1, "http://a/1", "a"), link(w1, "http://b/1", "b")])
+    assert urls(w2.queues.lease(10)[0]) == ["http://b/1"]  # a's next turn is 2.1 s away
     assert w2.politeness.reserve("c") == 0.0
     assert 1.0 <= w2.politeness.reserve("b") <= 1.05  # b's lease took its turn: the next waits a gap
     nodelay = make(client, crawl_name + "x", node="w3", default_delay=0, delay_margin=0.05)
     try:
         assert (nodelay.politeness.reserve("a"), nodelay.politeness.reserve("a")) == (0.0, 0.0)
     finally:
-        nodelay.delete_all()
+        nodelay.views.delete_all()
 
 
 def test_leases_carry_their_site_gap(client, crawl_name):
     f = make(client, crawl_name, default_delay=0.5, delay_margin=0.05)
-    f.enqueue([link(f, "http://a/1", "a")])
+    f.queues.enqueue([link(f, "http://a/1", "a")])
     f.politeness.set_site_delay("b", 2.0)
-    f.enqueue([link(f, "http://b/1", "b")])
-    gaps = {lease.site: lease.gap for lease in f.lease(10)[0]}
+    f.queues.enqueue([link(f, "http://b/1", "b")])
+    gaps = {lease.site: lease.gap for lease in f.queues.lease(10)[0]}
     assert gaps == {"a": 0.55, "b": 2.05}
 
 

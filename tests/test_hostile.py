@@ -54,7 +54,7 @@ def test_bad_entries_are_settled_once_and_the_queue_moves_on(server, tmp_path, f
     bad = bad_entries(server)
     client = redis.Redis.from_url(redis_url)
     frontier = Frontier(client, name, node="writer")
-    shard = frontier.shard(site)
+    shard = frontier.keys.site(site)
     good = json.dumps({"u": server.url(GOOD)}).encode()
     client.rpush(shard.queue(site), *[e for e, _ in bad], good)
     client.zadd(shard.ready, {site: 0})
@@ -65,7 +65,7 @@ def test_bad_entries_are_settled_once_and_the_queue_moves_on(server, tmp_path, f
     assert result.returncode == 0, result.log[-3000:]
     # The good entry was fetched (after robots.txt), nothing of the bad ones.
     assert result.fetched == ["/robots.txt", GOOD]
-    stats = frontier.stats()
+    stats = frontier.views.stats()
     assert (stats["errors"], stats["done"], stats["queued"], stats["leased"]) == (len(bad), 1, 0, 0)
     # Entries are kept as written (cut at 2 KiB): not necessarily UTF-8.
     errors = [json.loads(e.decode("utf-8", "replace")) for e in client.lrange(shard.errors, 0, -1)]

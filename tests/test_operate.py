@@ -206,10 +206,10 @@ def test_a_finished_crawl_run_again_says_so_then_export_and_reset(grid_server, r
     assert code == 1 and "Add --yes" in out
     client = redis_lib.Redis.from_url(redis_url)
     frontier = Frontier(client, crawl_name)
-    assert frontier.all_keys()
+    assert frontier.views.all_keys()
     code, out, _ = command("reset", ["--yes"], {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name}, tmp_path)
     assert code == 0 and "deleted" in out
-    assert frontier.all_keys() == []
+    assert frontier.views.all_keys() == []
     mark = grid_server.mark()
     fresh = Worker([seeds(grid_server)], settings, tmp_path)
     assert fresh.wait(120) == 0

@@ -72,7 +72,7 @@ def settings(redis_url, crawl_name):
     yield {"REDIS_URL": redis_url, "CRAWL_NAME": crawl_name, "CRAWL_PROCESSES": 2, "DOWNLOAD_DELAY": 0.05,
            "FRONTIER_HEARTBEAT_INTERVAL": 0.5, "FRONTIER_LEASE_TIMEOUT": 3}
     client = redis.Redis.from_url(redis_url)
-    Frontier(client, crawl_name, node="reader").delete_all()
+    Frontier(client, crawl_name, node="reader").views.delete_all()
     client.close()
 
 
@@ -96,9 +96,9 @@ def test_two_processes_crawl_every_url_once_and_say_which_is_which(grid_server, 
     assert log.rstrip().endswith("[supervisor] every worker has ended")
     client = redis.Redis.from_url(settings["REDIS_URL"])
     frontier = Frontier(client, settings["CRAWL_NAME"], node="reader")
-    nodes = frontier.nodes()
+    nodes = frontier.views.nodes()
     assert sorted(int(n["pid"]) for n in nodes.values()) == sorted(pids)
-    pages = {n: c.get("pages", 0) for n, c in frontier.counters_of(sorted(nodes)).items()}
+    pages = {n: c.get("pages", 0) for n, c in frontier.views.counters_of(sorted(nodes)).items()}
     assert sum(pages.values()) == PAGES and min(pages.values()) > 0, pages  # both took part
     assert [_process(p) for p in pids] == [None, None]  # no worker outlives the command
 
@@ -160,7 +160,7 @@ def test_a_killed_worker_is_restarted_and_nothing_is_lost(grid_server, settings,
     assert set(got) == set(EXPECTED)
     assert sum(got.values()) - sum(EXPECTED.values()) <= 16
     client = redis.Redis.from_url(settings["REDIS_URL"])
-    stats = Frontier(client, settings["CRAWL_NAME"], node="reader").stats()
+    stats = Frontier(client, settings["CRAWL_NAME"], node="reader").views.stats()
     assert (stats["done"], stats["queued"], stats["leased"]) == (PAGES, 0, 0)
 
 
@@ -179,7 +179,7 @@ def test_ctrl_c_stops_every_worker_cleanly_and_the_crawl_resumes(grid_server, se
     assert [_process(p) for p in pids] == [None, None]
     client = redis.Redis.from_url(settings["REDIS_URL"])
     frontier = Frontier(client, settings["CRAWL_NAME"], node="reader")
-    stats = frontier.stats()
+    stats = frontier.views.stats()
     assert stats["leased"] == 0 and stats["queued"] > 0  # given back, waiting for the next run
     first = fetched(grid_server, mark)
     mark = grid_server.mark()

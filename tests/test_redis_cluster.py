@@ -40,7 +40,7 @@ def cluster_crawl(redis_cluster):
     name = new_crawl_name("cluster")
     yield name
     redis_cluster.wait_ok()
-    Frontier(redis_cluster.client(), name).delete_all()
+    Frontier(redis_cluster.client(), name).views.delete_all()
 
 
 def stored_pages(crawl_dir: Path, name: str) -> Counter[str]:
@@ -54,7 +54,7 @@ def keys_per_master(cluster, frontier: Frontier) -> dict[int, list[str]]:
     (``node_of_key``, asked once per hash tag, for every key of a tag shares
     its slot), checked against what each master itself holds (SCAN there)."""
     by_tag: dict[str, list[str]] = defaultdict(list)
-    for key in frontier.all_keys():
+    for key in frontier.views.all_keys():
         by_tag[re.match(r"\{([^}]*)\}", key).group(1)].append(key)  # type: ignore[union-attr]
     placed: dict[int, list[str]] = defaultdict(list)
     for tag, keys in by_tag.items():
@@ -88,8 +88,8 @@ def two_workers_on_cluster(grid_server, redis_cluster, tmp_path_factory):
     assert b.wait() == 0, b.log[-3000:]
     frontier = Frontier(redis_cluster.client(), name, node="reader")
     yield {"a": a, "b": b, "requests": grid_server.requests(mark), "crawl_dir": crawl_dir, "name": name,
-           "frontier": frontier, "stats": frontier.stats(), "placed": keys_per_master(redis_cluster, frontier)}
-    frontier.delete_all()
+           "frontier": frontier, "stats": frontier.views.stats(), "placed": keys_per_master(redis_cluster, frontier)}
+    frontier.views.delete_all()
 
 
 def test_two_workers_on_a_cluster_fetch_every_url_once_and_store_every_page_once(two_workers_on_cluster):
@@ -161,15 +161,15 @@ def test_frontier_pipelines_send_each_script_call_to_its_node(redis_cluster, clu
         sites = [f"site{i}.example" for i in range(40)]
         links = [LinkEntry(*fingerprint_slot(hashlib.sha1(s.encode()).digest(), 1024), s,
                            json.dumps({"u": f"http://{s}/"})) for s in sites]
-        assert f.enqueue(links) == (40, 0, 0)
+        assert f.queues.enqueue(links) == (40, 0, 0)
         leased: list = []
         for _ in range(10):
-            batch, _ = f.lease(40)
+            batch, _ = f.queues.lease(40)
             leased += batch
             if len(leased) == 40:
                 break
         assert sorted(lease.site for lease in leased) == sorted(sites)
-        done = f.commit(acks=[(lease.id, "C", "") for lease in leased])
+        done = f.queues.commit(acks=[(lease.id, "C", "") for lease in leased])
         assert done.error is None
         for i, s in enumerate(sites[:8]):
             f.duplicates.check(f"http://{s}/", s, f"{i:040x}")
@@ -219,7 +219,7 @@ def test_the_duplicate_indexs_tables_split_on_a_cluster(redis_cluster, cluster_c
     for n, t in enumerate(texts):
         assert f.duplicates.check(f"http://a.example/{n}", "a.example", content_hash(t), fingerprints(t)[1]).kind \
             == "new"
-    bands = [k for k in f.all_keys() if ":lsh:" in k and not k.endswith(":grown")]
+    bands = [k for k in f.views.all_keys() if ":lsh:" in k and not k.endswith(":grown")]
     final = {k.split("}")[0] for k in bands if "/" not in k}
     assert final == {"{" + sk.prefix[1:-2] for sk in f.keys.dup_shards}  # splits on every shard
     assert all(client.hlen(k) <= SPLIT_AT for k in bands if "/" in k)
@@ -234,7 +234,7 @@ def test_the_duplicate_indexs_tables_split_on_a_cluster(redis_cluster, cluster_c
 def test_sigkill_a_worker_on_a_cluster_loses_nothing(grid_server, redis_cluster, cluster_crawl, tmp_path):
     frontier, node_a = sigkill_scenario(grid_server, redis_cluster.client(), redis_cluster.url, cluster_crawl,
                                         tmp_path)
-    assert frontier.held_leases(node_a) == 0
+    assert frontier.views.held_leases(node_a) == 0
     assert stored_pages(tmp_path, cluster_crawl) == {h: len(grid_paths()) for h in GRID_HOSTS}
 
 
@@ -272,7 +272,7 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
         b = Worker([], settings, tmp_path)
         reader = Frontier(cluster.client(), name, node="reader")
         deadline = time.monotonic() + 30
-        while len(reader.nodes()) < 2:  # B is in: it holds work when the master goes
+        while len(reader.views.nodes()) < 2:  # B is in: it holds work when the master goes
             assert time.monotonic() < deadline and b.proc.poll() is None, "B did not join"
             time.sleep(0.05)
         wait_for_requests(grid_server, mark, 30)
@@ -296,7 +296,7 @@ def test_a_master_stopped_mid_crawl_and_restarted(grid_server, tmp_path):
         outage = time.monotonic() - down_at
         assert a.wait() == 0, a.log[-5000:]
         assert b.wait() == 0, b.log[-5000:]
-        stats = reader.stats()
+        stats = reader.views.stats()
     finally:
         cluster.stop()
     assert "fail" in states, states  # the outage reached CLUSTERDOWN

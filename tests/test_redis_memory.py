@@ -80,7 +80,7 @@ def make_full(client: redis.Redis) -> None:
 def link(f: Frontier, url: str, site: str) -> LinkEntry:
     import hashlib
 
-    return LinkEntry(*f.slot(hashlib.sha1(url.encode()).digest()), site, json.dumps({"u": url}))
+    return LinkEntry(*f.queues.slot(hashlib.sha1(url.encode()).digest()), site, json.dumps({"u": url}))
 
 
 @pytest.mark.parametrize(("exc", "oom"), [
@@ -102,10 +102,10 @@ def test_a_full_redis_refuses_a_commit_whole_and_takes_it_once_memory_is_raised(
         client = server.client()
         f = Frontier(client, "full", node="w1", default_delay=0)
         f.check_layout()
-        f.enqueue([link(f, "http://a.test/", "a.test"), link(f, "http://b.test/", "b.test")])
-        leases, _ = f.lease(2)
+        f.queues.enqueue([link(f, "http://a.test/", "a.test"), link(f, "http://b.test/", "b.test")])
+        leases, _ = f.queues.lease(2)
         assert len(leases) == 2
-        before = f.stats()
+        before = f.views.stats()
         make_full(client)
         [node] = memory_of(client)
         assert (node.node, node.policy, node.full) == (f"127.0.0.1:{server.port}", "noeviction", True)
@@ -116,23 +116,23 @@ def test_a_full_redis_refuses_a_commit_whole_and_takes_it_once_memory_is_raised(
         lease = next(x for x in leases if x.site == "a.test")
         new = link(f, "http://a.test/next", "a.test")
         with pytest.raises(redis.RedisError) as refused:
-            f.commit(links=[new], acks=[(lease.id, "C", "")])
+            f.queues.commit(links=[new], acks=[(lease.id, "C", "")])
         assert is_oom(refused.value), refused.value
-        assert f.stats() == before
-        assert f.held_leases("w1") == 2
+        assert f.views.stats() == before
+        assert f.views.held_leases("w1") == 2
         # A heartbeat still goes through (it frees before it writes): no
         # worker is taken for dead while Redis is full.
-        f.heartbeat({"state": "paused"})
-        assert f.nodes()["w1"]["state"] == "paused"
+        f.control.heartbeat({"state": "paused"})
+        assert f.views.nodes()["w1"]["state"] == "paused"
         assert f.control.takes_writes() is False
 
         client.config_set("maxmemory", 0)
         assert f.control.takes_writes() is True
-        result = f.commit(links=[new], acks=[(lease.id, "C", "")])
+        result = f.queues.commit(links=[new], acks=[(lease.id, "C", "")])
         assert (result.added, result.duplicates, result.acked, result.stale, result.error) == (1, 0, 1, 0, None)
-        after = f.stats()
+        after = f.views.stats()
         assert (after["done"], after["queued"], after["leased"]) == (1, before["queued"] + 1, 1)
-        assert f.held_leases("w1") == 1
+        assert f.views.held_leases("w1") == 1
     finally:
         server.stop()
 
@@ -291,8 +291,8 @@ def test_a_crawl_that_fills_redis_waits_for_memory_and_finishes(binary, tmp_path
                                               stdout=out, stderr=subprocess.STDOUT, text=True))
             RUNNING.append(procs[-1])
         reader = Frontier(client, "full", node="reader")
-        until(lambda: len(nodes := reader.nodes()) == 2 and all(reader.node_counters(n).get("pages", 0) > 0
-                                                                 for n in nodes), 60, "both workers' pages")
+        until(lambda: len(nodes := reader.views.nodes()) == 2
+              and all(reader.views.node_counters(n).get("pages", 0) > 0 for n in nodes), 60, "both workers' pages")
         # Once both crawl: a limit 100 KB above what Redis holds, which the
         # crawl fills within a few hundred pages.
         client.config_set("maxmemory", client.info("memory")["used_memory"] + 100 * 1024)

@@ -330,11 +330,11 @@ def test_deploy_watch_seed_cancel_stop_resume(grid_server, machines, redis_url, 
     node, job = jobs["b2"]
     b2 = next(n["id"] for n in status(ops, tmp_path)["nodes"] if n["pid"] == pids["b2"])
     frontier = Frontier(redis.Redis.from_url(redis_url), crawl_name, node="test")
-    until(lambda: frontier.held_leases(b2), 30, "a request in flight in job b2")
+    until(lambda: frontier.views.held_leases(b2), 30, "a request in flight in job b2")
     assert node.post("cancel.json", project="crawler", job=job, signal="KILL")["prevstate"] == "running"
     node.wait_finished(job, 30)
     assert "Spider closed" not in node.job_log(job), node.job_log(job)[-3000:]
-    held = frontier.held_leases(b2)
+    held = frontier.views.held_leases(b2)
     code, out, err = deploy(cfg, ["node2", "--no-deploy", "-a", "follow=all"], settings)
     assert code == 0, err
     jobs["b3"] = node2, out["jobs"][0]["jobid"]

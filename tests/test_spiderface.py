@@ -38,7 +38,8 @@ def test_a_spider_that_does_not_declare_it_is_refused_at_open():
             pass
 
     assert not isinstance(Plain(), FrontierSpider)
-    scheduler = FrontierScheduler(get_crawler(Plain, {"EXTENSIONS": {"crawler.frontier.service.FrontierService": 0}}))
+    scheduler = FrontierScheduler.from_crawler(
+        get_crawler(Plain, {"EXTENSIONS": {"crawler.frontier.service.FrontierService": 0}}))
     with pytest.raises(TypeError, match="spider 'plain' does not declare what the frontier needs of it"):
         scheduler.open(Plain())
 

@@ -132,6 +132,7 @@ def test_crawl_stopped_while_mongodb_is_down_spills_then_resumes(server, tmp_pat
 def _pipeline(tmp_path):
     from scrapy.utils.test import get_crawler
 
+    from crawler.frontier.faces import FrontierFaces
     from crawler.pipelines import StorePipeline
     from crawler.store import SQLiteStore
 
@@ -139,7 +140,7 @@ def _pipeline(tmp_path):
                                          "STORE_RETRY_DELAY": 0.01, "STORE_RETRY_MAX_DELAY": 0.02,
                                          "STORE_CLOSE_TIMEOUT": 0.1})
     crawler.stats.open_spider()
-    pipeline = StorePipeline(crawler)
+    pipeline = StorePipeline(crawler, FrontierFaces(crawler).store)
     pipeline.open_buffer(SQLiteStore(tmp_path / "store.sqlite3"), tmp_path / "spill.jsonl")
     return pipeline
 

@@ -287,7 +287,7 @@ def test_two_workers_share_the_evidence(client, crawl_name):
 def test_the_key_lives_in_the_sites_shard():
     f = Frontier(redis.Redis(), "c", node="n", shards=16)  # no command is sent
     for site in ("python.org", "example.com", "a.github.io"):
-        shard = f.shard(site)
+        shard = f.keys.site(site)
         assert f.templates.key(site) == template_key(shard, site) == shard.prefix + "tpl2:" + site
         assert key_slot(f.templates.key(site).encode()) == key_slot(shard.stats.encode())
 

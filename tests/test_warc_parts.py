@@ -409,4 +409,4 @@ def test_claims_on_a_redis_cluster_land_on_each_payloads_own_master(redis_cluste
         assert found == [Original(u, d) for _, u, d in todo[30:]]
     finally:
         redis_cluster.wait_ok()
-        Frontier(redis_cluster.client(), name).delete_all()
+        Frontier(redis_cluster.client(), name).views.delete_all()

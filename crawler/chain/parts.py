@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from crawler.documents import Documents
     from crawler.follow import Follower
+    from crawler.frontier.faces import SpiderFace
     from crawler.pagecheck import PageCheck
     from crawler.pagetype import PageTyper
     from crawler.render.service import Renderer
@@ -49,6 +50,8 @@ class Parts:
     max_text_chars: int
     max_redirects: int
     resolver: LinkResolver
+    # The crawl's frontier as the spider's parts see it (``frontier/faces.py``).
+    frontier: SpiderFace
     # The site's last legacy encoding: the hint for its pages that declare none.
     encodings: EncodingHints
 
@@ -72,10 +75,11 @@ class Parts:
         sitemaps = Sitemaps(crawler, follower, spider)
         crawler.signals.connect(sitemaps.robots_read, signal=ROBOTS_READ)
         return cls(crawler=crawler, spider=spider, request=request, follower=follower, sitemaps=sitemaps,
-                   variants=Variants(crawler, follower), pagecheck=PageCheck(crawler),
+                   variants=Variants(crawler, follower), pagecheck=PageCheck(crawler, follower.frontier),
                    renderer=Renderer(crawler, follower, resolver), documents=Documents(crawler),
-                   typer=PageTyper(crawler), topic=topic, max_text_chars=settings.getint("STORE_MAX_TEXT_CHARS"),
-                   max_redirects=settings.getint("REDIRECT_MAX_TIMES"), resolver=resolver,
+                   typer=PageTyper(crawler, follower.frontier), topic=topic,
+                   max_text_chars=settings.getint("STORE_MAX_TEXT_CHARS"),
+                   max_redirects=settings.getint("REDIRECT_MAX_TIMES"), resolver=resolver, frontier=follower.frontier,
                    encodings=EncodingHints())
 
 

@@ -100,13 +100,13 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
                                         "render": args.get("render")})
             if conflict is not None:
                 raise ConfigError(conflict)
-        stop = frontier.stop_requested()
+        stop = frontier.control.stop_requested()
         if stop is not None:
             if not settings.getbool("STOP_CLEAR"):
                 raise CrawlStopped(
                     f"crawl {name!r} was stopped by `scrapy stop` ({stop['by'] or 'unknown'}): this worker "
                     "does not start. `scrapy stop --clear` (or -s STOP_CLEAR=1) lets workers run it again")
-            frontier.clear_stop()
+            frontier.control.clear_stop()
             logger.warning("Cleared the stop flag of crawl %(crawl)s (STOP_CLEAR)", {"crawl": name})
     except redis.RedisError as exc:
         if is_oom(exc):

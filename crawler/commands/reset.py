@@ -43,7 +43,7 @@ class Command(FrontierCommand):
                                    "queued": st["frontier"]["queued"], "alive": alive, "deleted": 0}
             if alive or not opts.yes:
                 return out
-            out["deleted"] = frontier.delete_all()
+            out["deleted"] = frontier.views.delete_all()
             return out
 
         out = self.guarded("reset", work)

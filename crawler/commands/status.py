@@ -224,7 +224,7 @@ class Command(FrontierCommand):
 
         def read() -> tuple[Frontier, int, list[dict[str, Any]]]:
             frontier = self.open_frontier()
-            c = frontier.stats()
+            c = frontier.views.stats()
             # Pages, revisits and sitemaps settled as errors: what the list holds.
             total = c.get("errors", 0) + c.get("revisit_errors", 0) + c.get("sitemap_errors", 0)
             return frontier, total, ops.failed(frontier, opts.errors)

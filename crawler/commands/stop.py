@@ -43,7 +43,7 @@ class Command(FrontierCommand):
         def work() -> tuple[dict[str, Any], str]:
             frontier = self.open_frontier()
             if opts.clear:
-                was = frontier.clear_stop()
+                was = frontier.control.clear_stop()
                 return ({"crawl": frontier.crawl, "cleared": was},
                         f"crawl {frontier.crawl}: stop flag cleared; workers may run it again" if was
                         else f"crawl {frontier.crawl}: no stop flag was set")

@@ -90,16 +90,14 @@ that site (``MIRROR``, in the site's own shard).
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 import zlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from crawler.fingerprint import Sketch
 from crawler.frontier.buckets import SPLIT_AT, bucket_width, grown_sizes, parse_sizes, sizes_text
-from crawler.urls import url_site
+from crawler.frontier.dupentries import (ORDER, Candidate, Duplicate, is_url, page_id, record_of, site_of_url,
+                                         site_tag, text_of)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -107,36 +105,10 @@ if TYPE_CHECKING:
     from crawler.redis.gateway import Gateway
     from crawler.redis.keys import Keys
 
-__all__ = ["Duplicate", "DuplicateIndex"]
+__all__ = ["Duplicate", "DuplicateIndex", "page_id", "site_tag"]
 
 _MASK24 = (1 << 24) - 1
 _BAND_CAP = 8  # pages kept a band key: more pages alike than that are candidates enough
-
-
-@dataclass(slots=True, frozen=True)
-class Duplicate:
-    """The verdict of the duplicate index: ``kind`` "new", "exact" or "near";
-    the first page with that content (on this site when there is one), the
-    Hamming distance of their SimHashes, whether it is on the same site, the
-    site this page's site mirrors (None: not a mirror), and the resemblance
-    of their shingles (1.0: exact; as the samples tell)."""
-
-    kind: str
-    first: str | None = None
-    distance: int = -1
-    same_site: bool = False
-    mirror_of: str | None = None
-    resemblance: float = 0.0
-    order: str = ""  # the page's place in time (a page with a sketch), to be stored with it
-
-
-@dataclass(slots=True)
-class _Candidate:
-    url: str
-    site: str
-    distance: int
-    order: str
-    resemblance: float = 1.0
 
 
 class DuplicateIndex:
@@ -162,7 +134,7 @@ class DuplicateIndex:
             if recorded is None and shards is not None:
                 sizes = [self.buckets]
             else:
-                sizes = parse_sizes(_s(recorded), self.buckets) or grown_sizes(self.buckets)
+                sizes = parse_sizes(text_of(recorded), self.buckets) or grown_sizes(self.buckets)
             self._levels = sizes_text(sizes)
         return self._levels
 
@@ -257,7 +229,7 @@ class DuplicateIndex:
         first_band = len(calls)
         by_shard: dict[int, tuple[list[str], list[Any]]] = {}
         order = self._order()
-        if first is not None and _ORDER.match(first) and first < order:
+        if first is not None and ORDER.match(first) and first < order:
             order = first  # re-crawled: an original stays earlier than the copies made of it since
         ref = b""
         if pid is not None:
@@ -286,23 +258,23 @@ class DuplicateIndex:
         for r in results:
             if isinstance(r, Exception):
                 raise r
-        mirror = _s(results[0]) or None
-        exact_other: _Candidate | None = None
+        mirror = text_of(results[0]) or None
+        exact_other: Candidate | None = None
         if content_key and pid is None:
-            out = [_s(x) for x in results[1]]
-            if out[0] != "new" and _is_url(out[1]) and out[1] != url:
+            out = [text_of(x) for x in results[1]]
+            if out[0] != "new" and is_url(out[1]) and out[1] != url:
                 if out[0] == "own":
                     self.gateway.run_many([("HINCRBY", [site_keys.stats], ["exact_duplicates", 1])])
                     return Duplicate("exact", out[1], 0, True, mirror, 1.0)
-                exact_other = _Candidate(out[1], _site_of(out[1]), 0, "")
-        near_other: _Candidate | None = None
+                exact_other = Candidate(out[1], site_of_url(out[1]), 0, "")
+        near_other: Candidate | None = None
         if pid is not None:
             assert sketch is not None
             created, before, own_before, _ = results[-1]
             if int(created) == 0:
                 # This text has a record: an exact copy, unless it is this very page's.
-                main = _record(before, with_rest=True)
-                own = _record(own_before) if own_before else None
+                main = record_of(before, with_rest=True)
+                own = record_of(own_before) if own_before else None
                 if main is not None and main.url == url and main.order < order:
                     order = main.order  # this page again, unchanged: it keeps its place in time
                 if main is not None and main.url != url:
@@ -310,7 +282,7 @@ class DuplicateIndex:
                         original = main.url if own is None else own.url
                         self._undo(calls, results, first_band, len(by_shard), site_keys.stats, "exact")
                         return Duplicate("exact", original, 0, True, mirror, 1.0, order)
-                    exact_other = _Candidate(main.url, _site_of(main.url), 0, "")
+                    exact_other = Candidate(main.url, site_of_url(main.url), 0, "")
             hits: dict[bytes, int] = {}
             for out in results[first_band:first_band + len(by_shard)]:
                 for pages in out[1::2]:
@@ -327,7 +299,7 @@ class DuplicateIndex:
         copy, kind = (exact_other, "exact") if exact_other is not None else (near_other, "near")
         if copy is None:
             return Duplicate("new", mirror_of=mirror, order=order if pid is not None else "")
-        mirror = _s(self.gateway.run_many([("MIRROR", [*site_keys.fixed, site_keys.mirror(site)],
+        mirror = text_of(self.gateway.run_many([("MIRROR", [*site_keys.fixed, site_keys.mirror(site)],
                                  [site, copy.site, mirror_min_pages, mirror_share, kind])])[0]) or None
         return Duplicate(kind, copy.url, copy.distance, False, mirror, copy.resemblance,
                          order if pid is not None else "")
@@ -335,7 +307,7 @@ class DuplicateIndex:
     def mirror_of(self, site: str) -> str | None:
         """The site ``site`` mirrors, as its pages' copies have said (None: none)."""
         v = self.gateway.run("HGET", [self.keys.site(site).mirrors], [site])
-        return _s(v) if v is not None else None
+        return text_of(v) if v is not None else None
 
     def _undo(self, calls: list[tuple[str, list[str], list[Any]]], results: list[Any], first_band: int,
               band_calls: int, stats: str, kind: str) -> None:
@@ -359,7 +331,7 @@ class DuplicateIndex:
         self.gateway.run_many(undo)
 
     def _candidates(self, plan: list[bytes], sketch: Sketch, threshold: float, url: str,
-                    tag: bytes, order: str) -> tuple[_Candidate | None, _Candidate | None]:
+                    tag: bytes, order: str) -> tuple[Candidate | None, Candidate | None]:
         """The most resembling earlier page of this site and of another site
         among the pages ``plan`` names (by reference), of resemblance at
         least ``threshold``."""
@@ -368,20 +340,20 @@ class DuplicateIndex:
         levels = self.levels
         results = self.gateway.run_many([("GROWN", [self._record_key(ref), self._sketch_key(ref)],
                                           ["read", levels, ref, ref + tag]) for ref in plan])
-        own: _Candidate | None = None
-        other: _Candidate | None = None
+        own: Candidate | None = None
+        other: Candidate | None = None
         for first, mine, stored in results:
             if first is None:
                 continue  # its page's record is not written yet: a later page
             r = sketch.resemblance(stored if isinstance(stored, bytes) else None)
             if r is None or r < threshold:
                 continue  # no sketch (taken out again), not one this index wrote, or too far
-            cand = _record(first, with_rest=True, resemblance=r)
+            cand = record_of(first, with_rest=True, resemblance=r)
             if cand is None or cand.url == url or (cand.order, cand.url) >= (order, url):
                 continue  # not a record this index wrote, or not an earlier page
             same_site = bytes(first[3:8]) == tag
             if not same_site and mine is not None:
-                own_cand = _record(mine, resemblance=r)
+                own_cand = record_of(mine, resemblance=r)
                 if own_cand is not None and own_cand.url != url and (own_cand.order, own_cand.url) < (order, url):
                     cand, same_site = own_cand, True
             if same_site:
@@ -390,56 +362,5 @@ class DuplicateIndex:
             elif other is None or (-cand.resemblance, cand.order) < (-other.resemblance, other.order):
                 other = cand
         if other is not None:
-            other.site = _site_of(other.url)
+            other.site = site_of_url(other.url)
         return own, other
-
-
-def site_tag(site: str) -> str:
-    """10 hex digits (40 bits) naming a site in the duplicate index's values,
-    shorter than the site itself: two sites share one with probability
-    about 10^-12 a pair (for 100,000 sites, 0.5 % that any two do)."""
-    digest = hashlib.blake2b(site.encode("utf-8", "surrogatepass"), digest_size=5).hexdigest()
-    return digest
-
-
-def page_id(content_key: str) -> int:
-    """A page's name in the near-duplicate index: 64 bits of its content key
-    (the same text, the same name)."""
-    return int.from_bytes(hashlib.blake2b(content_key.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "big")
-
-
-def _record(value: Any, with_rest: bool = False, resemblance: float = 1.0) -> _Candidate | None:
-    """A record as ``record.lua`` writes it: [3 bytes of page id, 5 of site
-    tag,] 7 of order, then the URL; None when it is not one (no evidence)."""
-    if not isinstance(value, bytes):
-        return None
-    head = 8 if with_rest else 0
-    if len(value) < head + 7 + 8:
-        return None
-    url = value[head + 7:].decode("utf-8", "replace")
-    if not _is_url(url):
-        return None
-    return _Candidate(url, "", 0, value[head:head + 7].hex(), resemblance)
-
-
-_URL = re.compile(r"https?://[^\s/?#]+[/?#]?\S*\Z")
-_ORDER = re.compile(r"[0-9a-f]{14}\Z")
-
-
-def _is_url(value: str) -> bool:
-    return bool(_URL.match(value)) and _site_of(value) != ""
-
-
-def _site_of(url: str) -> str:
-    """The site of a URL read back from Redis ("" when it is not one)."""
-    try:
-        return url_site(url)
-    except (ValueError, IndexError):
-        return ""
-
-
-def _s(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

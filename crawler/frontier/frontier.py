@@ -20,14 +20,14 @@ Only these parts talk to the frontier's keys (named in
 one pipeline. It knows nothing of Scrapy: the frontier service
 (``service.py``) and the scheduler drive it, and operator commands and tests
 use it directly. It runs on a single Redis or on a Redis Cluster
-(``redis.cluster.RedisCluster``) alike. The methods below are the parts'
-own, under the names callers have used; new code may call the part.
+(``redis.cluster.RedisCluster``) alike. Callers use the parts
+(``frontier.queues.lease``, ``frontier.views.stats`` ...): one way into
+each; the few properties below read the settings and state the parts share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crawler.frontier.base import Settings, State
 from crawler.frontier.buckets import grown_sizes, sizes_text
@@ -42,11 +42,8 @@ from crawler.frontier.sitemapqueue import SitemapQueue
 from crawler.frontier.templates import SiteTemplates
 from crawler.frontier.views import Views
 from crawler.redis.gateway import Gateway
-from crawler.redis.keys import Keys, ShardKeys
+from crawler.redis.keys import Keys
 from crawler.redis.scripts import SCRIPTS
-
-if TYPE_CHECKING:
-    from crawler.redis.gateway import Call
 
 __all__ = ["STOP_MODES", "CommitResult", "Duplicate", "Frontier", "FrontierLayoutError", "Lease", "LinkEntry",
            "entry_priority", "fingerprint_slot"]
@@ -143,101 +140,8 @@ class Frontier:
     def stop_mode(self) -> str | None:
         return self.state.stop_mode
 
-    def run_many(self, calls: Sequence[Call], *, raise_on_error: bool = True) -> list[Any]:
-        return self.gateway.run_many(calls, raise_on_error=raise_on_error)
-
-    def shard(self, site: str) -> ShardKeys:
-        return self.keys.site(site)
-
-    def slot(self, fp: bytes) -> tuple[str, str]:
-        return fingerprint_slot(fp, self.settings.buckets)
-
-    # -- meta (meta.py) ------------------------------------------------------------
-    def recorded_order(self) -> str | None:
-        return self.meta.recorded_order()
-
-    def recorded_shards(self) -> int | None:
-        return self.meta.recorded_shards()
-
+    # -- what combines settings with a part ---------------------------------------
     def check_layout(self, order: str | None = None) -> None:
+        """Check (or record, for a new crawl) the crawl's queue order and
+        dedup bucket sizes (``meta.py``), as this frontier is configured."""
         self.meta.check_layout(order, sizes_text(grown_sizes(self.settings.buckets)))
-
-    def scope(self, add_sites: Sequence[str] = (), add_hosts: Sequence[str] = ()) -> tuple[set[str], set[str]]:
-        return self.scope_store.share(add_sites, add_hosts)[:2]
-
-    # -- queues and leases (queues.py) -----------------------------------------------
-    def enqueue(self, links: Sequence[LinkEntry]) -> tuple[int, int, int]:
-        return self.queues.enqueue(links)
-
-    def commit(self, links: Sequence[LinkEntry] = (), acks: Sequence[tuple[str, str, str]] = (),
-               requeues: Sequence[tuple[str, float, str, str]] = (), downloaded: Sequence[str] = ()) -> CommitResult:
-        return self.queues.commit(links, acks, requeues, downloaded)
-
-    def lease(self, n: int, downloaded: Sequence[str] = (),
-              in_flight: Mapping[str, int] | None = None) -> tuple[list[Lease], float | None]:
-        return self.queues.lease(n, downloaded, in_flight)
-
-    def release(self, lease_ids: Sequence[str]) -> int:
-        return self.queues.release(lease_ids)
-
-    # -- control (control.py) ----------------------------------------------------------
-    def heartbeat(self, record: dict[str, Any] | None = None) -> tuple[int, int, set[str]]:
-        return self.control.heartbeat(record)
-
-    def heartbeats(self) -> tuple[float, dict[str, float]]:
-        return self.control.heartbeats()
-
-    def take_over(self, nodes: Sequence[str]) -> int:
-        return self.control.take_over(nodes)
-
-    def leave(self, record: dict[str, Any] | None = None) -> None:
-        self.control.leave(record)
-
-    def request_stop(self, mode: str = "graceful", by: str = "") -> None:
-        self.control.request_stop(mode, by)
-
-    def clear_stop(self) -> bool:
-        return self.control.clear_stop()
-
-    def stop_requested(self) -> dict[str, Any] | None:
-        return self.control.stop_requested()
-
-    # -- operators (views.py) ------------------------------------------------------------
-    def pending(self) -> int:
-        return self.views.pending()
-
-    def stats(self) -> dict[str, int]:
-        return self.views.stats()
-
-    def node_counters(self, node: str | None = None) -> dict[str, int]:
-        return self.views.node_counters(node)
-
-    def counters_of(self, nodes: Sequence[str]) -> dict[str, dict[str, int]]:
-        return self.views.counters_of(nodes)
-
-    def nodes(self) -> dict[str, dict[str, Any]]:
-        return self.views.nodes()
-
-    def errors(self, limit: int = 1000) -> list[dict[str, Any]]:
-        return self.views.errors(limit)
-
-    def view(self, top: int = 10, limit: int = 100_000, default_delay: float | None = None) -> dict[str, Any]:
-        return self.views.view(top, limit, default_delay)
-
-    def queue_length(self, site: str) -> int:
-        return self.views.queue_length(site)
-
-    def held_leases(self, node: str | None = None) -> int:
-        return self.views.held_leases(node)
-
-    def remove(self, by_site: Mapping[str, Sequence[str]]) -> int:
-        return self.views.remove(by_site)
-
-    def all_keys(self) -> list[str]:
-        return self.views.all_keys()
-
-    def dedup_keys(self) -> list[str]:
-        return self.views.dedup_keys()
-
-    def delete_all(self) -> int:
-        return self.views.delete_all()

@@ -240,12 +240,18 @@ class LeaseBook:
         self.links, self.acks, self.requeues, self.downloaded = [], [], [], []
         return commit
 
+    def take_downloaded(self) -> list[str]:
+        """Downloads over, told to Redis with the next lease call (which frees
+        their sites' slots); the book forgets them (see ``restore``)."""
+        downloaded, self.downloaded = self.downloaded, []
+        return downloaded
+
     def take_releases(self) -> list[str]:
         releases, self.releases = self.releases, []
         return releases
 
     def restore(self, commit: Commit | None = None, result: CommitResult | None = None,
-                releases: list[str] | None = None) -> None:
+                releases: list[str] | None = None, downloaded: list[str] | None = None) -> None:
         """Keep what was not sent (Redis away) for the next commit, first."""
         if commit is not None:
             self.links[:0] = commit.links
@@ -259,6 +265,8 @@ class LeaseBook:
             self.downloaded[:0] = result.unsent_downloaded
         if releases:
             self.releases[:0] = releases
+        if downloaded:
+            self.downloaded[:0] = downloaded
 
     # -- heartbeat checks ----------------------------------------------------------------
     def orphans(self, held: set[str], buffered: set[str]) -> set[str]:

@@ -129,6 +129,10 @@ class Queues:
         self._count_live_at = 0.0
         self._starved_poll = 0.1  # seconds until a worker that got nothing asks again (0.1, then 0.2)
 
+    def slot(self, fp: bytes) -> tuple[str, str]:
+        """The dedup bucket and member of request fingerprint ``fp``."""
+        return fingerprint_slot(fp, self.settings.buckets)
+
     def enqueue(self, links: Sequence[LinkEntry]) -> tuple[int, int, int]:
         """Dedup and queue; returns (added, duplicates, over the site cap)."""
         if not links:

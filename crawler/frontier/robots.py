@@ -60,7 +60,7 @@ from twisted.internet.task import deferLater
 
 from crawler.compat import GroupChoosingProtego, RobotsTxtHooks, reactor
 from crawler.config import product_token
-from crawler.frontier.service import FrontierService
+from crawler.frontier.faces import FrontierFaces
 from crawler.frontier.signals import ROBOTS_READ
 from crawler.urls import queue_key
 
@@ -71,8 +71,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser
+    from typing_extensions import Self
 
-    from crawler.frontier.frontier import Frontier
+    from crawler.frontier.faces import PolitenessFace
     from crawler.frontier.politeness import RobotsCache
 
 logger = logging.getLogger(__name__)
@@ -141,8 +142,9 @@ class ProductTokenRobotParser(ProtegoRobotParser):
 
 
 class ClusterRobotsTxtMiddleware(RobotsTxtHooks):
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
         super().__init__(crawler)
+        self.frontier = frontier
         s = crawler.settings
         # Values were checked at start (crawler.config).
         self.ttl = s.getfloat("ROBOTSTXT_CACHE_TTL")
@@ -158,9 +160,12 @@ class ClusterRobotsTxtMiddleware(RobotsTxtHooks):
             self.use_parser(ProductTokenRobotParser)
         self._malformed_hosts: set[str] = set()
 
-    def _frontier(self) -> Frontier | None:
-        service = FrontierService.of(self.crawler)
-        return service.frontier if service.is_open else None
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, FrontierFaces(crawler).politeness)
+
+    def _frontier(self) -> PolitenessFace | None:
+        return self.frontier if self.frontier.is_open else None
 
     def _cache(self) -> RobotsCache | None:
         frontier = self._frontier()
@@ -244,7 +249,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtHooks):
         try:
             cache.put(self._site(netloc), netloc, encode_entry(body, time.time()), math.ceil(self.ttl))
         except redis.RedisError as exc:
-            if not FrontierService.of(self.crawler).refused_for_memory(exc):  # Redis full: said once
+            if not self.frontier.refused_for_memory(exc):  # Redis full: said once
                 logger.warning("Could not cache robots.txt of %(netloc)s: %(exc)s", {"netloc": netloc, "exc": exc})
 
     def cached_body(self, cache: RobotsCache, netloc: str) -> bytes | None:
@@ -291,7 +296,7 @@ class ClusterRobotsTxtMiddleware(RobotsTxtHooks):
         if self.base_delay <= 0:
             return
         frontier = self._frontier()
-        gap = self.base_delay + (frontier.margin_ms / 1000.0 if frontier else 0.0)
+        gap = self.base_delay + (frontier.margin if frontier else 0.0)
         if frontier is not None:
             site = queue_key(urlparse_cached(request).hostname or "", self.queue_by)
             try:

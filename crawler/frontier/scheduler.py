@@ -3,17 +3,8 @@ between Scrapy's scheduler interface and the frontier service
 (``service.py``), which holds the Redis client, the ``Frontier`` and the
 lease book (``leasebook.py``).
 
-Settings:
+Settings (Redis's, the crawl's name and the frontier's own: ``service.py``):
 
-- ``REDIS_URL``, ``REDIS_PARAMS``: the shared Redis (else the embedded one
-  under ``CRAWL_DIR``); ``CRAWL_NAME`` keys everything (default: spider name).
-- ``DOWNLOAD_DELAY``, ``CONCURRENT_REQUESTS_PER_DOMAIN``: as in Scrapy, but
-  per site for the whole cluster, enforced in Redis.
-- ``FRONTIER_DELAY_MARGIN``: seconds added to each gap, so that the gaps a
-  server sees stay above the delay despite network jitter between workers.
-- ``FRONTIER_MAX_PAGES_PER_SITE``: URLs admitted per site, cluster-wide.
-- ``FRONTIER_LEASE_TIMEOUT``: seconds without heartbeat after which a worker's
-  leases go back to their queues; ``FRONTIER_HEARTBEAT_INTERVAL``.
 - ``FRONTIER_RETRY_BACKOFF``, ``FRONTIER_RETRY_BACKOFF_MAX``: a retried
   request waits base * 2^(n-1) seconds (capped) before going back to the
   tail of its site queue.
@@ -25,20 +16,15 @@ Settings:
 - ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
   waiting for the spider (0: twice ``CONCURRENT_REQUESTS``); at the bound the
   site slots its downloads free go to other workers (why: docs/reference.md).
-- ``DUPEFILTER_BUCKETS``: dedup sets (queues.py). ``CLOSESPIDER_PAGECOUNT``: pages stored and held, at most.
+- ``FRONTIER_QUEUE_BY``, ``CLOSESPIDER_PAGECOUNT`` (pages stored and held, at
+  most), ``FRONTIER_LEASE_TIMEOUT`` (items that never settle are acknowledged after it).
 
-Stats: ``frontier/enqueued``, ``frontier/duplicates``, ``frontier/capped``, ``frontier/leased``,
-``frontier/acked/C``, ``/T`` (done, on a focused crawl's topic), ``/E``, ``/F`` (robots.txt forbade it),
-``frontier/lease_held_back``, ``frontier/requeued/retry``, ``frontier/released``, ``frontier/stale_ack``,
-``frontier/released_orphans``, ``frontier/reaped``, ``frontier/redis_round_trips``, ``frontier/redis_error``.
+Stats: ``frontier/leased``, ``frontier/lease_held_back``, ``frontier/requeued/retry``;
+``frontier/acked/<state>`` (``acks.py``); the commits' and heartbeats' (``service.py``).
 
-Where this departs from scrapy-redis (0.9.1), and why (at length in
-``docs/cluster.md``): a taken request is leased, not popped, so a killed
-worker loses nothing; requests queue per site and Redis decides when a site
-may be served, for every worker; dedup keeps 8-byte fingerprints in bucketed
-integer sets (about 9 bytes a URL, not 88); closing a worker never deletes
-shared state; requests are JSON with callbacks by name, never pickles. Kept:
-its connection helper and setting names (``REDIS_URL``, ``REDIS_PARAMS``).
+Where this departs from scrapy-redis (0.9.1), and why: ``docs/cluster.md``
+(leases, not pops; per-site queues timed in Redis; compact dedup; shared
+state never deleted on close; JSON requests, never pickles).
 """
 
 from __future__ import annotations
@@ -46,7 +32,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import redis
@@ -58,16 +43,16 @@ from twisted.internet.task import LoopingCall
 
 from crawler import compat
 from crawler.crawldir import crawl_dir
-from crawler.frontier.queues import LinkEntry
-from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
+from crawler.frontier.acks import Acks
+from crawler.frontier.noderecord import NodeRecord
+from crawler.frontier.joining import say_already_finished
+from crawler.frontier.leasing import GAP_META, LEASE_META, lease_requests, link_entry
+from crawler.frontier.serialize import SerializationError, request_to_json
 from crawler.frontier.service import FrontierService
-from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE, GiveBack
+from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE
+from crawler.frontier.tracking import unwrap
 from crawler.frontier.spiderface import FrontierSpider
-from crawler.frontier.tracking import Tracked, answered, unwrap, visit_kind
-from crawler.requestmeta import (
-    DONT_REDIRECT, FRONTIER_GAP, FRONTIER_LEASE, IMP, IMPORTANCE, IMP_CASH, RETRY_TIMES, TOPIC_PRIORITY,
-)
-from crawler.urls import host_of, queue_key
+from crawler.requestmeta import FRONTIER_LEASE, RETRY_TIMES
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -82,11 +67,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["GAP_META", "LEASE_META", "FrontierScheduler"]
 
-LEASE_META, GAP_META = FRONTIER_LEASE, FRONTIER_GAP  # the registry's names; these kept for importers
-
 
 class FrontierScheduler(BaseScheduler):
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, service: FrontierService) -> None:
         self.crawler = crawler
         s = crawler.settings
         self.stats = crawler.stats
@@ -100,7 +83,7 @@ class FrontierScheduler(BaseScheduler):
         self.page_limit = s.getint("CLOSESPIDER_PAGECOUNT")
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
         self.crawl_dir = str(crawl_dir(s).resolve())
-        self.service = FrontierService.of(crawler)
+        self.service = service  # the frontier's driver: it opens the service, as its Worker
         self.book = self.service.book
         self.spider: FrontierSpider | None = None
         self._buffer: deque[Request] = deque()  # leased, not yet handed to the engine
@@ -109,11 +92,14 @@ class FrontierScheduler(BaseScheduler):
         self._tick_loop: LoopingCall | None = None
         self._lease_after = 0.0
         self.stopping: str | None = None  # "graceful" or "now", once an operator asked (scrapy stop)
-        self._rate: deque[tuple[float, int]] = deque()  # (time, pages acknowledged) samples, last minute
+        self.acks = Acks(self.book, self.stats)
+        self.record = NodeRecord(self.stats, self.book, lease_timeout=self.lease_timeout, crawl_dir=self.crawl_dir)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        # Built when the engine opens, after the extensions: the service is
+        # there to fetch (the one place outside frontier/faces.py).
+        return cls(crawler, FrontierService.of(crawler))
 
     # -- lifecycle -----------------------------------------------------------
     def open(self, spider: Spider) -> Deferred[None] | None:
@@ -160,17 +146,9 @@ class FrontierScheduler(BaseScheduler):
         self.book.give_back(r.meta[FRONTIER_LEASE] for r in self._buffer)
         self._buffer.clear()
         self.service.close()
-        done, errors = self.service.resumed.get("done", 0), self.service.resumed.get("errors", 0)
         revisiting = self.spider is not None and self.spider.revisits  # says what was due itself
-        if reason == "finished" and done + errors and not revisiting \
-                and not self.stats.get_value("response_received_count"):
-            logger.warning("Crawl %(crawl)s was already finished: it holds %(done)d pages done and %(errors)d "
-                           "errors, and nothing is pending, so this run fetched nothing. To crawl again, name "
-                           "a new crawl (-s CRAWL_NAME=...) or clear this one's frontier with `scrapy reset "
-                           "--yes`; `scrapy seed URL` adds pages to it, and a seed stored as an error is "
-                           "tried again when given again (-a seeds=)",
-                           {"crawl": self.service.frontier.crawl, "done": done, "errors": errors},
-                           extra={"spider": self.spider})
+        if reason == "finished" and not revisiting and not self.stats.get_value("response_received_count"):
+            say_already_finished(self.service.frontier.crawl, self.service.resumed, self.spider)
 
     # -- engine interface ------------------------------------------------------
     def has_pending_requests(self) -> bool:
@@ -179,7 +157,7 @@ class FrontierScheduler(BaseScheduler):
         if self.stopping:
             return False
         try:
-            return self.service.frontier.pending() > 0
+            return self.service.frontier.views.pending() > 0
         except redis.RedisError as exc:
             self.service.redis_error(exc)
             return True  # Redis away: wait for it rather than end the crawl
@@ -204,14 +182,9 @@ class FrontierScheduler(BaseScheduler):
         if request.dont_filter:
             bucket, member = "", ""
         else:
-            bucket, member = self.service.frontier.slot(
+            bucket, member = self.service.frontier.queues.slot(
                 self.crawler.request_fingerprinter.fingerprint(request))  # sitemaps, revisits: fingerprinter.py
-        priority = request.meta.get(TOPIC_PRIORITY, 0)
-        imp, cash = request.meta.get(IMP), request.meta.get(IMP_CASH, 0)
-        self.book.enqueue(LinkEntry(bucket, member, queue_key(host_of(request.url), self.queue_by), entry,
-                                    request.priority > 0,
-                                    priority if type(priority) is int and 0 <= priority <= 1000 else 0,
-                                    f"i{imp}:{cash}" if type(imp) is int and type(cash) is int else ""))
+        self.book.enqueue(link_entry(request, entry, (bucket, member), self.queue_by))
         if len(self.book.links) >= 1000:
             self._flush()
         return True
@@ -251,47 +224,25 @@ class FrontierScheduler(BaseScheduler):
             self._wake_in(0.05)
             return
         n = max(1, min(self.lease_batch, self.max_concurrency - active, room))
-        downloaded, self.book.downloaded = self.book.downloaded, []
+        downloaded = self.book.take_downloaded()
         try:
             if not self.service.frontier.state.order_known:
                 # Joined before the crawl recorded its order: there is work
                 # only once it has, so read it before the first lease.
                 self.service.frontier.meta.refresh_order()
-            leases, wait = self.service.frontier.lease(n, downloaded, self.book.in_flight())
+            leases, wait = self.service.frontier.queues.lease(n, downloaded, self.book.in_flight())
         except redis.RedisError as exc:
-            self.book.downloaded[:0] = downloaded
+            self.book.restore(downloaded=downloaded)
             self.service.redis_error(exc)
             self._wake_in(1.0)
             return
-        for lease in leases:
-            try:
-                request = request_from_json(lease.entry, self.spider)
-            except SerializationError as exc:
-                # Settled once, as an error with the reason: leaving it leased
-                # (or giving it back) would serve it again and again, and hold
-                # up the entries behind it in its site queue.
-                logger.error("Refused a frontier entry of site %(site)s: %(exc)s",
-                             {"site": lease.site, "exc": exc}, extra={"spider": self.spider})
-                self.book.refuse(lease.id, f"refused frontier entry: {exc}"[:300])
-                self.stats.inc_value("frontier/refused_entry")
-                continue
-            request.meta[FRONTIER_LEASE] = lease.id
-            if lease.importance is not None and self.service.frontier.state.order == "importance":
-                request.meta[IMPORTANCE] = lease.importance
-            if lease.gap > 0:
-                request.meta[FRONTIER_GAP] = lease.gap  # SendSpacingMiddleware may hold it at the wire
-            # Redirects go back through the frontier as new URLs (the spider
-            # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
-            request.meta[DONT_REDIRECT] = True
-            self.book.add(lease, visit_kind(request))
-            request.callback = Tracked(self, lease.id, request.callback or self.spider.parse, False)
-            request.errback = Tracked(self, lease.id, request.errback, True)
-            self._buffer.append(request)
+        importance = self.service.frontier.state.order == "importance"
+        self._buffer.extend(lease_requests(leases, spider=self.spider, book=self.book, stats=self.stats,
+                                           scheduler=self, importance=importance))
         self.stats.inc_value("frontier/leased", len(leases))
         if len(leases) < n:
-            # Nothing more is ready: do not ask Redis again on every engine
-            # call until the next site's time comes, or at most 0.5 s (other
-            # workers' commits), or until our own commit frees a site.
+            # Nothing more is ready: do not ask Redis again on every engine call until the next site's
+            # time comes, or at most 0.5 s (other workers' commits), or until our own commit frees a site.
             pause = 0.5 if wait is None else min(wait, 0.5)
             self._lease_after = time.monotonic() + pause
             self._wake_in(pause)
@@ -311,11 +262,10 @@ class FrontierScheduler(BaseScheduler):
 
     # -- what pages produce ------------------------------------------------------------
     def output_done(self, lease_id: str, error: str | None = None) -> None:
-        self._count_acks(lambda: self.book.output_done(lease_id, error))
+        self.acks.output_done(lease_id, error)
         if self.idle():
-            # The pages in hand wait only for the store: a crawl's last pages
-            # (or a polite crawl's, between two slots) need not wait for its
-            # next timed flush, then for the next tick to be acknowledged.
+            # The pages in hand wait only for the store: a crawl's last pages (or a polite crawl's,
+            # between two slots) need not wait for its next timed flush, then the next tick, to be acknowledged.
             self.crawler.signals.send_catch_log(signal=WORKER_IDLE)
 
     # -- what the frontier service asks of this worker (service.Worker) -------------------
@@ -328,35 +278,14 @@ class FrontierScheduler(BaseScheduler):
         return {str(r.meta.get(FRONTIER_LEASE)) for r in self._buffer}
 
     def item_yielded(self, lease_id: str, item: Any) -> None:
-        error = None
-        if getattr(item, "state", None) == "E" and not answered(item):
-            error = str(getattr(item, "error", "") or "error")
-        # A page typed again (PageTyper.retype) is an earlier request's
-        # page: it says nothing of this one's topic.
-        on_topic = getattr(item, "on_topic", None) is True and not getattr(item, "typed_again", False)
-        self.book.item_yielded(lease_id, error, on_topic)
+        self.acks.item_yielded(lease_id, item)
 
     def _item_settled(self, item: Any, response: Response | Failure | None, **kwargs: Any) -> None:
         request = getattr(response, "request", None)
         lease_id = request.meta.get(FRONTIER_LEASE) if request is not None else None
         if not lease_id:
             return
-        exc = kwargs.get("exception")
-        if getattr(item, "typed_again", False):
-            # An earlier request's page stored again with its new type: what
-            # became of it says nothing of this request's page.
-            if exc is not None or "failure" in kwargs:
-                self.stats.inc_value("classifier/retype/not_stored")
-            self._count_acks(lambda: self.book.item_settled(lease_id))
-        elif isinstance(exc, GiveBack):
-            # Not kept for now (a page saved to the store's spill file): the
-            # URL goes back to the queue rather than being settled.
-            self._count_acks(lambda: self.book.item_settled(lease_id, unstored=True))
-        elif exc is not None or "failure" in kwargs:
-            reason = f"item not stored: {getattr(exc, 'reason', exc) or kwargs.get('failure')}"
-            self._count_acks(lambda: self.book.item_settled(lease_id, error=reason))
-        else:
-            self._count_acks(lambda: self.book.item_settled(lease_id))
+        self.acks.item_settled(lease_id, item, kwargs.get("exception"), kwargs.get("failure"), "failure" in kwargs)
         if self.idle() and self._acks_call is None:
             # The acknowledgements now (once for a batch's pages, after they
             # have all settled): other workers may be waiting for the crawl's end.
@@ -366,16 +295,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _send_acks(self) -> None:
         self._acks_call = None
-        if self.book.has_writes():
-            self._flush()
-            self._wake_in(0)
-
-    def _count_acks(self, event: Callable[[], None]) -> None:
-        before = dict(self.book.acked)
-        event()
-        for state, n in self.book.acked.items():
-            if n != before.get(state, 0):
-                self.stats.inc_value(f"frontier/acked/{state}", n - before.get(state, 0))
+        self._tick()
 
     def _left_downloader(self, request: Request, spider: Spider) -> None:
         """The download is over: the site's concurrency slot can go to the
@@ -411,34 +331,12 @@ class FrontierScheduler(BaseScheduler):
         # wait for the store (an outage): they will settle.
         if any(waiting for _, waiting in self.crawler.signals.send_catch_log(signal=ITEMS_WAITING)):
             return
-        for lease_id in self.book.overdue(self.lease_timeout):
-            logger.warning("Acknowledging lease %(id)s: its items never settled", {"id": lease_id},
-                           extra={"spider": self.spider})
-            self._count_acks(lambda: self.book.settle(lease_id))  # noqa: B023
+        self.acks.settle_overdue(self.lease_timeout, self.spider)
 
     def node_record(self) -> dict[str, Any]:
         """This node's record for operators (``scrapy status``), sent with each heartbeat."""
-        get = self.stats.get_value
-        now, done = time.monotonic(), self.book.done
-        self._rate.append((now, done))
-        while len(self._rate) > 2 and now - self._rate[1][0] >= 60.0:
-            self._rate.popleft()
-        t0, d0 = self._rate[0]
-        per_min = (done - d0) * 60.0 / (now - t0) if now - t0 >= 1.0 else 0.0
-        return {"pages": done, "fetched": get("response_received_count", 0), "errors": self.book.acked.get("E", 0),
-                "links": get("frontier/links_parsed", 0), "pages_per_min": round(per_min, 2),
-                "lease_timeout": self.lease_timeout, "state": "stopping" if self.stopping else "running",
-                # The delay between two fetches of a site this worker keeps
-                # (DOWNLOAD_DELAY): operators see the crawl's, not their own.
-                "download_delay": self.service.frontier.default_delay_ms / 1000.0,
-                "crawl_dir": self.crawl_dir,
-                "spider": self.spider.name if self.spider else None,
-                # The re-crawl's figures (crawler/recrawl.py), when it revisits.
-                "recrawl": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
-                            if k.startswith("recrawl/") and isinstance(v, int)},
-                # A focused crawl's figures (crawler/spiders/site.py: topic/*).
-                "topic": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
-                          if k.startswith("topic/") and isinstance(v, int)}}
+        return self.record.record(stopping=bool(self.stopping), spider=self.spider.name if self.spider else None,
+                                  download_delay=self.service.frontier.default_delay_ms / 1000.0)
 
     # -- an operator's stop (scrapy stop) ------------------------------------------------
     def _stop(self, mode: str) -> None:

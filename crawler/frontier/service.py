@@ -5,11 +5,12 @@ crawler. It holds the process's single Redis client, the ``Frontier``, the
 lease book (``leasebook.py``: what this worker holds and owes), the
 heartbeat that reaps stopped workers, the "Redis is down" state and the
 "Redis is full" one (``fullness.py``: no new work, nothing dropped, until
-memory is raised or freed). Every
-component finds it through Scrapy's public API::
+memory is raised or freed). Components do not look it up: each is
+handed the narrow face it needs (``faces.py``: the spider's parts, the
+politeness middlewares, the store's pipeline, progress)::
 
-    service = FrontierService.of(crawler)   # crawler.get_extension(...)
-    service.frontier.politeness.backoff(site, ...)
+    face = FrontierFaces(crawler).politeness   # in a component's from_crawler
+    face.politeness.backoff(site, ...)
 
 The scheduler (``scheduler.py``) opens it, passing itself as the
 ``Worker`` the heartbeat asks for this node's record and for the leases it
@@ -39,8 +40,6 @@ Stats: ``frontier/redis_round_trips``, ``frontier/redis_calls/<script>``,
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,6 +51,7 @@ from crawler import compat
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.fullness import Fullness
+from crawler.frontier.joining import say_what_it_resumes, take_over_local
 from crawler.frontier.leasebook import LeaseBook
 from crawler.frontier.signals import HEARTBEAT
 from crawler.redis.client import get_redis
@@ -188,66 +188,21 @@ class FrontierService:
 
     def _say_what_it_resumes(self, frontier: Frontier) -> None:
         try:
-            st = frontier.stats()
+            st = frontier.views.stats()
         except redis.RedisError as exc:
             self.redis_error(exc)
             return
         self.resumed = dict(st)
-        done, errors = st.get("done", 0), st.get("errors", 0)
-        pending = st.get("queued", 0) + st.get("leased", 0) + st.get("delayed", 0)
         try:
-            now, beats = frontier.heartbeats()
+            say_what_it_resumes(frontier, st, self.spider, self.lease_timeout)
         except redis.RedisError as exc:
             self.redis_error(exc)
-            return
-        # Workers alive now: joining them is not resuming a stopped crawl.
-        others = sum(1 for node, beat in beats.items() if node != frontier.node and now - beat < self.lease_timeout)
-        if others:
-            what = f"joining {others} running worker{'s' if others > 1 else ''}"
-        else:
-            what = "resuming it" if pending else "nothing is pending"
-        if done or errors or pending:
-            logger.info("Crawl %(crawl)s holds %(done)d pages done, %(errors)d errors, %(queued)d queued, "
-                        "%(leased)d leased, %(delayed)d waiting to be retried: %(what)s",
-                        {"crawl": frontier.crawl, "done": done, "errors": errors, "queued": st.get("queued", 0),
-                         "leased": st.get("leased", 0), "delayed": st.get("delayed", 0),
-                         "what": what},
-                        extra={"spider": self.spider})
 
     def _take_over_local(self, directory: str) -> None:
-        """Leases of a worker of this machine and ``CRAWL_DIR`` whose
-        process no longer runs (stopped with a second Ctrl-C, or killed) come
-        back now instead of after ``FRONTIER_LEASE_TIMEOUT``: its records
-        name its host, directory and pid, and a pid that no longer exists
-        proves it gone. (A pid reused by another process only means waiting
-        for the timeout, as before.)"""
-        frontier = self.frontier
-        host = socket.gethostname()
         try:
-            records = frontier.nodes()
-            _, watched = frontier.heartbeats()
+            take_over_local(self.frontier, directory, self.stats, self.spider)
         except redis.RedisError as exc:
             self.redis_error(exc)
-            return
-        gone = []
-        for node, rec in records.items():
-            pid = rec.get("pid")
-            if (node in watched and node != frontier.node and rec.get("host") == host
-                    and rec.get("crawl_dir") == directory and isinstance(pid, int) and pid > 0
-                    and pid != os.getpid() and not _pid_running(pid)):
-                gone.append((node, pid))
-        if not gone:
-            return
-        try:
-            reaped = frontier.take_over([n for n, _ in gone])
-        except redis.RedisError as exc:
-            self.redis_error(exc)
-            return
-        self.stats.inc_value("frontier/taken_over", reaped)
-        logger.warning("Took back %(n)d leases of %(workers)s: earlier worker(s) on this machine whose process "
-                       "no longer runs (without waiting FRONTIER_LEASE_TIMEOUT)",
-                       {"n": reaped, "workers": ", ".join(f"{n} (pid {p})" for n, p in gone)},
-                       extra={"spider": self.spider})
 
     def close(self) -> None:
         if self._loop is not None and self._loop.running:
@@ -260,7 +215,7 @@ class FrontierService:
             self.fullness.poll(frontier, self.spider)  # memory raised since the last heartbeat?
         try:
             flushed = self.flush()
-            frontier.leave(self._node_record())
+            frontier.control.leave(self._node_record())
             if flushed:
                 # The last flush and the node's record reached Redis: a crawl
                 # that ends within a heartbeat of an outage says so too.
@@ -285,7 +240,7 @@ class FrontierService:
         releases = book.take_releases()
         if releases:
             try:
-                self.stats.inc_value("frontier/released", frontier.release(releases))
+                self.stats.inc_value("frontier/released", frontier.queues.release(releases))
             except redis.RedisError as exc:
                 book.restore(releases=releases)
                 self.redis_error(exc)
@@ -294,7 +249,7 @@ class FrontierService:
         if not commit:
             return True
         try:
-            result = frontier.commit(commit.links, commit.acks, commit.requeues, commit.downloaded)
+            result = frontier.queues.commit(commit.links, commit.acks, commit.requeues, commit.downloaded)
         except redis.RedisError as exc:
             book.restore(commit)
             self.redis_error(exc)
@@ -319,7 +274,7 @@ class FrontierService:
         frontier = self.frontier
         try:
             frontier.meta.refresh_order()
-            reaped, nodes, held = frontier.heartbeat(self._node_record())
+            reaped, nodes, held = frontier.control.heartbeat(self._node_record())
         except redis.RedisError as exc:
             self.redis_error(exc)
             return
@@ -329,7 +284,7 @@ class FrontierService:
         orphans = self.book.orphans(held, self._worker.buffered_leases() if self._worker is not None else set())
         if orphans:
             try:
-                released = frontier.release(sorted(orphans))
+                released = frontier.queues.release(sorted(orphans))
             except redis.RedisError as exc:
                 self.redis_error(exc)
             else:
@@ -365,7 +320,7 @@ class FrontierService:
         closes."""
         def seeded() -> bool:
             try:
-                st = self.frontier.stats()
+                st = self.frontier.views.stats()
             except redis.RedisError:
                 return True  # Redis away: the scheduler waits for it, said there
             return any(st.get(k, 0) for k in ("queued", "leased", "delayed", "done", "errors"))
@@ -415,16 +370,6 @@ class FrontierService:
             logger.warning("Redis is back after %(s).1fs", {"s": time.monotonic() - self._down_since},
                            extra={"spider": self.spider})
             self._down_since = None
-
-
-def _pid_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, under another user
-        return True
-    return True
 
 
 def _where(client: Any) -> str:

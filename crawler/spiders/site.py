@@ -51,6 +51,7 @@ from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.failures import robots_forbidden
 from crawler.follow import FOLLOW_MODES, Follower
+from crawler.frontier.faces import FrontierFaces
 from crawler.frontier.meta import ORDERS
 from crawler.items import PageItem
 from crawler.language import warm_up
@@ -146,7 +147,8 @@ class SiteSpider(Spider):
         # here too, so that a bad value is one ConfigError whoever runs us.
         check_settings(crawler.settings)
         spider = super().from_crawler(crawler, *args, **kwargs)
-        follower = Follower(crawler, spider._request, scope=spider.scope, follow=spider.follow,
+        follower = Follower(crawler, spider._request, frontier=FrontierFaces(crawler).spider,
+                            scope=spider.scope, follow=spider.follow,
                             seed_urls=spider.seed_urls, topic=spider.topic, rules=spider.rules,
                             records_policy=cls.records_follow,
                             choices={"sitemaps": spider.asked_sitemaps, "languages": spider.asked_languages,
@@ -180,7 +182,7 @@ class SiteSpider(Spider):
         self.follow = follower.settle_policy()
         self.parts.sitemaps.enabled = follower.choices.get("sitemaps") != "0"
         self.settle_rendering()
-        again = seeds_again(self.crawler, crawl_name(self.crawler.settings, self.name), self.seed_urls)
+        again = seeds_again(self.crawler, self.parts.frontier, self.seed_urls)
         for url in self.seed_urls:
             if url in follower.seen:
                 continue

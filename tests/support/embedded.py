@@ -54,7 +54,7 @@ from scrapy.settings import Settings
 from crawler.frontier import Frontier
 from crawler.redis.client import get_redis
 client = get_redis(Settings(), Path(sys.argv[1]))
-stats = Frontier(client, "site", node="reader").stats()
+stats = Frontier(client, "site", node="reader").views.stats()
 print(json.dumps({"keys": {k.decode(): client.get(k).decode() for k in client.keys("*")
                            if not k.startswith(b"{") and client.type(k) == b"string"},
                   **{k: stats.get(k, 0) for k in ("done", "queued", "leased")}}))

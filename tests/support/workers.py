@@ -91,8 +91,8 @@ def sigkill_scenario(grid_server, client, redis_url: str, crawl_name: str, tmp_p
     a.proc.send_signal(signal.SIGKILL)
     a.wait()
     frontier = Frontier(client, crawl_name, node="reader")
-    node_a = next(k for k, v in frontier.nodes().items() if v["pid"] == a.proc.pid)
-    held = frontier.held_leases(node_a)
+    node_a = next(k for k, v in frontier.views.nodes().items() if v["pid"] == a.proc.pid)
+    held = frontier.views.held_leases(node_a)
     again = Worker([], settings, tmp_path)  # A restarted: a new node, no seeds
     assert b.wait() == 0, b.log[-3000:]
     assert again.wait() == 0, again.log[-3000:]

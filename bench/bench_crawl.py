@@ -34,122 +34,34 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
-import ast
-import re
-import resource
 import shutil
-import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
-
-COMMON = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 16, "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
-          "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False,
-          "REMOTE_CONTROL_ENABLED": False, "COOKIES_ENABLED": False}
-
-
-def stats_of(log: str) -> dict:
-    m = re.search(r"Dumping Scrapy stats:\n(\{.*?\})\n", log, re.S)
-    if not m:
-        raise RuntimeError("no stats in log:\n" + log[-3000:])
-    text = re.sub(r"datetime\.datetime\([^)]*\)", "None", m.group(1))
-    return ast.literal_eval(text)
-
-
-def run(cmd: list[str], cwd: Path, stats: bool = True) -> dict:
-    """The crawl's stats, its whole-process time (``wall``) and the CPU
-    seconds its processes used (``cpu``, user and system); with
-    ``stats`` False (several workers, each with its own), the time alone."""
-    t0 = time.monotonic()
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # every worker too: each was waited for
-    cpu = after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
-    return {**(stats_of(proc.stderr + proc.stdout) if stats else {}), "wall": wall, "cpu": cpu}
-
-
-def settings_args(settings: dict) -> list[str]:
-    return [a for k, v in settings.items() for a in ("-s", f"{k}={v}")]
+from bench.harness import (
+    COMMON, LOOPBACK, ROOT, check_mongo, check_store, cpu_ms, plain_crawl, rate, run, scrapy_crawl, serve, store_path,
+    whole)
 
 
 def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None, processes: int = 1) -> tuple[dict, int]:
     crawl_dir = work / "ours"
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
+    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": LOOPBACK}  # loopback sites
     if processes > 1:
         settings["CRAWL_PROCESSES"] = processes
     database = f"bench{time.monotonic_ns()}"
     if mongo_uri:
         settings.update(MONGO_URI=mongo_uri, MONGO_DATABASE=database)
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
-           *settings_args(settings)]
-    stats = run(cmd, ROOT, stats=processes == 1)
+    stats = run(scrapy_crawl([f"seeds={seed}", "follow=all"], settings), ROOT, stats=processes == 1)
     if mongo_uri:
         return stats, check_mongo(mongo_uri, database)
-    return stats, check_store(crawl_dir / "site.sqlite3")
-
-
-def check_mongo(uri: str, database: str) -> int:
-    import pymongo
-
-    with pymongo.MongoClient(uri) as client:
-        db = client[database]
-        pages = db.pages.count_documents({"state": "C"})
-        distinct = len(db.pages.distinct("url", {"state": "C"}))
-        assert pages == distinct, (pages, distinct)
-        print(f"  MongoDB: stored {pages} pages once each, {db.links.estimated_document_count()} links")
-        client.drop_database(database)
-    return pages
-
-
-def check_store(path: Path) -> int:
-    """Every page stored once, with type, title, text and in-links."""
-    db = sqlite3.connect(path)
-    pages = db.execute("SELECT COUNT(*), COUNT(DISTINCT url) FROM pages WHERE state = 'C'").fetchone()
-    assert pages[0] == pages[1], pages
-    html = "(url LIKE '%.html' OR url LIKE '%/')"
-    missing = db.execute(
-        f"SELECT COUNT(*) FROM pages WHERE state = 'C' AND {html} AND "
-        "(page_type IS NULL OR title = '' OR text = '')").fetchone()[0]
-    orphans = db.execute(
-        "SELECT COUNT(*) FROM pages p WHERE state = 'C' AND depth > 0 AND "
-        "NOT EXISTS (SELECT 1 FROM links l WHERE l.dst = p.url)").fetchone()[0]
-    types = dict(db.execute("SELECT page_type, COUNT(*) FROM pages WHERE state = 'C' GROUP BY page_type"))
-    print(f"  stored {pages[0]} pages once each; {missing} HTML pages without type/title/text; "
-          f"{orphans} without in-links; types {types}")
-    return int(pages[0])
+    return stats, check_store(store_path(crawl_dir))
 
 
 def crawl_plain(seed: str, work: Path) -> dict:
-    # Run outside the project so that none of our settings apply.
-    cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain_spider.py"),
-           "-a", f"seed={seed}", *settings_args(COMMON)]
-    return run(cmd, work)
-
-
-def rate(stats: dict) -> float:
-    return stats["response_received_count"] / stats["elapsed_time_seconds"]
-
-
-def whole(stats: dict, pages: int) -> float:
-    """Pages a second of the whole process, launch to exit."""
-    return pages / stats["wall"]
-
-
-def cpu_ms(stats: dict, pages: int) -> float:
-    """CPU milliseconds a page, launch to exit: steadier than pages/s on a
-    shared machine. Neither the test server's CPU nor the embedded Redis
-    server's (a daemon, not waited for) is in it."""
-    return 1000 * stats["cpu"] / max(pages, 1)
+    return run(plain_crawl(seed, COMMON), work)  # outside the project: none of our settings apply
 
 
 def main() -> None:
@@ -176,7 +88,7 @@ def main() -> None:
     # would compile every module again at every launch).
     compileall.compile_dir(ROOT / "crawler", quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bench-"))
-    server = start_server(work, hosts="127.0.0.1", root=args.root)
+    server = serve(work, args.root)
     seed = server.url("/index.html")
     best_ours = best_plain = best_mongo = 0.0
     whole_ours = whole_plain = whole_multi = 0.0

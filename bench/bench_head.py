@@ -21,15 +21,11 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.bench_crawl import stats_of
+from bench.harness import ROOT, run, serve
 from tests.support.crawl import crawl_cmd, stop_embedded_redis
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
 
 WORDS = ("river mountain harbour lantern meadow orchard quarry tunnel valley window garden bridge "
          "castle forest island market station theatre village canyon desert glacier").split()
@@ -42,11 +38,7 @@ def page(i: int, version: int, kb: int) -> str:
 
 
 def recrawl(work: Path, settings: dict) -> dict:
-    cmd = crawl_cmd(["all=1"], settings, work / "crawl", "recrawl")
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
-    return stats_of(proc.stdout + proc.stderr)
+    return run(crawl_cmd(["all=1"], settings, work / "crawl", "recrawl"), ROOT)
 
 
 def main() -> None:
@@ -68,14 +60,12 @@ def main() -> None:
     versions = [0] * args.pages
     for i in range(args.pages):
         (site / f"p{i}.html").write_text(page(i, 0, args.kb))
-    server = start_server(work, hosts="127.0.0.1", root=root, validators=True)
+    server = serve(work, root, validators=True)
     base = {"DOWNLOAD_DELAY": args.delay, "REVISIT_DEFAULT_INTERVAL": 1, "REVISIT_MIN_INTERVAL": 1,
             "LOG_LEVEL": "INFO"}
     rng = random.Random(1)
     try:
-        first = subprocess.run(crawl_cmd([f"seeds={server.url('/novalid/')}", "follow=all"], base, work / "crawl"),
-                               cwd=ROOT, capture_output=True, text=True, timeout=1800)
-        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        run(crawl_cmd([f"seeds={server.url('/novalid/')}", "follow=all"], base, work / "crawl"), ROOT)
         print(f"{args.pages} pages of about {args.kb} KB, no validators, DOWNLOAD_DELAY {args.delay} s, "
               "one request at a time per site\n")
         print(f"{'changed':>8} {'mode':>5} {'requests':>9} {'KB received':>12} {'seconds':>8} {'changes found':>14}")

@@ -88,14 +88,13 @@ import psutil
 from scrapy.settings import Settings
 
 from bench.bench_dupindex import memory_by_structure
+from bench.harness import ROOT, process_cpu, serve_web
 from bench.webgen import site_host
 from crawler.frontier import Frontier
 from crawler.redis.client import get_redis
 from tests.support.crawl import crawl_cmd
 from tests.support.redis_cluster import start_cluster
-from tests.support.servers import Server, launch, stop_process
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.servers import Server, stop_process
 
 CRAWL = "site"  # the crawl's name: the spider's
 MAX_BYTES = 400  # Redis bytes a crawled page at the end, everything counted
@@ -109,18 +108,8 @@ COLUMNS = ("mode", "kind", "pages", "seconds", "rate", "rate_all", "rss", "rss_p
 # -- the server ------------------------------------------------------------------------------
 def start_web(args: argparse.Namespace, work: Path) -> tuple[Server, float]:
     """``python -m bench.webgen`` serving the web; (the server, seconds to start)."""
-    log = work / "requests.jsonl"
-    cmd = [sys.executable, "-m", "bench.webgen", "--pages", str(args.pages), "--sites", str(args.sites),
-           "--seed", str(args.seed), "--log", str(log)]
-    if args.words:
-        cmd += ["--words", args.words]
     t0 = time.monotonic()
-    return launch(cmd, log), time.monotonic() - t0
-
-
-def cpu(p: psutil.Process) -> float:
-    t = p.cpu_times()
-    return t.user + t.system
+    return serve_web(work, args.pages, args.sites, args.seed, args.words), time.monotonic() - t0
 
 
 def load(server: Server, urls: list[str], concurrency: int = 16) -> dict[str, float]:
@@ -141,9 +130,9 @@ def load(server: Server, urls: list[str], concurrency: int = 16) -> dict[str, fl
             await asyncio.gather(*(fetch() for _ in range(concurrency)))
 
     proc = psutil.Process(server.proc.pid)
-    c0, t0 = cpu(proc), time.monotonic()
+    c0, t0 = process_cpu(proc), time.monotonic()
     asyncio.run(run())
-    seconds, used = time.monotonic() - t0, cpu(proc) - c0
+    seconds, used = time.monotonic() - t0, process_cpu(proc) - c0
     return {"requests": len(statuses), "ok": statuses.count(200), "rate": len(statuses) / seconds,
             "cpu_ms": 1000 * used / max(1, len(statuses))}
 
@@ -167,7 +156,7 @@ class Probe:
         self.cpu: dict[int, float] = {}  # the crawl's processes' CPU seconds, by pid, as last seen
         self.rss = self.rss_peak = self.processes = 0
         self.start = self.last = {"pages": 0, "t": 0.0, "cpu": 0.0, "redis_cpu": self.redis_cpu(),
-                                  "server": cpu(self.server_proc)}
+                                  "server": process_cpu(self.server_proc)}
 
     def poll(self) -> None:
         lines = (self.partial + self.log.read()).split("\n")
@@ -186,7 +175,7 @@ class Probe:
             procs = [self.top, *self.top.children(recursive=True)]
             rss = 0
             for p in procs:
-                self.cpu[p.pid] = cpu(p)
+                self.cpu[p.pid] = process_cpu(p)
                 rss += p.memory_info().rss
         except psutil.Error:
             return  # a process ended between the listing and the reading
@@ -202,7 +191,7 @@ class Probe:
         mem = [n.info("memory") for n in self.nodes]
         used = sum(int(m["used_memory"]) for m in mem)
         stats = self.reader.stats()
-        crawl_cpu, redis_cpu, server_cpu = sum(self.cpu.values()), self.redis_cpu(), cpu(self.server_proc)
+        crawl_cpu, redis_cpu, server_cpu = sum(self.cpu.values()), self.redis_cpu(), process_cpu(self.server_proc)
         last, start = self.last if kind == "sample" else self.start, self.first or now
         span, new = now - (last["t"] or start), self.pages - last["pages"]
         row = {"mode": mode, "kind": kind, "pages": self.pages, "seconds": round(now - start, 1),

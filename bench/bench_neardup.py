@@ -45,8 +45,6 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,11 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.bench_crawl import settings_args, stats_of
+from bench.harness import LOOPBACK, ROOT, query, run, scrapy_crawl, serve, store_path
 from crawler.fingerprint import ODD_BITS, SKETCH_BANDS, SKETCH_ROWS, sketch
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
 
 _WORD = re.compile(r"\w+")
 
@@ -201,7 +196,7 @@ def main() -> None:
                 dst.write_bytes(with_navigation(html) if args.nav else html)
             else:
                 shutil.copyfile(f, dst)
-    server = start_server(work, hosts="127.0.0.1", root=root)
+    server = serve(work, root)
     try:
         for f in sorted(root.rglob("*.html")):
             seeds.append(server.url("/" + str(f.relative_to(root))))
@@ -211,23 +206,16 @@ def main() -> None:
                     "LOG_LEVEL": "INFO", "FRONTIER_MAX_PAGES_PER_SITE": 0, "NEARDUP_RESEMBLANCE": args.threshold,
                     "SIMHASH_MIN_CHARS": args.min_chars, "NEARDUP_SKETCH_BITS": args.bits,
                     "CRAWL_DIR": crawl_dir, "TELNETCONSOLE_ENABLED": False,
-                    "NETWORK_ALLOWLIST": "127.0.0.0/8"}  # loopback sites
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds_file={work / 'seeds.txt'}",
-               "-a", "follow=all", *settings_args(settings)]
-        t0 = time.monotonic()
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
-        if proc.returncode != 0:
-            sys.exit(proc.stdout[-3000:] + proc.stderr[-3000:])
-        stats = stats_of(proc.stderr + proc.stdout)
-        print(f"crawled {len(seeds)} seeds in {time.monotonic() - t0:.0f}s: "
+                    "NETWORK_ALLOWLIST": LOOPBACK}  # loopback sites
+        stats = run(scrapy_crawl([f"seeds_file={work / 'seeds.txt'}", "follow=all"], settings), ROOT, timeout=3600)
+        print(f"crawled {len(seeds)} seeds in {stats['wall']:.0f}s: "
               f"{stats.get('simhash/exact_duplicate', 0)} exact and {stats.get('simhash/near_duplicate', 0)} near "
               "duplicates flagged")
     finally:
         server.stop()
 
-    db = sqlite3.connect(crawl_dir / "site.sqlite3")
-    rows = db.execute("SELECT url, text, simhash, dup_of, fetched_at FROM pages "
-                      "WHERE state = 'C' AND url LIKE '%.html' ORDER BY fetched_at, url").fetchall()
+    rows = query(store_path(crawl_dir), "SELECT url, text, simhash, dup_of, fetched_at FROM pages "
+                 "WHERE state = 'C' AND url LIKE '%.html' ORDER BY fetched_at, url")
     # The pages the crawler checks for near duplicates: a SimHash and at
     # least SIMHASH_MIN_CHARS of main text (shorter ones are stored with a
     # SimHash for the re-crawl, but only their exact copies are looked for).

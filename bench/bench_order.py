@@ -62,7 +62,6 @@ import math
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,16 +70,14 @@ from urllib.parse import unquote, urlsplit
 
 import networkx as nx
 
+from bench.harness import LOOPBACK, ROOT, run, serve, serve_web
 from bench.webgen import Web
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
 
 ORDERS = ("bfs", "dfs", "importance")
 FRACTIONS = (0.10, 0.20)
 WEB_TARGET = 1.3  # importance / bfs at 10 %, generated web
 TREE_FLOOR = 0.98  # importance / bfs at 10 % and 20 %, every real tree
-SETTINGS = {"DOWNLOAD_DELAY": 0, "SITEMAP_ENABLED": 0, "NETWORK_ALLOWLIST": "127.0.0.0/8", "LOG_LEVEL": "INFO"}
+SETTINGS = {"DOWNLOAD_DELAY": 0, "SITEMAP_ENABLED": 0, "NETWORK_ALLOWLIST": LOOPBACK, "LOG_LEVEL": "INFO"}
 
 
 # -- running the crawler ---------------------------------------------------------------------------
@@ -89,14 +86,8 @@ def scrapy(args: list[str], log: Path, timeout: float = 7200) -> float:
     output into ``log``; seconds taken."""
     env = dict(os.environ)
     env.pop("REDIS_URL", None)
-    t0 = time.monotonic()
-    with log.open("w") as out:
-        proc = subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=ROOT, env=env, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=timeout)
-    if proc.returncode != 0:
-        raise SystemExit(f"scrapy {shlex.join(args[:2])} exited {proc.returncode}; "
-                         f"last lines of {log}:\n" + "".join(log.read_text().splitlines(True)[-40:]))
-    return time.monotonic() - t0
+    return float(run([sys.executable, "-m", "scrapy", *args], ROOT, stats=False, env=env, log=log,
+                     timeout=timeout)["wall"])
 
 
 def crawl(seeds: list[str], order: str, work: Path) -> tuple[Path, float]:
@@ -107,12 +98,6 @@ def crawl(seeds: list[str], order: str, work: Path) -> tuple[Path, float]:
     for k, v in {**SETTINGS, "CRAWL_DIR": crawl_dir}.items():
         args += ["-s", f"{k}={v}"]
     return crawl_dir, scrapy(args, work / f"crawl-{order}.log")
-
-
-def read_log(log: Path, since: int) -> list[dict]:
-    with log.open() as f:
-        f.seek(since)
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def stored_pages(crawl_dir: Path, work: Path) -> list[str]:
@@ -245,22 +230,14 @@ def run_web(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
     pr = pagerank(keys, edges)
     top = set(sorted(pr, key=pr.get, reverse=True)[:math.ceil(FRACTIONS[0] * len(pr))])
     stats = web.stats()
-    log = work / "web-requests.jsonl"
-    cmd = [sys.executable, "-m", "bench.webgen", "--pages", str(args.web_pages), "--sites", str(args.sites),
-           "--seed", str(args.seed), "--log", str(log)]
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    server = serve_web(work, args.web_pages, args.sites, args.seed, log_name="web-requests.jsonl")
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        if not line:
-            raise SystemExit("bench.webgen did not start")
-        port = json.loads(line)["port"]
         results = {}
         found = None
         for order in ORDERS:
-            mark = log.stat().st_size if log.exists() else 0
-            crawl_dir, seconds = crawl(web.seeds(port), order, work)
-            fetched = [r["host"] + r["path"] for r in read_log(log, mark)
+            mark = server.mark()
+            crawl_dir, seconds = crawl(web.seeds(server.port), order, work)
+            fetched = [f"{r['host']}{r['path']}" for r in server.requests(mark)
                        if r.get("status") == 200 and r["path"] != "/robots.txt"]
             results[order] = {**measure(fetched, pr, top), "seconds": seconds}
             if order == "bfs":  # the crawl's graph against the generator's
@@ -271,8 +248,7 @@ def run_web(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
             if not args.keep:
                 shutil.rmtree(crawl_dir, ignore_errors=True)
     finally:
-        server.terminate()
-        server.wait(10)
+        server.stop()
     assert found is not None
     title = (f"generated web (seed {args.seed}): {stats['pages']} pages, {stats['sites']} sites, "
              f"{len(set(edges))} links, {100 * stats['cross_site']:.1f} % of the random links cross-site, "
@@ -288,7 +264,7 @@ def run_web(args: argparse.Namespace, work: Path) -> tuple[bool, str]:
 # -- real trees ----------------------------------------------------------------------------------------
 def run_tree(tree, work: Path, keep: bool) -> tuple[bool, str]:
     t0 = time.monotonic()
-    server = start_server(work, hosts="127.0.0.2", root=Path(tree.root))
+    server = serve(work, Path(tree.root), "127.0.0.2")
     try:
         seed = server.url("/" + tree.start, host="127.0.0.2")
         results = {}

@@ -26,16 +26,8 @@ from pathlib import Path
 
 import psutil
 
+from bench.harness import ROOT, serve, process_cpu
 from tests.support.crawl import crawl_cmd
-
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def cpu(p: psutil.Process) -> float:
-    t = p.cpu_times()
-    return t.user + t.system
 
 
 def run(server, seeds: list[str], work: Path, processes: int, pages: int, per_site: int) -> dict:
@@ -49,7 +41,7 @@ def run(server, seeds: list[str], work: Path, processes: int, pages: int, per_si
     top = psutil.Process(proc.pid)
     started = time.time() - 1
     server_proc = psutil.Process(server.proc.pid)
-    server_cpu0 = cpu(server_proc)
+    server_cpu0 = process_cpu(server_proc)
     seen: dict[int, tuple[str, float]] = {}
     while proc.poll() is None:
         try:
@@ -58,7 +50,7 @@ def run(server, seeds: list[str], work: Path, processes: int, pages: int, per_si
             procs += [p for p in psutil.process_iter(["name", "create_time"]) if p.info["name"] == "redis-server"
                       and p.info["create_time"] >= started]
             for p in procs:
-                seen[p.pid] = ("redis" if p.name() == "redis-server" else "python", cpu(p))
+                seen[p.pid] = ("redis" if p.name() == "redis-server" else "python", process_cpu(p))
         except psutil.Error:
             pass
         time.sleep(0.25)
@@ -70,7 +62,7 @@ def run(server, seeds: list[str], work: Path, processes: int, pages: int, per_si
     redis_cpu = sum(c for name, c in seen.values() if name == "redis")
     shutil.rmtree(crawl_dir, ignore_errors=True)
     return {"pages": len(reqs), "span": span, "rate": len(reqs) / span, "workers": workers, "redis": redis_cpu,
-            "server": cpu(server_proc) - server_cpu0}
+            "server": process_cpu(server_proc) - server_cpu0}
 
 
 def main() -> None:
@@ -85,7 +77,7 @@ def main() -> None:
         raise SystemExit(f"{args.root}/index.html not found: apt-get install openjdk-17-doc, or pass --root")
     hosts = [f"127.0.0.{2 + i}" for i in range(args.sites)]
     work = Path(tempfile.mkdtemp(prefix="bench-processes-"))
-    server = start_server(work, hosts=",".join(hosts), root=args.root)
+    server = serve(work, args.root, hosts)
     try:
         seeds = [f"http://{h}:{server.port}/index.html" for h in hosts]
         best: dict[int, dict] = {}

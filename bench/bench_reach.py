@@ -45,10 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
-import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,9 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import LOOPBACK, ROOT, query, run, scrapy_crawl, serve, store_path
 
 TARGET = 0.995
 
@@ -97,29 +92,23 @@ def crawl(seed: str, crawl_dir: Path, follow: str, code: Path) -> tuple[Path, in
     information pages' navigation links added (``frontier/navigation_new``
     in its closing stats)."""
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", f"follow={follow}",
-           "-s", "DOWNLOAD_DELAY=0", "-s", "NETWORK_ALLOWLIST=127.0.0.0/8", "-s", f"CRAWL_DIR={crawl_dir}",
-           "-s", "LOG_LEVEL=INFO", "-s", "TELNETCONSOLE_ENABLED=False"]
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"crawl of {seed} ({follow}) exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    found = re.search(r"'frontier/navigation_new': (\d+)", proc.stdout + proc.stderr)
-    return crawl_dir / "site.sqlite3", int(found.group(1)) if found else 0
+    settings = {"DOWNLOAD_DELAY": 0, "NETWORK_ALLOWLIST": LOOPBACK, "CRAWL_DIR": crawl_dir, "LOG_LEVEL": "INFO",
+                "TELNETCONSOLE_ENABLED": False}
+    stats = run(scrapy_crawl([f"seeds={seed}", f"follow={follow}"], settings), code,
+                env={**os.environ, "PYTHONPATH": str(code)}, timeout=3600)
+    return store_path(crawl_dir), int(stats.get("frontier/navigation_new", 0))
 
 
 def pages_of(store: Path) -> dict[str, str | None]:
     """Each stored page's URL and type (HTML pages fetched: state C)."""
-    with sqlite3.connect(store) as db:
-        return dict(db.execute("SELECT url, page_type FROM pages WHERE state = 'C'"))
+    return dict(query(store, "SELECT url, page_type FROM pages WHERE state = 'C'"))
 
 
 def inlinks_of(store: Path, urls: set[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {u: [] for u in urls}
-    with sqlite3.connect(store) as db:
-        for src, dst in db.execute("SELECT src, dst FROM links"):
-            if dst in out and src != dst:
-                out[dst].append(src)
+    for src, dst in query(store, "SELECT src, dst FROM links"):
+        if dst in out and src != dst:
+            out[dst].append(src)
     return out
 
 
@@ -145,7 +134,7 @@ def contents_typed_info(tree: Tree, default: dict[str, str | None], prefix: str)
 
 
 def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
-    server = start_server(work, hosts="127.0.0.1", root=Path(tree.root))
+    server = serve(work, Path(tree.root))
     try:
         seed = server.url("/" + tree.start)
         t0 = time.monotonic()
@@ -154,7 +143,7 @@ def measure(tree: Tree, work: Path, code: Path, missed_shown: int) -> dict:
         default = pages_of(default_store)
         seconds = time.monotonic() - t0
         missed = set(everything) - set(default)
-        inlinks = inlinks_of(work / "all" / "site.sqlite3", missed)
+        inlinks = inlinks_of(store_path(work / "all"), missed)
     finally:
         server.stop()
     prefix = server.url("")

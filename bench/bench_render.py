@@ -86,7 +86,6 @@ import csv
 import datetime
 import os
 import re
-import resource
 import shlex
 import shutil
 import sqlite3
@@ -102,15 +101,14 @@ from typing import Any
 
 import psutil
 
-from bench.bench_crawl import COMMON, cpu_ms, rate, settings_args, stats_of, whole
+from bench.harness import COMMON, LOOPBACK, ROOT, ChildTime, cpu_ms, rate, run, scrapy_crawl, serve, stats_of, whole
 from crawler.encoding import decode_html
 from crawler.extract import analyze
 from crawler.htmlparse import parse_html
 from crawler.render.decide import NOSCRIPT_LINKS, NOSCRIPT_TEXT, THIN_LINKS, THIN_TEXT, Shape, looks_scripted, shape_of
 from tests.support.crawl import crawl_cmd
-from tests.support.servers import launch, start_server
+from tests.support.servers import launch
 
-ROOT = Path(__file__).resolve().parent.parent
 MIB = 2 ** 20
 
 # Static documentation trees: (Debian package: part, directory). None of
@@ -289,23 +287,11 @@ def part_rule(args: argparse.Namespace, work: Path) -> None:
 def crawl_static(seed: str, work: Path, mode: str, cap: int) -> dict[str, Any]:
     crawl_dir = work / f"static-{mode.replace(' ', '-').replace(',', '')}"
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": "127.0.0.0/8"}
+    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": LOOPBACK}
     if cap:
         settings["CLOSESPIDER_PAGECOUNT"] = cap
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
-           "-a", f"render={mode.split(',')[0]}", *settings_args(settings)]
-    log = work / f"static-{mode.replace(' ', '-').replace(',', '')}.log"
-    t0 = time.monotonic()
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with log.open("w") as out:
-        code = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=3600).returncode
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    text = log.read_text()
-    if code != 0:
-        raise RuntimeError(f"render={mode} crawl failed ({code}):\n{text[-3000:]}")
-    return {**stats_of(text), "wall": wall,
-            "cpu": after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime}
+    cmd = scrapy_crawl([f"seeds={seed}", "follow=all", f"render={mode.split(',')[0]}"], settings)
+    return run(cmd, ROOT, log=work / f"static-{mode.replace(' ', '-').replace(',', '')}.log", timeout=3600)
 
 
 def without_flagged(root: Path, to: Path) -> list[str]:
@@ -330,9 +316,9 @@ def part_static(args: argparse.Namespace, work: Path) -> None:
     left_out = without_flagged(args.root, bare)
     print(f"{args.root}: the rule flags {len(left_out)} page(s): {', '.join(left_out[:5]) or '-'} "
           f"(left out of the copy crawled as 'auto, no candidate')", flush=True)
-    server = start_server(work, hosts="127.0.0.1", root=args.root)
+    server = serve(work, args.root)
     (work / "bare-log").mkdir()
-    bare_server = start_server(work / "bare-log", hosts="127.0.0.1", root=bare)
+    bare_server = serve(work / "bare-log", bare)
     seeds = {"never": server.url("/index.html"), "auto": server.url("/index.html"),
              "never, no candidate": bare_server.url("/index.html"),
              "auto, no candidate": bare_server.url("/index.html")}
@@ -427,8 +413,7 @@ def crawl_app(run: str, args_: list[str], settings: dict[str, object], work: Pat
     log = crawl_dir.with_suffix(".log")
     db = crawl_dir / "site.sqlite3"
     t0 = time.monotonic()
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with log.open("w") as out:
+    with ChildTime() as took, log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         root = psutil.Process(proc.pid)
         try:
@@ -444,11 +429,9 @@ def crawl_app(run: str, args_: list[str], settings: dict[str, object], work: Pat
             proc.terminate()
             proc.wait(30)
             raise
-    wall = time.monotonic() - t0
     # Every process of the crawl was waited for by its parent (the
     # browser's by the driver, the driver by the crawl): all are counted.
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime
+    wall, cpu = took.wall, took.cpu
     text = log.read_text()
     if proc.returncode != 0:
         raise RuntimeError(f"{run} failed ({proc.returncode}), log {log}:\n{text[-3000:]}")

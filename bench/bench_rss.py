@@ -24,9 +24,7 @@ import psutil
 
 from tests.support.crawl import crawl_cmd
 
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT, serve
 
 MARKS = (1000, 2500, 5000, 7500, 10000)
 
@@ -39,7 +37,7 @@ def main() -> None:
     if not (args.root / "index.html").exists():
         raise SystemExit(f"{args.root}/index.html not found: apt-get install openjdk-17-doc, or pass --root")
     work = Path(tempfile.mkdtemp(prefix="bench-rss-"))
-    server = start_server(work, hosts="127.0.0.2", root=args.root)
+    server = serve(work, args.root, "127.0.0.2")
     try:
         settings = {"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 16, "LOG_LEVEL": "INFO",
                     "PROGRESS_INTERVAL": 0, "FRONTIER_MAX_PAGES_PER_SITE": args.pages}

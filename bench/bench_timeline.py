@@ -17,16 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 import subprocess
 from pathlib import Path
 
-from bench import bench_crawl as bc
-from tests.support.servers import start_server
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import COMMON, LOOPBACK, ROOT, plain_crawl, scrapy_crawl, serve
 
 
 def main() -> None:
@@ -36,7 +32,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="timeline-"))
-    server = start_server(work, hosts="127.0.0.1", root=args.root)
+    server = serve(work, args.root)
     seed = server.url("/index.html")
 
     def requests() -> list[float]:
@@ -47,15 +43,11 @@ def main() -> None:
     def crawl(kind: str, run: int) -> float:
         before = len(requests())
         if kind == "plain":  # outside the project: none of our settings apply
-            cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain_spider.py"),
-                   "-a", f"seed={seed}", *bc.settings_args(bc.COMMON)]
-            cwd = work
+            cmd, cwd = plain_crawl(seed, COMMON), work
         else:
-            settings = {**bc.COMMON, "CRAWL_DIR": work / f"ours{run}", "NETWORK_ALLOWLIST": "127.0.0.0/8",
+            settings = {**COMMON, "CRAWL_DIR": work / f"ours{run}", "NETWORK_ALLOWLIST": LOOPBACK,
                         "CRAWL_PROCESSES": args.processes}
-            cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
-                   *bc.settings_args(settings)]
-            cwd = ROOT
+            cmd, cwd = scrapy_crawl([f"seeds={seed}", "follow=all"], settings), ROOT
         t0 = time.time()
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800)
         t1 = time.time()

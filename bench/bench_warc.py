@@ -34,24 +34,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_crawl import COMMON, check_store, cpu_ms, crawl_plain, rate, run, settings_args, whole
-from tests.support.servers import start_server
+from bench.harness import (
+    COMMON, LOOPBACK, ROOT, check_store, cpu_ms, loopback_hosts, plain_crawl, rate, run, scrapy_crawl, serve,
+    store_path, whole)
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.90
 
 
 def crawl_ours(seed: str, work: Path, warc: Path | None) -> tuple[dict, int]:
     crawl_dir = work / "ours"
     shutil.rmtree(crawl_dir, ignore_errors=True)
-    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": "127.0.0.0/8"}
+    settings = {**COMMON, "CRAWL_DIR": crawl_dir, "NETWORK_ALLOWLIST": LOOPBACK}
     if warc is not None:
         shutil.rmtree(warc, ignore_errors=True)
         settings["WARC_DIR"] = warc
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
-           *settings_args(settings)]
-    stats = run(cmd, ROOT)
-    return stats, check_store(crawl_dir / "site.sqlite3")
+    stats = run(scrapy_crawl([f"seeds={seed}", "follow=all"], settings), ROOT)
+    return stats, check_store(store_path(crawl_dir))
 
 
 def copies(root: Path, start: str, processes: int, delay: float) -> None:
@@ -60,16 +58,15 @@ def copies(root: Path, start: str, processes: int, delay: float) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-warc-copies-"))
     warc = work / "warc"
-    server = start_server(work, hosts="127.0.0.2,127.0.0.3", root=root)
-    seeds = ",".join(server.url("/" + start, host) for host in ("127.0.0.2", "127.0.0.3"))
-    settings = {**COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": "127.0.0.0/8", "WARC_DIR": warc,
+    hosts = loopback_hosts(2)
+    server = serve(work, root, hosts)
+    seeds = ",".join(server.url("/" + start, host) for host in hosts)
+    settings = {**COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": LOOPBACK, "WARC_DIR": warc,
                 "CRAWL_PROCESSES": processes}
     if delay > 0:  # each host paced alike: the workers fetch the same pages at the same moments
         settings.update(DOWNLOAD_DELAY=delay, CONCURRENT_REQUESTS_PER_DOMAIN=1)
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seeds}", "-a", "follow=all",
-           *settings_args(settings)]
     try:
-        run(cmd, ROOT, stats=processes == 1)
+        run(scrapy_crawl([f"seeds={seeds}", "follow=all"], settings), ROOT, stats=processes == 1)
         files = sorted(warc.glob("*.warc.gz"))
         by_digest: dict[str, list[str]] = {}  # payload digest -> the kinds of its records
         responses: set[tuple[str, str, str]] = set()  # (uri, date, digest) of each response
@@ -123,7 +120,7 @@ def main() -> None:
         sys.exit(f"{args.root / args.start} not found (apt-get install cmake-doc)")
     work = Path(tempfile.mkdtemp(prefix="bench-warc-"))
     warc = work / "warc"
-    server = start_server(work, hosts="127.0.0.1", root=args.root)
+    server = serve(work, args.root)
     seed = server.url("/" + args.start)
     rows: dict[str, list[tuple[float, float, float, int]]] = {"without": [], "with": [], "plain": []}
     print(f"{args.root}: {args.runs} runs each, alternating", flush=True)
@@ -136,7 +133,7 @@ def main() -> None:
                 print(f"  run {i + 1} {name:>7} WARC: {pages} pages, {rate(stats):.1f} pages/s, "
                       f"whole {whole(stats, pages):.1f} pages/s, {cpu_ms(stats, pages):.2f} ms CPU a page",
                       flush=True)
-            stats = crawl_plain(seed, work)
+            stats = run(plain_crawl(seed, COMMON), work)  # outside the project: none of our settings apply
             pages = stats["response_received_count"]
             rows["plain"].append((rate(stats), whole(stats, pages), cpu_ms(stats, pages), pages))
             print(f"  run {i + 1}   plain: {pages} responses, {rate(stats):.1f} pages/s", flush=True)

@@ -82,8 +82,7 @@ def report(path: Path, top: int = 40, under: str | None = None) -> None:
 
 
 def record(root: Path, out: Path, which: list[str], extra: dict[str, str] | None = None) -> None:
-    from bench import bench_crawl as bc
-    from tests.support.servers import start_server
+    from bench.harness import COMMON, LOOPBACK, plain_crawl, scrapy_crawl, serve
 
     # Beside this Python first (a virtual environment not activated), then on PATH.
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
@@ -91,19 +90,15 @@ def record(root: Path, out: Path, which: list[str], extra: dict[str, str] | None
         raise SystemExit('py-spy is not installed: pip install -e ".[bench]"')
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="profile-crawl-"))
-    server = start_server(work, hosts="127.0.0.1", root=root)
+    server = serve(work, root)
     seed = server.url("/index.html")
     try:
         for name in which:
             if name == "ours":
-                settings = {**bc.COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": "127.0.0.0/8", **(extra or {})}
-                cmd = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"seeds={seed}", "-a", "follow=all",
-                       *bc.settings_args(settings)]
-                cwd = ROOT
+                settings = {**COMMON, "CRAWL_DIR": work / "ours", "NETWORK_ALLOWLIST": LOOPBACK, **(extra or {})}
+                cmd, cwd = scrapy_crawl([f"seeds={seed}", "follow=all"], settings), ROOT
             elif name == "plain":
-                cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain_spider.py"),
-                       "-a", f"seed={seed}", *bc.settings_args(bc.COMMON)]
-                cwd = work  # outside the project: none of its settings apply
+                cmd, cwd = plain_crawl(seed, COMMON), work  # outside the project: none of its settings apply
             else:
                 raise SystemExit(f"--which: ours or plain, not {name!r}")
             samples = out / f"{name}.txt"

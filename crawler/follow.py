@@ -26,22 +26,17 @@ followed is decided here, per worker, for the spiders:
 - **Depth** (``DEPTH_LIMIT``): kept here rather than by Scrapy's
   ``DepthMiddleware``, which counts a redirect the spider follows as one
   more level (a redirect keeps its source's depth).
-- **Focused crawls** (``-a topic``, ``TOPIC_TUNNEL``, ``TOPIC_TUNNEL_LINKS``,
-  ``TOPIC_SIBLINGS``, ``TOPIC_MIN_PRIORITY``): links of on-topic pages and
-  seeds are followed whatever the page's type, each with its priority
-  (``follow_topic``); a link of an on-topic page whose priority is below
-  ``TOPIC_MIN_PRIORITY`` is set aside (not queued, not remembered: a better
-  page may link to it later), so a focused crawl ends once what is left is
-  not worth fetching. An off-topic page within the tunnel passes on its
-  ``TOPIC_TUNNEL_LINKS`` most promising links whatever their priority
-  (``topic.passage``; with 0, those reaching ``TOPIC_MIN_PRIORITY``).
+- **Focused crawls** (``-a topic``): which links go on, and their
+  priorities, are ``crawler/topiclinks.py``'s (its settings and stats);
+  they are queued here (``follow_topic``, ``listed_links``).
+
+``request.meta`` keys set: ``depth``, and the meta the caller gives.
 
 Stats: ``depth/request_ignored_count``, ``request_depth_max``,
 ``frontier/links_new`` (links never sent before: Requests built),
 ``frontier/navigation_new`` (of those, navigation links of pages whose
 other links were not followed),
-``frontier/links_parsed``, ``topic/tunnel_stopped``, ``topic/below_min_priority``,
-``topic/tunnel_passed`` (links an off-topic page passed on below ``TOPIC_MIN_PRIORITY``).
+``frontier/links_parsed``.
 """
 
 from __future__ import annotations
@@ -57,14 +52,18 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from crawler.frontier.service import FrontierService
 from crawler.importance import Importance
-from crawler.topic import Siblings, Topic, follow_links, passage
+from crawler.requestmeta import DEPTH
 from crawler.rules import RulesError, UrlRules
+from crawler.topiclinks import TopicLinks
+from crawler.urlcache import UrlCache
 from crawler.urls import SCOPES, host_of, in_scope, on_prefix_host, url_prefix, url_site
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+
+    from crawler.topic import Topic
 
 logger = logging.getLogger(__name__)
 
@@ -81,29 +80,6 @@ _IGNORED_SUFFIXES = tuple("." + ext for ext in IGNORED_EXTENSIONS if ext != "pdf
 
 # How often a worker reads the seeds other workers brought (seconds).
 SCOPE_REFRESH = 5.0
-
-
-class UrlCache:
-    """The normalised URLs this worker has sent to the frontier (T-spider's
-    URL cache), bounded: two generations of at most ``size`` URLs each; when
-    the newer one fills, the older is dropped. A URL forgotten this way is
-    sent again and the frontier's shared dedup drops it: work, not a loss."""
-
-    def __init__(self, size: int) -> None:
-        self.size = max(1, size)
-        self._new: set[str] = set()
-        self._old: set[str] = set()
-
-    def __contains__(self, url: object) -> bool:
-        return url in self._new or url in self._old
-
-    def add(self, url: str) -> None:
-        if len(self._new) >= self.size:
-            self._old, self._new = self._new, set()
-        self._new.add(url)
-
-    def __len__(self) -> int:
-        return len(self._new) + len(self._old)
 
 
 def _recorded_rules(raw: str | None) -> UrlRules | None:
@@ -178,10 +154,8 @@ class Follower:
         self.seen = UrlCache(settings.getint("FRONTIER_URL_CACHE"))
         self.importance = Importance(crawler, 2 * settings.getint("FRONTIER_URL_CACHE"))
         self.depth_limit = settings.getint("DEPTH_LIMIT")
-        self.topic_tunnel = settings.getint("TOPIC_TUNNEL")
-        self.topic_min_priority = settings.getfloat("TOPIC_MIN_PRIORITY")
-        self.topic_tunnel_links = settings.getint("TOPIC_TUNNEL_LINKS")
-        self.siblings = Siblings(settings.getint("TOPIC_SIBLINGS"))
+        self.topic_links = TopicLinks(crawler, self.seen)
+        self.siblings = self.topic_links.siblings
         self._scope_checked = 0.0
         self._scope_reloaded_for: set[str] = set()
 
@@ -379,7 +353,7 @@ class Follower:
                 continue
             new += 1
             request = self.make_request(link, referer)
-            request.meta["depth"] = depth
+            request.meta[DEPTH] = depth
             if priority:
                 request.priority = priority
             if meta:
@@ -393,59 +367,19 @@ class Follower:
         stats.inc_value("frontier/links_parsed", parsed)
 
     def listed_links(self, links: list[str], referer: str) -> Iterator[Request]:
-        """URLs a sitemap lists (``crawler/sitemaps.py``), at depth 1. In a
-        focused crawl each is judged as a link without an anchor from a page
-        of unknown score: its priority from its URL and its siblings, set
-        aside below ``TOPIC_MIN_PRIORITY`` (a sitemap must not bring a
-        focused crawl every page of a site)."""
+        """URLs a sitemap lists (``crawler/sitemaps.py``), at depth 1; in a
+        focused crawl those ``TopicLinks.listed`` chooses."""
         if self.topic is None:
             yield from self.follow(links, referer, 1)
             return
-        priorities = self._priorities(self.topic, links, {}, {}, 0.0, gate=True)
-        yield from self.follow(list(priorities), referer, 1, link_meta=lambda link: {
-            "topic_hops": 1, "topic_priority": round(priorities[link] * 1000)})
-
-    def _priorities(self, topic: Topic, links: Iterable[str], anchors: dict[str, str], contexts: dict[str, str],
-                    score: float, gate: bool) -> dict[str, float]:
-        """The priority of each link not sent before (in their order); with
-        ``gate``, those below ``TOPIC_MIN_PRIORITY`` set aside (not
-        remembered: a better page may link to them later) and counted."""
-        siblings = self.siblings
-        priorities: dict[str, float] = {}
-        for link in links:
-            if link in self.seen:
-                continue
-            priority = topic.link_priority(link, anchors.get(link, ""), contexts.get(link, ""), score,
-                                           siblings.rate(link, score))
-            if gate and priority < self.topic_min_priority:
-                self.stats.inc_value("topic/below_min_priority")
-                continue
-            priorities[link] = priority
-        return priorities
+        chosen, link_meta = self.topic_links.listed(self.topic, links)
+        yield from self.follow(chosen, referer, 1, link_meta=link_meta)
 
     def follow_topic(self, topic: Topic, url: str, depth: int, score: float, on_topic: bool,
                      hops_so_far: int, links: Iterable[str], anchors: dict[str, str],
                      contexts: dict[str, str]) -> Iterator[Request]:
         """A focused crawl's links: followed after an on-topic page and
-        through the tunnel, each with its priority."""
-        # A seed's links are followed whatever its score: the crawl starts there.
-        go, hops = follow_links(on_topic or depth == 0, hops_so_far, self.topic_tunnel)
-        if not go:
-            self.stats.inc_value("topic/tunnel_stopped")
-            return
-        if depth > 0 and hops > 0 and self.topic_tunnel_links > 0:
-            # An off-topic page in the tunnel: its best links, whatever their priority.
-            priorities = passage(self._priorities(topic, links, anchors, contexts, score, gate=False),
-                                 self.topic_tunnel_links)
-            passed = sum(1 for p in priorities.values() if p < self.topic_min_priority)
-            if passed:
-                self.stats.inc_value("topic/tunnel_passed", passed)
-        else:
-            # A seed's links are never set aside either.
-            priorities = self._priorities(topic, links, anchors, contexts, score, gate=depth > 0)
-
-        def meta(link: str) -> dict[str, Any]:
-            return {"topic_hops": hops, "topic_parent": round(score * 1000),
-                    "topic_priority": round(priorities[link] * 1000)}
-
-        yield from self.follow(list(priorities), url, depth + 1, link_meta=meta)
+        through the tunnel, each with its priority (``TopicLinks.page``)."""
+        plan = self.topic_links.page(topic, depth, score, on_topic, hops_so_far, links, anchors, contexts)
+        if plan is not None:
+            yield from self.follow(plan[0], url, depth + 1, link_meta=plan[1])

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from crawler.frontier.queues import IRANGE, LinkEntry
 from crawler.frontier.service import FrontierService
+from crawler.requestmeta import IMP, IMPORTANCE, IMP_CASH, IMP_KEY
 from crawler.urls import host_of, queue_key
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ MAX_IMPORTANCE = IRANGE // 100
 # bench/bench_order.py: the Sphinx manual's first 10 % held 0.93x
 # breadth-first's PageRank without it, 1.00x with 10 or 30.
 IN_LINK = 1000
-IMPORTANCE_META = "importance"  # request.meta: the page's importance when leased (scheduler)
+IMPORTANCE_META = IMPORTANCE  # the registry's name; this one kept for importers
 
 
 def depth_prior(url: str) -> int:
@@ -94,9 +95,9 @@ class Importance:
         service = FrontierService.of(self.crawler)
         bucket, member = service.frontier.slot(self.crawler.request_fingerprinter.fingerprint(request))
         total = IRANGE if seed else min(IRANGE, depth_prior(request.url) + cash)
-        request.meta["imp"] = total
-        request.meta["imp_key"] = member
-        request.meta["imp_cash"] = cash
+        request.meta[IMP] = total
+        request.meta[IMP_KEY] = member
+        request.meta[IMP_CASH] = cash
         self._members[request.url] = (queue_key(host_of(request.url), self.queue_by), bucket, member)
         if len(self._members) > self.cache_size:
             self._members.popitem(last=False)

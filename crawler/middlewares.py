@@ -70,8 +70,11 @@ from twisted.internet.task import deferLater
 
 from crawler.compat import reactor
 from crawler.frontier.service import FrontierService
-from crawler.render.router import RENDER_META
-from crawler.traps import META_KEYS, LinkParent, PathTrapGuard, TrapLimits
+from crawler.requestmeta import (
+    DONT_OBEY_ROBOTSTXT, DONT_TRAP_GUARD, DOWNLOAD_TIMEOUT, FRONTIER_GAP, MAX_RETRY_TIMES, RENDER_FOR,
+    SHAPE_RUN, TRAP_EVIDENCE, TRAP_PARENT,
+)
+from crawler.traps import LinkParent, PathTrapGuard, TrapLimits
 from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
 
 _TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
@@ -87,9 +90,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["TRAP_PARENT", "RobotsTxtGuardMiddleware", "SendSpacingMiddleware", "SiteBackoffMiddleware",
            "TrapGuardMiddleware"]
 
-# A request's meta key: (url, meta) of the page whose link it is, when that
-# is not the response whose callback yields it.
-TRAP_PARENT = "trap_parent"
 
 
 class TrapGuardMiddleware:
@@ -126,7 +126,7 @@ class TrapGuardMiddleware:
         return False
 
     def _keep(self, request: Request, parent_shape: str, parent_run: int, page: LinkParent | None) -> bool:
-        if request.meta.get("dont_trap_guard"):
+        if request.meta.get(DONT_TRAP_GUARD):
             return True
         if self.max_repeated and max_segment_repeats(request.url) >= self.max_repeated:
             return self._drop(request, "repeated_segment", "repeated path segment", {})
@@ -141,16 +141,16 @@ class TrapGuardMiddleware:
             if verdict.reason is not None:
                 return self._drop(request, verdict.reason, "path trap (%(evidence)s)",
                                   {"evidence": verdict.evidence})
-            for key in META_KEYS:
+            for key in TRAP_EVIDENCE:
                 request.meta.pop(key, None)
             request.meta.update(verdict.evidence.to_meta())
         if run:
-            request.meta["shape_run"] = run
+            request.meta[SHAPE_RUN] = run
         return True
 
     def _parent(self, url: str, meta: Mapping[str, Any]) -> tuple[str, int, LinkParent | None]:
         page = self.paths.page(url, meta) if self.paths.limits.enabled else None
-        return url_shape(url), int(meta.get("shape_run", 0)), page
+        return url_shape(url), int(meta.get(SHAPE_RUN, 0)), page
 
     def _judge(self, request: Request, parent: tuple[str, int, LinkParent | None]) -> bool:
         # A link of another page than the response's (a site's first page,
@@ -195,12 +195,12 @@ class RobotsTxtGuardMiddleware:
     @staticmethod
     def _is_robots(request: Request) -> bool:
         # Scrapy's RobotsTxtMiddleware marks its own request this way.
-        return bool(request.meta.get("dont_obey_robotstxt")) and request.url.endswith("/robots.txt")
+        return bool(request.meta.get(DONT_OBEY_ROBOTSTXT)) and request.url.endswith("/robots.txt")
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if self._is_robots(request):
-            request.meta.setdefault("download_timeout", self.timeout)
-            request.meta.setdefault("max_retry_times", self.max_retry_times)
+            request.meta.setdefault(DOWNLOAD_TIMEOUT, self.timeout)
+            request.meta.setdefault(MAX_RETRY_TIMES, self.max_retry_times)
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -339,8 +339,6 @@ class SendSpacingMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        from crawler.frontier.scheduler import GAP_META
-
         # A rendered page's request (crawler/render/) is no lease: it takes
         # its place in the site's timeline, whatever the site's concurrency.
         # Else only requests the frontier leased for a site with a gap, and
@@ -349,8 +347,8 @@ class SendSpacingMiddleware:
         # over (crawler/redis/lua/send.lua), which holds however late this
         # worker sends it. robots.txt requests are spaced by the robots
         # middleware. No round trip else.
-        rendering = bool(request.meta.get(RENDER_META))
-        if not rendering and (self.concurrency <= 1 or not request.meta.get(GAP_META)):
+        rendering = bool(request.meta.get(RENDER_FOR))
+        if not rendering and (self.concurrency <= 1 or not request.meta.get(FRONTIER_GAP)):
             return
         service = FrontierService.of(self.crawler)
         site = queue_key(host_of(request.url), self.queue_by)

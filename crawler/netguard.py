@@ -94,6 +94,7 @@ from twisted.internet.interfaces import IResolutionReceiver
 from zope.interface import implementer
 
 from crawler.netpolicy import IPAddress, NetworkPolicy, Refusal, ip_of_host, parse_networks
+from crawler.requestmeta import PROXY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -232,7 +233,7 @@ class NetworkGuardMiddleware:
         if parsed.scheme not in _NETWORK_SCHEMES:
             return
         await self._check(request, parsed.hostname or "", "host")
-        proxy = request.meta.get("proxy")
+        proxy = request.meta.get(PROXY)
         if proxy:
             await self._check(request, urlparse(add_http_if_no_scheme(proxy)).hostname or "", "proxy")
 

@@ -31,11 +31,13 @@ __all__ = ["remove", "request_stop", "seed"]
 
 
 class _SeedSpider:
-    """What the request serializer reads of the spider: its callback names.
+    """What the request serializer reads of the spider (``spiderface.EntrySpider``).
     (``SiteSpider``'s seeds are requests with ``parse`` and ``errback``.)"""
 
+    name = "site"
     frontier_callbacks = frozenset({"parse"})
     frontier_errbacks = frozenset({"errback"})
+    frontier_head_callbacks: frozenset[str] = frozenset()
 
     def parse(self, response: Any) -> None:  # pragma: no cover (never called)
         pass
@@ -84,7 +86,7 @@ def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dic
             continue
         try:
             request = Request(url, callback=spider.parse, errback=spider.errback)
-            entry = request_to_json(request, spider)  # type: ignore[arg-type]
+            entry = request_to_json(request, spider)
         except (SerializationError, ValueError) as exc:
             refused.append({"url": url[:2000], "reason": str(exc)[:300]})
             continue

@@ -45,8 +45,8 @@ from crawler.frontier.service import FrontierService
 from crawler.pagecheck import template_evidence
 from crawler.pagefeatures import page_features
 from crawler.pagerules import INFO, RuleTrust, term_index, thin_navigation
+from crawler.requestmeta import SHAPE_RUN, TRAP_EVIDENCE
 from crawler.template import BlockStat, FirstPages, block_stats, stat_keys, template_of
-from crawler.traps import META_KEYS as TRAP_META_KEYS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -162,7 +162,7 @@ class PageTyper:
         type it again once the template is known, with ``links`` to follow
         then if it turns out to be an index page."""
         assert typed.keys is not None
-        trap_meta = {k: meta[k] for k in (*TRAP_META_KEYS, "shape_run") if k in meta} if links else {}
+        trap_meta = {k: meta[k] for k in (*TRAP_EVIDENCE, SHAPE_RUN) if k in meta} if links else {}
         entry = FirstPage(item if stored else None, item.url, item.depth, item.page_type or INFO, typed.base,
                           typed.blocks, typed.keys, links, trap_meta)
         cost = (1024 + 96 * len(typed.blocks) + 64 * len(typed.keys) + sum(96 + len(u) for u in links)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawler.requestmeta import REDIRECT_TIMES, REDIRECT_URLS
 from crawler.urls import InvalidURL, normalize
 
 __all__ = ["REDIRECT_STATUSES", "Hop", "hop", "location_target", "meta_refresh"]
@@ -78,12 +79,12 @@ def hop(source: str, target: str, meta: Mapping[str, Any], max_redirects: int) -
     """The hop from ``source`` (whose request carried ``meta``) to
     ``target``: its chain checked for a loop and against ``max_redirects``
     (``REDIRECT_MAX_TIMES``); the target's chain if it may go."""
-    chain: Sequence[str] = [u for u in meta.get("redirect_urls", ()) if isinstance(u, str)]
-    raw = meta.get("redirect_times", 0)
+    chain: Sequence[str] = [u for u in meta.get(REDIRECT_URLS, ()) if isinstance(u, str)]
+    raw = meta.get(REDIRECT_TIMES, 0)
     hops = raw if type(raw) is int and raw >= 0 else 0
     if target == source or target in chain:
         return Hop(error="redirect loop: " + " -> ".join([*chain, source, target])[:500], stat="redirect/loop")
     if hops >= max_redirects:
         return Hop(error=f"too many redirects: {hops + 1} hops (REDIRECT_MAX_TIMES = {max_redirects})",
                    stat="redirect/limit")
-    return Hop(meta={"redirect_times": hops + 1, "redirect_urls": [*chain, source][-max_redirects:]})
+    return Hop(meta={REDIRECT_TIMES: hops + 1, REDIRECT_URLS: [*chain, source][-max_redirects:]})

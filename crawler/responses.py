@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from crawler.requestmeta import DUP_ORDER, REVISIT
+
 if TYPE_CHECKING:
     from scrapy.http import Response, TextResponse
 
@@ -12,7 +14,7 @@ __all__ = ["content_length", "dup_order_of", "header", "is_html", "media_type", 
 
 def revisit_due(meta: dict[str, Any]) -> int | None:
     """The due time of a re-crawl's visit (``recrawl`` spider), else None."""
-    due = meta.get("revisit")
+    due = meta.get(REVISIT)
     return due if isinstance(due, int) and not isinstance(due, bool) else None
 
 
@@ -20,7 +22,7 @@ def dup_order_of(meta: dict[str, Any]) -> str | None:
     """The URL's first duplicate check, as a re-crawl passes it from the store
     (``dup_order``: 14 hex digits), else None: anything else read back is no
     evidence."""
-    value = meta.get("dup_order")
+    value = meta.get(DUP_ORDER)
     return value if isinstance(value, str) and len(value) == 14 and all(c in "0123456789abcdef" for c in value) \
         else None
 

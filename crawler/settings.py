@@ -104,6 +104,9 @@ CRAWL_PROCESSES = 1
 # factor deployments); -s REDIS_URL=... wins over both.
 REDIS_URL = os.environ.get("REDIS_URL") or None
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+# Request identity for the frontier's URL dedup: a sitemap fetch and a re-crawl's
+# visit have their own fingerprints; every other request Scrapy's default.
+REQUEST_FINGERPRINTER_CLASS = "crawler.frontier.fingerprinter.FrontierFingerprinter"
 # Requests queue per site (registrable domain) or per host; DOWNLOAD_DELAY and
 # CONCURRENT_REQUESTS_PER_DOMAIN hold per queue for the whole cluster.
 FRONTIER_QUEUE_BY = "site"

@@ -64,6 +64,7 @@ from crawler.failures import failure_reason, robots_forbidden
 from crawler.frontier.service import FrontierService
 from crawler.frontier.sitemapqueue import SitemapFile
 from crawler.redirects import REDIRECT_STATUSES, location_target
+from crawler.requestmeta import SITEMAP, SITEMAP_NAMED
 from crawler.sitemapparse import Entry, SitemapError, parse_sitemap, robots_sitemaps
 from crawler.urls import InvalidURL, host_of, normalize, queue_key
 
@@ -80,13 +81,12 @@ __all__ = ["SITEMAP_META", "SitemapItem", "Sitemaps", "is_sitemap_request"]
 
 # request.meta keys of a sitemap fetch: its level (0: named by robots.txt or
 # /sitemap.xml; one more below each index) and whether robots.txt named it.
-SITEMAP_META = "sitemap"
-NAMED_META = "sitemap_named"
+SITEMAP_META, NAMED_META = SITEMAP, SITEMAP_NAMED  # the registry's names; these kept for importers
 ITEM_ENTRIES = 1000  # taken URLs a SitemapItem carries to the store
 
 
 def is_sitemap_request(meta: dict[str, Any]) -> bool:
-    return SITEMAP_META in meta
+    return SITEMAP in meta
 
 
 @dataclass(slots=True, repr=False)
@@ -183,7 +183,7 @@ class Sitemaps:
 
     def _request(self, f: SitemapFile) -> Request:
         return Request(f.url, callback=self.spider.parse_sitemap, errback=self.spider.sitemap_failed,
-                       meta={SITEMAP_META: f.level, NAMED_META: int(f.named)})
+                       meta={SITEMAP: f.level, SITEMAP_NAMED: int(f.named)})
 
     def _finish(self, url: str) -> Iterator[Request]:
         """``url`` is read or given up on: the site's next file."""
@@ -200,8 +200,8 @@ class Sitemaps:
     # -- read --------------------------------------------------------------------------
     def parse(self, response: Response) -> Iterator[Any]:
         url = normalize(response.url)
-        level = int(response.meta.get(SITEMAP_META) or 0)
-        named = bool(response.meta.get(NAMED_META))
+        level = int(response.meta.get(SITEMAP) or 0)
+        named = bool(response.meta.get(SITEMAP_NAMED))
         if response.status in REDIRECT_STATUSES:
             yield from self._redirect(response, url, level, named)
             return
@@ -296,7 +296,7 @@ class Sitemaps:
             return
         response = getattr(failure.value, "response", None)
         status = response.status if isinstance(failure.value, HttpError) and response is not None else None
-        if status in (404, 410) and not request.meta.get(NAMED_META) and not request.meta.get(SITEMAP_META):
+        if status in (404, 410) and not request.meta.get(SITEMAP_NAMED) and not request.meta.get(SITEMAP):
             self.stats.inc_value("sitemap/absent")
             yield from self._finish(url)
             return

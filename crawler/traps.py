@@ -68,6 +68,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from crawler.requestmeta import TRAP_EVIDENCE
+
 __all__ = [
     "META_KEYS",
     "PathEvidence",
@@ -79,7 +81,7 @@ __all__ = [
     "path_tokens",
 ]
 
-META_KEYS = ("descent_run", "numbered_run", "token_run")
+META_KEYS = TRAP_EVIDENCE  # the registry's; this name kept for importers
 PLACES_PER_HOST = 16  # token places remembered per host (least recently used forgotten)
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")

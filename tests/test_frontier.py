@@ -328,6 +328,7 @@ class _Spider(Spider):
     name = "s"
     frontier_callbacks = frozenset({"parse", "other"})
     frontier_errbacks = frozenset({"parse"})
+    frontier_head_callbacks = frozenset()
 
     def parse(self, response):
         pass

@@ -22,8 +22,8 @@ A user's field (``docs/crawling.md``, "Your own steps")::
 
     class Price:
         def process_page(self, page):
-            if page.analysis is not None:
-                found = page.analysis.tree.xpath("string(//*[@itemprop='price'])").strip()
+            if page.tree is not None:  # an HTML page's (crawler/chain/parse.py)
+                found = page.tree.xpath("string(//*[@itemprop='price'])").strip()
                 page.fields["price"] = found or None
 
     # settings: PAGE_STEPS = {"myproject.steps.Price": 950}   (after type, before store)

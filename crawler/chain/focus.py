@@ -13,6 +13,7 @@ from __future__ import annotations
 from crawler.chain.page import HTML, Page
 from crawler.chain.parts import PartStep
 from crawler.follow import meta_int
+from crawler.requestmeta import TOPIC_HOPS
 
 __all__ = ["Focus"]
 
@@ -29,7 +30,7 @@ class Focus(PartStep):
         self.parts.follower.siblings.record(item.url, item.on_topic)
         stats.inc_value("topic/pages_scored")
         stats.inc_value("topic/on_topic" if item.on_topic else "topic/off_topic")
-        if meta_int(page.meta, "topic_hops") > 0:
+        if meta_int(page.meta, TOPIC_HOPS) > 0:
             stats.inc_value("topic/tunnel_pages")
             if item.on_topic:
                 stats.inc_value("topic/tunnel_on_topic")

@@ -20,6 +20,7 @@ from crawler.chain.redirect import follow_hop
 from crawler.follow import meta_int
 from crawler.linkresolve import resolve_navigation
 from crawler.pagerules import INDEX
+from crawler.requestmeta import TOPIC_HOPS
 
 __all__ = ["Follow"]
 
@@ -51,7 +52,7 @@ class Follow(PartStep):
         topic = self.parts.topic
         if topic is not None and item.topic_score is not None:
             requests = follower.follow_topic(topic, item.url, item.depth, item.topic_score, bool(item.on_topic),
-                                             meta_int(page.meta, "topic_hops"), links, page.links, page.contexts)
+                                             meta_int(page.meta, TOPIC_HOPS), links, page.links, page.contexts)
         else:
             assert page.analysis is not None
             requests = follower.page_links(item.page_type == INDEX, item.url, item.depth, links, item.importance,

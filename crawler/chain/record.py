@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.failures import failure_reason
 from crawler.items import PageItem
+from crawler.requestmeta import DEPTH, IMPORTANCE, REFERER_URL
 from crawler.responses import content_length, dup_order_of, header, media_type, revisit_due
 from crawler.urls import normalize, url_site
 from crawler.warc.service import WarcService
@@ -30,9 +31,9 @@ __all__ = ["failed", "fetched", "not_modified"]
 def _record(crawler: Crawler, request: Request, response: Response | None, url: str, **fields: Any) -> PageItem:
     meta = request.meta
     return PageItem(
-        url=url, site=url_site(url), depth=int(meta.get("depth", 0)),
+        url=url, site=url_site(url), depth=int(meta.get(DEPTH, 0)),
         status=response.status if response is not None else None, fetched_at=time.time(),
-        referer=meta.get("referer_url"), revisit=revisit_due(meta), dup_order=dup_order_of(meta),
+        referer=meta.get(REFERER_URL), revisit=revisit_due(meta), dup_order=dup_order_of(meta),
         warc=WarcService.record_of(crawler, request) if response is not None else None, **fields)
 
 
@@ -42,7 +43,7 @@ def fetched(crawler: Crawler, response: Response) -> PageItem:
     assert request is not None
     return _record(crawler, request, response, normalize(response.url),
                    etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"),
-                   content_length=content_length(response), importance=response.meta.get("importance"),
+                   content_length=content_length(response), importance=response.meta.get(IMPORTANCE),
                    content_type=media_type(response))
 
 

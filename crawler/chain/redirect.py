@@ -19,6 +19,7 @@ from crawler.chain.page import Page
 from crawler.chain.parts import PartStep
 from crawler.follow import meta_int
 from crawler.redirects import REDIRECT_STATUSES, hop, location_target
+from crawler.requestmeta import TOPIC_KEYS
 from crawler.responses import header
 
 if TYPE_CHECKING:
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from crawler.chain.parts import Parts
 
 __all__ = ["Redirect", "follow_hop"]
-
-# A focused crawl's standing goes with a hop: the target is the link it was.
-_TOPIC_META = ("topic_hops", "topic_parent", "topic_priority")
 
 
 class Redirect(PartStep):
@@ -69,7 +67,7 @@ def follow_hop(parts: Parts, page: Page, target: str) -> tuple[Request | None, s
         stats.inc_value("redirect/off_scope")
         return None, None
     meta = verdict.meta
-    meta.update({k: meta_in[k] for k in _TOPIC_META if meta_int(meta_in, k)})
+    meta.update({k: meta_in[k] for k in TOPIC_KEYS if meta_int(meta_in, k)})
     follow = list(parts.follower.follow([target], item.url, item.depth, priority=1, meta=meta))
     if follow:
         stats.inc_value("redirect/followed")

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from crawler.chain.page import HTML, OTHER, Page
 from crawler.chain.parts import PartStep
-from crawler.middlewares import TRAP_PARENT
 from crawler.pagerules import INDEX
+from crawler.requestmeta import TRAP_PARENT
 
 __all__ = ["Store"]
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler.redis.gateway import text as _s
+from crawler.requestmeta import TOPIC_PRIORITY
 
 if TYPE_CHECKING:
     from crawler.frontier.base import Settings, State
@@ -357,7 +358,7 @@ def entry_priority(entry: str) -> int:
     number or a numeric string, rounded down."""
     try:
         meta = json.loads(entry).get("m")
-        p = meta.get("topic_priority") if isinstance(meta, dict) else None
+        p = meta.get(TOPIC_PRIORITY) if isinstance(meta, dict) else None
         value = float(p) if isinstance(p, (int, float, str)) and not isinstance(p, bool) else math.nan
     except (ValueError, AttributeError, RecursionError, OverflowError):
         return 0

@@ -43,7 +43,6 @@ its connection helper and setting names (``REDIS_URL``, ``REDIS_PARAMS``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections import deque
@@ -63,7 +62,11 @@ from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json
 from crawler.frontier.service import FrontierService
 from crawler.frontier.signals import HEARTBEAT, ITEMS_WAITING, WORKER_IDLE, GiveBack
+from crawler.frontier.spiderface import FrontierSpider
 from crawler.frontier.tracking import Tracked, answered, unwrap, visit_kind
+from crawler.requestmeta import (
+    DONT_REDIRECT, FRONTIER_GAP, FRONTIER_LEASE, IMP, IMPORTANCE, IMP_CASH, RETRY_TIMES, TOPIC_PRIORITY,
+)
 from crawler.urls import host_of, queue_key
 
 if TYPE_CHECKING:
@@ -79,8 +82,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["GAP_META", "LEASE_META", "FrontierScheduler"]
 
-LEASE_META = "frontier_lease"
-GAP_META = "frontier_gap"
+LEASE_META, GAP_META = FRONTIER_LEASE, FRONTIER_GAP  # the registry's names; these kept for importers
 
 
 class FrontierScheduler(BaseScheduler):
@@ -100,7 +102,7 @@ class FrontierScheduler(BaseScheduler):
         self.crawl_dir = str(crawl_dir(s).resolve())
         self.service = FrontierService.of(crawler)
         self.book = self.service.book
-        self.spider: Spider | None = None
+        self.spider: FrontierSpider | None = None
         self._buffer: deque[Request] = deque()  # leased, not yet handed to the engine
         self._wake_call: DelayedCall | None = None
         self._acks_call: DelayedCall | None = None
@@ -115,6 +117,10 @@ class FrontierScheduler(BaseScheduler):
 
     # -- lifecycle -----------------------------------------------------------
     def open(self, spider: Spider) -> Deferred[None] | None:
+        if not isinstance(spider, FrontierSpider):
+            raise TypeError(f"spider {spider.name!r} does not declare what the frontier needs of it "
+                            "(crawler.frontier.spiderface.FrontierSpider: frontier_callbacks, frontier_errbacks, "
+                            "frontier_head_callbacks, frontier_order, seed_urls, revisits, parse)")
         self.spider = spider
         sig = self.crawler.signals
         # Before the service opens: its first heartbeat is sent there.
@@ -130,7 +136,7 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._closed, signal=signals.spider_closed)
         self._tick_loop = LoopingCall(self._tick)
         self._tick_loop.start(0.25, now=False)
-        if getattr(spider, "seed_urls", None) == [] and not self.wait_for_seeds:
+        if not spider.seed_urls and not self.wait_for_seeds:
             # A site worker without seeds, perhaps up before the one that
             # seeds the crawl: waits for it before leasing, and before the
             # spider reads the crawl's policy (the engine waits for this open).
@@ -151,11 +157,11 @@ class FrontierScheduler(BaseScheduler):
         if not self.service.is_open:
             return
         # Give back what was never started; the service settles the rest.
-        self.book.give_back(r.meta[LEASE_META] for r in self._buffer)
+        self.book.give_back(r.meta[FRONTIER_LEASE] for r in self._buffer)
         self._buffer.clear()
         self.service.close()
         done, errors = self.service.resumed.get("done", 0), self.service.resumed.get("errors", 0)
-        revisiting = self.spider is not None and self.spider.name == "recrawl"  # says what was due itself
+        revisiting = self.spider is not None and self.spider.revisits  # says what was due itself
         if reason == "finished" and done + errors and not revisiting \
                 and not self.stats.get_value("response_received_count"):
             logger.warning("Crawl %(crawl)s was already finished: it holds %(done)d pages done and %(errors)d "
@@ -180,14 +186,14 @@ class FrontierScheduler(BaseScheduler):
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.spider is not None
-        lease_id = request.meta.get(LEASE_META)
+        lease_id = request.meta.get(FRONTIER_LEASE)
         if lease_id is not None:
             # A leased request scheduled again is a retry (redirects are not:
             # leased requests carry dont_redirect, the spider follows them as
             # new links). A copy of a lease already settled is a new request.
             if self.book.holds(lease_id):
                 return self._retry(request, lease_id)
-            request.meta.pop(LEASE_META, None)
+            request.meta.pop(FRONTIER_LEASE, None)
             unwrap(request)
         try:
             entry = request_to_json(request, self.spider)
@@ -198,9 +204,10 @@ class FrontierScheduler(BaseScheduler):
         if request.dont_filter:
             bucket, member = "", ""
         else:
-            bucket, member = self.service.frontier.slot(self._fingerprint(request))
-        priority = request.meta.get("topic_priority", 0)
-        imp, cash = request.meta.get("imp"), request.meta.get("imp_cash", 0)
+            bucket, member = self.service.frontier.slot(
+                self.crawler.request_fingerprinter.fingerprint(request))  # sitemaps, revisits: fingerprinter.py
+        priority = request.meta.get(TOPIC_PRIORITY, 0)
+        imp, cash = request.meta.get(IMP), request.meta.get(IMP_CASH, 0)
         self.book.enqueue(LinkEntry(bucket, member, queue_key(host_of(request.url), self.queue_by), entry,
                                     request.priority > 0,
                                     priority if type(priority) is int and 0 <= priority <= 1000 else 0,
@@ -208,23 +215,6 @@ class FrontierScheduler(BaseScheduler):
         if len(self.book.links) >= 1000:
             self._flush()
         return True
-
-    def _fingerprint(self, request: Request) -> bytes:
-        """The URL's fingerprint; a re-crawl's visit is one per page and due
-        time, so workers that find the same page due queue it once, and the
-        next visit (a later due time) is new again. A HEAD before the GET
-        (RECRAWL_HEAD) is a visit of its own, so the GET it sends is new. A
-        sitemap's fetch is one per URL, apart from the page's."""
-        if "sitemap" in request.meta:
-            # A sitemap fetch is not the page of the same URL (a page may
-            # link to /sitemap.xml): one of each.
-            return hashlib.sha1(f"sitemap\0{request.url}".encode(), usedforsecurity=False).digest()
-        due = request.meta.get("revisit")
-        if isinstance(due, int) and not isinstance(due, bool):
-            key = f"revisit\0{due}\0{request.url}" if request.method == "GET" else \
-                f"revisit\0{due}\0{request.method}\0{request.url}"
-            return hashlib.sha1(key.encode(), usedforsecurity=False).digest()
-        return self.crawler.request_fingerprinter.fingerprint(request)
 
     def next_request(self) -> Request | None:
         self._flush()
@@ -285,14 +275,14 @@ class FrontierScheduler(BaseScheduler):
                 self.book.refuse(lease.id, f"refused frontier entry: {exc}"[:300])
                 self.stats.inc_value("frontier/refused_entry")
                 continue
-            request.meta[LEASE_META] = lease.id
+            request.meta[FRONTIER_LEASE] = lease.id
             if lease.importance is not None and self.service.frontier.state.order == "importance":
-                request.meta["importance"] = lease.importance
+                request.meta[IMPORTANCE] = lease.importance
             if lease.gap > 0:
-                request.meta[GAP_META] = lease.gap  # SendSpacingMiddleware may hold it at the wire
+                request.meta[FRONTIER_GAP] = lease.gap  # SendSpacingMiddleware may hold it at the wire
             # Redirects go back through the frontier as new URLs (the spider
             # follows them); Scrapy's RedirectMiddleware is left to robots.txt.
-            request.meta["dont_redirect"] = True
+            request.meta[DONT_REDIRECT] = True
             self.book.add(lease, visit_kind(request))
             request.callback = Tracked(self, lease.id, request.callback or self.spider.parse, False)
             request.errback = Tracked(self, lease.id, request.errback, True)
@@ -310,10 +300,10 @@ class FrontierScheduler(BaseScheduler):
         """A retry (same URL, same lease): back to the tail of its site queue
         after an exponential backoff, in Redis, so it survives this worker."""
         assert self.spider is not None
-        retries = int(request.meta.get("retry_times", 1))
+        retries = int(request.meta.get(RETRY_TIMES, 1))
         delay = min(self.retry_base * 2 ** max(retries - 1, 0), self.retry_max)
         unwrap(request)
-        request.meta.pop(LEASE_META, None)
+        request.meta.pop(FRONTIER_LEASE, None)
         self.book.retry(lease_id, delay, request_to_json(request, self.spider))
         self.stats.inc_value("frontier/requeued/retry")
         self._flush()
@@ -335,7 +325,7 @@ class FrontierScheduler(BaseScheduler):
 
     def buffered_leases(self) -> set[str]:
         """Leases taken but not yet handed to the engine."""
-        return {str(r.meta.get(LEASE_META)) for r in self._buffer}
+        return {str(r.meta.get(FRONTIER_LEASE)) for r in self._buffer}
 
     def item_yielded(self, lease_id: str, item: Any) -> None:
         error = None
@@ -348,7 +338,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _item_settled(self, item: Any, response: Response | Failure | None, **kwargs: Any) -> None:
         request = getattr(response, "request", None)
-        lease_id = request.meta.get(LEASE_META) if request is not None else None
+        lease_id = request.meta.get(FRONTIER_LEASE) if request is not None else None
         if not lease_id:
             return
         exc = kwargs.get("exception")
@@ -390,7 +380,7 @@ class FrontierScheduler(BaseScheduler):
     def _left_downloader(self, request: Request, spider: Spider) -> None:
         """The download is over: the site's concurrency slot can go to the
         next request (told to Redis with the next lease call)."""
-        lease_id = request.meta.get(LEASE_META)
+        lease_id = request.meta.get(FRONTIER_LEASE)
         if lease_id is not None and self.book.download_over(lease_id):
             self._lease_after = 0.0
             # Scrapy asks the scheduler again only after the response is
@@ -457,7 +447,7 @@ class FrontierScheduler(BaseScheduler):
         what is done is acknowledged, everything else goes back to the
         queues, and the process exits at once."""
         self.stopping = mode
-        buffered = [str(r.meta[LEASE_META]) for r in self._buffer]
+        buffered = [str(r.meta[FRONTIER_LEASE]) for r in self._buffer]
         self._buffer.clear()
         self.book.give_back(buffered)
         if mode == "graceful":

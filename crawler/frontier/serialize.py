@@ -10,12 +10,13 @@ crawler itself writes:
   characters, at most ``MAX_URL_CHARS``;
 - ``u``: in the crawler's normal form (``crawler.urls.normalize``);
 - ``c``/``e``: callback and errback by name, only names the spider declares
-  in ``frontier_callbacks`` (absent: ``parse``) and ``frontier_errbacks``
-  (absent: ``errback`` when the spider declares it, else none; ``""``:
-  none), never any other attribute;
+  in ``frontier_callbacks`` and ``frontier_errbacks`` (``spiderface.py``;
+  an entry without ``e``: ``errback`` when the spider declares it, else none;
+  ``""``: none), never any other attribute;
 - ``x``: ``GET`` or ``HEAD``; no body;
 - ``h``: only the headers in ``ALLOWED_HEADERS`` (validators and Referer);
-- ``m``: only the meta keys in ``META_KEYS``, each of its type and size.
+- ``m``: only the meta keys in ``META_KEYS`` (the registry's ``ENTRY_KINDS``,
+  ``crawler/requestmeta.py``), each of its kind and size.
   Keys that would lift a limit or skip a guard (``download_maxsize``,
   ``proxy``, ``dont_obey_robotstxt``, ``dont_trap_guard``, ...) are refused;
 - ``p``: a bounded integer priority; ``f``: dont_filter flag;
@@ -37,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from crawler.requestmeta import ENTRY_KINDS, REFERER_URL
 from crawler.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
-    from scrapy import Spider
+    from crawler.frontier.spiderface import EntrySpider
 
 logger = logging.getLogger(__name__)
 
@@ -56,53 +58,10 @@ ALLOWED_METHODS = frozenset({"GET", "HEAD"})
 # and validators for a conditional GET). Everything else is added at download
 # time by the worker's own settings.
 ALLOWED_HEADERS = frozenset({"referer", "if-none-match", "if-modified-since"})
-DEFAULT_CALLBACKS = frozenset({"parse"})
 
-# meta keys the crawler itself sets and keeps across workers, by type:
-# "int" (0..MAX_INT), "time" (unix seconds), "str" (bounded), "strs" (a
-# bounded list of strings).
-META_KEYS: dict[str, str] = {
-    "depth": "int",
-    "referer_url": "str",
-    "retry_times": "int",
-    "shape_run": "int",
-    "redirect_times": "int",
-    "redirect_urls": "strs",
-    # The trap guard's evidence about the chain of links that led here.
-    "descent_run": "int",
-    "numbered_run": "int",
-    "token_run": "int",
-    # A re-crawl's visit: the due time (unix seconds) it was queued for.
-    "revisit": "time",
-    # A seed given again that the crawl stored before (tracking.AGAIN_META):
-    # 1 settled as an error, 2 gone; what its acknowledgement counts.
-    "again": "int",
-    # A re-crawl's HEAD: the stored Content-Length it compares (RECRAWL_HEAD).
-    "head_length": "int",
-    "head_since": "time",
-    # A focused crawl (crawler/topic.py): off-topic hops since the last
-    # on-topic page on the path here (the tunnel), the parent page's score
-    # and the link's priority, both in thousandths.
-    "topic_hops": "int",
-    "topic_parent": "int",
-    "topic_priority": "int",
-    # A sitemap fetch (crawler/sitemaps.py): its level below robots.txt,
-    # and whether robots.txt named it (1) or not (0).
-    "sitemap": "int",
-    "sitemap_named": "int",
-    # An importance crawl (crawler/importance.py): the URL's importance when
-    # queued (hundredths) and its dedup member, by which links found later
-    # raise it in its queue.
-    "imp": "int",
-    "imp_key": "str",
-    # WARC output (crawler/warc/service.py): a re-crawl's conditional GET
-    # names the stored record [uri, WARC-Date, payload digest] its 304
-    # revisit refers to (checked again when read).
-    "warc_original": "strs",
-    # A re-crawl's visit: the URL's first duplicate check, as stored
-    # (crawler/frontier/dupindex.py; checked again when read).
-    "dup_order": "str",
-}
+# meta keys the crawler itself sets and keeps across workers, by kind of
+# value ("int", "time", "str", "strs"): the registry's (crawler/requestmeta.py).
+META_KEYS: dict[str, str] = ENTRY_KINDS
 
 
 class SerializationError(ValueError):
@@ -120,28 +79,26 @@ def _valid(kind: str, value: Any) -> bool:
             and all(isinstance(v, str) and len(v) <= MAX_URL_CHARS for v in value))
 
 
-def callbacks_of(spider: Spider, kind: str = "callbacks") -> frozenset[str]:
+def callbacks_of(spider: EntrySpider, kind: str = "callbacks") -> frozenset[str]:
     """The callback (``kind`` "callbacks") or errback ("errbacks") names a
     frontier entry may name for this spider: its ``frontier_callbacks`` or
-    ``frontier_errbacks``."""
-    default = DEFAULT_CALLBACKS if kind == "callbacks" else frozenset()
-    return frozenset(getattr(spider, f"frontier_{kind}", default))
+    ``frontier_errbacks`` (``crawler/frontier/spiderface.py``)."""
+    return frozenset(spider.frontier_callbacks if kind == "callbacks" else spider.frontier_errbacks)
 
 
-def _method_for(spider: Spider, callback: Any) -> str:
+def _method_for(spider: EntrySpider, callback: Any) -> str:
     """HEAD for a callback in the spider's ``frontier_head_callbacks`` (the
     re-crawl's cheap check), GET for every other."""
-    heads = frozenset(getattr(spider, "frontier_head_callbacks", ()))
-    return "HEAD" if isinstance(callback, str) and callback in heads else "GET"
+    return "HEAD" if isinstance(callback, str) and callback in spider.frontier_head_callbacks else "GET"
 
 
-def _default_errback(spider: Spider) -> str | None:
+def _default_errback(spider: EntrySpider) -> str | None:
     """The errback an entry without ``e`` names: ``errback`` when the spider
     declares one (14 bytes less a queued request), else none."""
     return "errback" if "errback" in callbacks_of(spider, "errbacks") else None
 
 
-def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
+def _callback_name(spider: EntrySpider, fn: Any, kind: str) -> str | None:
     if fn is None:
         return None
     name = getattr(fn, "frontier_name", None) or getattr(fn, "__name__", None)
@@ -150,7 +107,7 @@ def _callback_name(spider: Spider, fn: Any, kind: str) -> str | None:
     return str(name)
 
 
-def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
+def request_to_dict(request: Request, spider: EntrySpider) -> dict[str, Any]:
     if request.method not in ALLOWED_METHODS:
         raise SerializationError(f"method {request.method} cannot be queued (only GET and HEAD)")
     if request.method != _method_for(spider, _callback_name(spider, request.callback, "callbacks")):
@@ -167,7 +124,7 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
         d["e"] = eb or ""  # "": none, where the spider's default is "errback"
     if request.method != "GET":
         d["x"] = request.method
-    referer = request.meta.get("referer_url")
+    referer = request.meta.get(REFERER_URL)
     headers = {k.decode("latin-1"): [v.decode("latin-1") for v in vs]
                for k, vs in request.headers.items() if k.decode("latin-1").lower() in ALLOWED_HEADERS}
     if isinstance(referer, str) and referer and headers.get("Referer") in (None, [referer]):
@@ -182,7 +139,7 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     # Only the crawler's own keys travel; per-attempt keys (download_slot,
     # download_latency, the lease) and other components' keys stay behind.
     meta = {k: v for k, v in request.meta.items()
-            if k in META_KEYS and _valid(META_KEYS[k], v) and not (k == "referer_url" and referer)}
+            if k in META_KEYS and _valid(META_KEYS[k], v) and not (k == REFERER_URL and referer)}
     if meta:
         d["m"] = meta
     if request.dont_filter:
@@ -190,11 +147,11 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     return d
 
 
-def request_to_json(request: Request, spider: Spider) -> str:
+def request_to_json(request: Request, spider: EntrySpider) -> str:
     return json.dumps(request_to_dict(request, spider), separators=(",", ":"), ensure_ascii=False)
 
 
-def _method(spider: Spider, name: Any, kind: str) -> Any:
+def _method(spider: EntrySpider, name: Any, kind: str) -> Any:
     """The spider's bound method ``name``, if the spider declared it as one
     of its ``frontier_<kind>``."""
     if name is None:
@@ -291,7 +248,7 @@ def _referer(value: Any, url: str) -> str | None:
     return _origin(url) + value if value.startswith("/") else value
 
 
-def request_from_dict(d: Any, spider: Spider) -> Request:
+def request_from_dict(d: Any, spider: EntrySpider) -> Request:
     if not isinstance(d, dict):
         raise SerializationError(f"not a request object: {str(d)[:100]!r}")
     unknown = set(d) - _FIELDS
@@ -315,7 +272,7 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
     headers = _headers(d.get("h"))
     meta = _meta(d.get("m"))
     if referer is not None:
-        meta = {**(meta or {}), "referer_url": referer}
+        meta = {**(meta or {}), REFERER_URL: referer}
         headers = {"Referer": [referer], **(headers or {})}
     try:
         return Request(
@@ -334,7 +291,7 @@ def request_from_dict(d: Any, spider: Spider) -> Request:
         raise SerializationError(f"bad request: {type(exc).__name__}: {exc}"[:300]) from None
 
 
-def request_from_json(data: str | bytes, spider: Spider) -> Request:
+def request_from_json(data: str | bytes, spider: EntrySpider) -> Request:
     """The request an entry describes, or ``SerializationError`` saying why
     the entry is refused. Never raises anything else."""
     if len(data) > MAX_ENTRY_BYTES:

@@ -58,9 +58,10 @@ from crawler.redis.client import get_redis
 from crawler.redis.memory import full_at_start, is_oom, refuse_evicting
 
 if TYPE_CHECKING:
-    from scrapy import Spider
     from scrapy.crawler import Crawler
     from typing_extensions import Self
+
+    from crawler.frontier.spiderface import FrontierSpider
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class FrontierService:
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
         self.book = LeaseBook()
         self._frontier: Frontier | None = None
-        self.spider: Spider | None = None
+        self.spider: FrontierSpider | None = None
         self._loop: LoopingCall | None = None
         self._down_since: float | None = None
         self.fullness = Fullness(crawler.stats)
@@ -133,7 +134,7 @@ class FrontierService:
         return record
 
     # -- lifecycle -----------------------------------------------------------
-    def open(self, spider: Spider, worker: Worker | None = None) -> Frontier:
+    def open(self, spider: FrontierSpider, worker: Worker | None = None) -> Frontier:
         """Connect, check the crawl's layout and start the heartbeat;
         ``worker`` (the scheduler) says what this node holds."""
         if self._frontier is not None:
@@ -157,9 +158,9 @@ class FrontierService:
             shards=s.getint("FRONTIER_SHARDS"),
         )
         # The spider says how its crawl's queues are ordered ("fifo", or a
-        # focused crawl's topic); a spider that does not say joins any.
+        # focused crawl's topic); None joins the crawl as it was made.
         try:
-            frontier.check_layout(getattr(spider, "frontier_order", None))
+            frontier.check_layout(spider.frontier_order)
         except redis.RedisError as exc:
             if is_oom(exc):
                 raise full_at_start(client, exc) from None

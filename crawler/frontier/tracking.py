@@ -17,6 +17,7 @@ from scrapy import Request
 
 from crawler.failures import failure_reason, robots_forbidden
 from crawler.frontier.leasebook import FORBIDDEN
+from crawler.requestmeta import AGAIN, REVISIT, SITEMAP
 
 __all__ = ["AGAIN_ERROR", "AGAIN_GONE", "AGAIN_META", "Tracked", "answered", "unwrap", "visit_kind"]
 
@@ -24,7 +25,7 @@ __all__ = ["AGAIN_ERROR", "AGAIN_GONE", "AGAIN_META", "Tracked", "answered", "un
 # (crawler/seeds.py): 1, settled as an error (its success is a page and one
 # error less; its failure no new error); 2, stored as gone (a visit of a
 # page the crawl counted already).
-AGAIN_META = "again"
+AGAIN_META = AGAIN  # the registry's name; this one kept for importers
 AGAIN_ERROR, AGAIN_GONE = 1, 2
 
 
@@ -33,12 +34,12 @@ def visit_kind(request: Request) -> str:
     re-crawl's revisit of a stored page, "A" an error's URL fetched again,
     "S" a sitemap (not a page: crawler/sitemaps.py), "" a page fetched for
     the first time."""
-    if "sitemap" in request.meta:
+    if SITEMAP in request.meta:
         return "S"
-    due = request.meta.get("revisit")
+    due = request.meta.get(REVISIT)
     if isinstance(due, int) and not isinstance(due, bool):
         return "V"
-    again = request.meta.get(AGAIN_META)
+    again = request.meta.get(AGAIN)
     return "A" if again == AGAIN_ERROR else "V" if again == AGAIN_GONE else ""
 
 
@@ -56,7 +57,7 @@ def answered(item: Any) -> bool:
 def _gone(failure: Any) -> bool:
     """A re-crawl's visit answered 404 or 410: the page's ``gone`` outcome, counted as a revisit."""
     request, response = getattr(failure, "request", None), getattr(getattr(failure, "value", None), "response", None)
-    due = request.meta.get("revisit") if request is not None else None
+    due = request.meta.get(REVISIT) if request is not None else None
     return isinstance(due, int) and not isinstance(due, bool) and getattr(response, "status", None) in (404, 410)
 
 

@@ -40,6 +40,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 
+from crawler.requestmeta import (
+    DONT_REDIRECT, DONT_RETRY, DOWNLOAD_SLOT, DOWNLOAD_TIMEOUT, HANDLE_HTTPSTATUS_ALL, RENDER_FOR,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -53,7 +57,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["RENDER_META", "PageRequests", "ScriptCache"]
 
 # request.meta of a request a rendered page made: the page's URL.
-RENDER_META = "render_for"
+RENDER_META = RENDER_FOR  # the registry's name; this one kept for importers
 
 # Not passed on: the downloader sets its own, or they describe the browser's connection.
 _DROP_REQUEST = frozenset({"host", "content-length", "connection", "accept-encoding", "keep-alive",
@@ -241,8 +245,8 @@ class PageRequests:
         # rendered would wait for the whole queue. Politeness does not
         # depend on it: the site's timeline in Redis spaces it (RESERVE).
         scrapy_request = Request(url, method=request.method, headers=headers, dont_filter=True, meta={
-            RENDER_META: self.page_url, "dont_redirect": True, "handle_httpstatus_all": True, "dont_retry": True,
-            "download_timeout": remaining, "download_slot": "render " + (urlsplit(url).hostname or "")})
+            RENDER_FOR: self.page_url, DONT_REDIRECT: True, HANDLE_HTTPSTATUS_ALL: True, DONT_RETRY: True,
+            DOWNLOAD_TIMEOUT: remaining, DOWNLOAD_SLOT: "render " + (urlsplit(url).hostname or "")})
         self.stats.inc_value("render/requests")
         try:
             response = await self.fetch(scrapy_request)

@@ -66,6 +66,7 @@ from crawler.linkresolve import resolve_links
 from crawler.render.browser import ANSWER, Browser, BrowserUnavailable, find_browser
 from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off, shape_of
 from crawler.render.router import PageRequests, ScriptCache
+from crawler.requestmeta import DOWNLOAD_LATENCY
 from crawler.urls import LinkResolver, url_site
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ class Renderer:
             retry = get_retry_request(response.request, spider=spider, reason=f"render {reason}") \
                 if response.request is not None else None
             if retry is not None:
-                retry.meta.pop("download_latency", None)  # the last fetch's, not the retry's
+                retry.meta.pop(DOWNLOAD_LATENCY, None)  # the last fetch's, not the retry's
                 logger.warning("%(exc)s: the page is retried", {"exc": exc}, extra={"spider": spider})
                 return retry
             stats.inc_value("render/gave_up")

@@ -1,27 +1,10 @@
 """Spider ``site``: crawl breadth-first inside each seed's site.
 
-Arguments (``-a``):
-
-- ``seeds``: comma-separated URLs; ``seeds_file``: a file of URLs, one a
-  line, ``#`` starts a comment. A bad seed is reported on one line and
-  skipped; seeds given but none valid stop the crawl with an error. Without
-  any seed the worker joins the crawl already in the frontier. A seed the
-  store holds as an error is tried again (by one worker of the crawl).
-- ``scope``: ``site`` (default: the seed's registrable domain), ``host``
-  (the seed's host only) or ``any`` (follow links anywhere).
-- ``follow``: ``index`` (follow the links of index pages only) or ``all``
-  (the links of information pages too); default: the crawl's, recorded by
-  the worker that started it, else ``index``.
-- ``topic``: a topic file (JSON or YAML, ``crawler/topic.py``): a focused
-  crawl, whose pages are scored and whose links are followed by topic.
-- ``allow``, ``deny``, ``rules``: URL rules (``crawler/rules.py``);
-  ``sitemaps``: ``1`` (default) or ``0``, whether the crawl reads sitemaps
-  (``crawler/sitemaps.py``); ``languages``: ``en,de``, the languages whose
-  pages' links are followed (``crawler/variants.py``); ``order``: ``bfs``
-  (default), ``dfs`` or ``importance`` (``crawler/importance.py``);
-  ``render``: ``never`` (default), ``auto`` or ``always``, whether pages
-  are rendered in a browser (``crawler/render/``). All are the crawl's,
-  recorded like ``follow``.
+Arguments (``-a``, docs/reference.md): ``seeds`` or ``seeds_file`` (none:
+join the crawl in the frontier), ``scope``, ``follow``, ``topic``,
+``allow``, ``deny``, ``rules``, ``sitemaps``, ``languages``, ``order``,
+``render``; all but the seeds are the crawl's, recorded by the worker that
+started it. A seed the store holds as an error is tried again.
 
 Any other argument is an error that lists these (``check_arguments``, which
 ``scrapy crawl`` runs before anything starts: ``crawler/spiders/arguments.py``).
@@ -69,9 +52,9 @@ from crawler.crawldir import crawl_name
 from crawler.failures import robots_forbidden
 from crawler.follow import FOLLOW_MODES, Follower
 from crawler.frontier.meta import ORDERS
-from crawler.frontier.tracking import AGAIN_META
 from crawler.items import PageItem
 from crawler.language import warm_up
+from crawler.requestmeta import AGAIN, REFERER_URL, TOPIC_PRIORITY
 from crawler.responses import content_length
 from crawler.render.browser import BrowserUnavailable, find_browser
 from crawler.seeds import read_seeds, seeds_again
@@ -91,9 +74,12 @@ __all__ = ["FOLLOW_MODES", "SiteSpider", "content_length", "read_seeds"]
 
 class SiteSpider(Spider):
     name = "site"
-    # The only callbacks a frontier entry may name (crawler.frontier.serialize).
+    # What the frontier reads of it: crawler.frontier.spiderface.FrontierSpider.
     frontier_callbacks = frozenset({"parse", "parse_sitemap"})
     frontier_errbacks = frozenset({"errback", "sitemap_failed"})
+    frontier_head_callbacks: frozenset[str] = frozenset()
+    revisits = False  # the re-crawl's is True: it says itself what was due
+    seed_urls: list[str]
     arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
                                   "sitemaps", "languages", "order", "render")
     # Whether this spider records its -a follow as the crawl's policy (the
@@ -181,7 +167,7 @@ class SiteSpider(Spider):
 
     def _request(self, url: str, referer: str | None = None) -> Request:
         return Request(url, callback=self.parse, errback=self.errback,
-                       meta={"referer_url": referer} if referer else None)
+                       meta={REFERER_URL: referer} if referer else None)
 
     async def start(self) -> AsyncIterator[Any]:
         warm_up()  # the language model, off the reactor while the crawl starts
@@ -206,9 +192,9 @@ class SiteSpider(Spider):
             request = self._request(url)
             if url in again:
                 request.dont_filter = True  # seen already: queued again past the dedup
-                request.meta[AGAIN_META] = again[url]
+                request.meta[AGAIN] = again[url]
             if self.topic is not None:
-                request.meta["topic_priority"] = 1000  # where the crawl starts
+                request.meta[TOPIC_PRIORITY] = 1000  # where the crawl starts
             elif follower.importance.enabled:
                 follower.importance.mark(request, 0, seed=True)
             yield request

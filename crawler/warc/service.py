@@ -53,6 +53,7 @@ from twisted.internet import defer
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.redis.client import get_redis
 from crawler.redis.keys import Keys
+from crawler.requestmeta import DOWNLOAD_LATENCY, DOWNLOAD_MAXSIZE, DOWNLOAD_TIMEOUT, WARC_ORIGINAL
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles, salvage
 from crawler.warc.records import Exchange, NotModified, RecordMaker, digest_ok, http_date_ok, uri_ok
@@ -70,7 +71,7 @@ logger = logging.getLogger(__name__)
 
 # request.meta of a re-crawl's conditional GET: [uri, WARC-Date, payload
 # digest] of the stored page's record, which a 304 revisit names.
-ORIGINAL_META = "warc_original"
+ORIGINAL_META = WARC_ORIGINAL  # the registry's name; this one kept for importers
 _TIME_SHARE = 0.9  # of the download timeout, after which a body still arriving is cut
 
 
@@ -171,12 +172,12 @@ class WarcService:
 
     # -- what the middleware and the pipeline call ----------------------------------------------------
     def _limit(self, request: Request) -> int:
-        limit = request.meta.get("download_maxsize", self.maxsize)
+        limit = request.meta.get(DOWNLOAD_MAXSIZE, self.maxsize)
         return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else self.maxsize
 
     def _headers(self, headers: Any, body_length: int, request: Request, spider: Spider) -> None:
         # The download began when Scrapy's own timeout clock did: download_latency ago (set as the headers came).
-        latency = request.meta.get("download_latency")
+        latency = request.meta.get(DOWNLOAD_LATENCY)
         self._started[request] = time.monotonic() - (latency if isinstance(latency, (int, float)) else 0.0)
         limit = self._limit(request)
         if limit and isinstance(body_length, int) and body_length > limit:
@@ -190,7 +191,7 @@ class WarcService:
         if limit and received > limit:
             self._cut[request] = "length"
             raise StopDownload(fail=False)
-        timeout = request.meta.get("download_timeout", self.timeout)
+        timeout = request.meta.get(DOWNLOAD_TIMEOUT, self.timeout)
         started = self._started.get(request)
         if (started is not None and isinstance(timeout, (int, float)) and timeout > 0
                 and time.monotonic() - started > _TIME_SHARE * timeout):
@@ -257,7 +258,7 @@ def _version() -> str:
 
 def _original(request: Request) -> NotModified | None:
     """The stored record a 304 confirms, from the re-crawl's request."""
-    raw = request.meta.get(ORIGINAL_META)
+    raw = request.meta.get(WARC_ORIGINAL)
     if (isinstance(raw, list) and len(raw) == 3 and all(isinstance(x, str) for x in raw)
             and uri_ok(raw[0]) and http_date_ok(raw[1]) and digest_ok(raw[2])):
         return NotModified(raw[0], raw[1], raw[2])

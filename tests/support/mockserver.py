@@ -419,12 +419,13 @@ def serve_changing(root: Path, request: web.Request, log: Any) -> web.Response:
     return web.Response(status=status, headers=headers, body=body)
 
 
-async def serve(app: web.Application, hosts: list[str], holder: dict[str, int]) -> None:
-    """Bind port 0 on the first host and the same port on the others, put the
-    port in ``holder``, print ``{"port": P, "hosts": [...]}`` and serve."""
+async def serve(app: web.Application, hosts: list[str], holder: dict[str, int], port: int = 0) -> None:
+    """Bind ``port`` (0: any free one) on the first host and the same port on
+    the others, put the port in ``holder``, print ``{"port": P, "hosts": [...]}``
+    and serve."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    first = web.TCPSite(runner, hosts[0], 0)
+    first = web.TCPSite(runner, hosts[0], port)
     await first.start()
     port = first._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     holder["port"] = port
@@ -446,6 +447,8 @@ async def main() -> None:
     ap.add_argument("--hosts", default="127.0.0.1")
     ap.add_argument("--log", type=Path)
     ap.add_argument("--root", type=Path)
+    ap.add_argument("--port", type=int, default=0,
+                    help="0 (default): any free port; a fixed one for crawls compared byte for byte (bench/golden.py)")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds added to grid pages")
     ap.add_argument("--grid-pages", type=int, default=GRID_PAGES, help="pages per grid site")
     ap.add_argument("--validators", action="store_true",
@@ -453,7 +456,7 @@ async def main() -> None:
     args = ap.parse_args()
     holder: dict[str, int] = {}
     await serve(make_app(holder, args.log, args.root, args.latency, args.grid_pages, args.validators),
-                args.hosts.split(","), holder)
+                args.hosts.split(","), holder, args.port)
 
 
 if __name__ == "__main__":

@@ -49,11 +49,13 @@ ALL_HOSTS = "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0
 
 def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
                  latency: float = 0.0, grid_pages: int | None = None, script: str = "mockserver.py",
-                 validators: bool = False) -> Server:
+                 validators: bool = False, port: int = 0) -> Server:
     """Start ``script`` (a server module of ``tests/support/``:
     ``mockserver.py`` or ``hostile_server.py``) on ``hosts``, logging
     every request into ``tmp/requests.jsonl``; ``root``: a directory of
-    pages to serve instead of the generated site."""
+    pages to serve instead of the generated site; ``port``: 0 for any free
+    one, else that one (URLs, and what is hashed from them, the same from
+    run to run)."""
     log = (tmp / "requests.jsonl").resolve()
     # Run as a module from the repository, so that it imports its siblings
     # as tests.support.* whatever the caller's working directory.
@@ -67,6 +69,8 @@ def start_server(tmp: Path, hosts: str = ALL_HOSTS, root: Path | None = None,
         cmd += ["--latency", str(latency)]
     if grid_pages:
         cmd += ["--grid-pages", str(grid_pages)]
+    if port:
+        cmd += ["--port", str(port)]
     return launch(cmd, log)
 
 

@@ -84,7 +84,7 @@ def main() -> None:
     rs = RedisServer(work / "redis")
     try:
         client = rs.client
-        client.config_set("hash-max-ziplist-value", 128)  # as the embedded Redis (crawler/redis/embedded.py)
+        client.config_set("hash-max-ziplist-value", 128)  # as the embedded Redis (crawler/redis/embeddedserver.py)
         f = Frontier(client, "bench_dup")
         base = int(client.info("memory")["used_memory"])
         at_small = (10_000, 10_000 + args.window)

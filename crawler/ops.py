@@ -2,7 +2,11 @@
 
 The ``scrapy status``, ``seed``, ``stop`` and ``console`` commands and the
 metrics are thin over these functions, which read and write the crawl only
-through ``Frontier`` (``crawler/frontier/frontier.py``).
+through ``Frontier`` (``crawler/frontier/frontier.py``). This module sees
+it (``status``, ``failed``); ``crawler/opsactions.py`` seeds, prunes and
+stops it (``seed``, ``remove``, ``request_stop``) and ``crawler/opsopen.py``
+opens the crawl the settings name (``open_frontier``, ``crawl_names``,
+``NoSuchCrawl``): their names are importable from here too.
 
 ``status`` returns one JSON-ready dict:
 
@@ -68,24 +72,19 @@ from __future__ import annotations
 
 import json
 import math
-import socket
-import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
-from scrapy import Request
-from scrapy.utils.request import RequestFingerprinter
 
-from crawler.frontier.frontier import Frontier
 from crawler.frontier.meta import ORDER_NAMES
 from crawler.frontier.queues import IRANGE
-from crawler.frontier.queues import LinkEntry
-from crawler.frontier.serialize import SerializationError, request_to_json
+from crawler.opsactions import remove, request_stop, seed
+from crawler.opsopen import NoSuchCrawl, crawl_names, open_frontier
 from crawler.redis.memory import memory_of
-from crawler.rules import UrlRules
-from crawler.urls import InvalidURL, host_of, normalize, queue_key, redact_credentials, site_of, url_prefix
+
+if TYPE_CHECKING:
+    from crawler.frontier.frontier import Frontier
 
 __all__ = ["STATES", "NoSuchCrawl", "crawl_names", "failed", "open_frontier", "remove", "request_stop", "seed",
            "status"]
@@ -287,172 +286,5 @@ def _number(value: Any, default: float) -> float:
     return float(value)
 
 
-# -- seeds ---------------------------------------------------------------------------------
-
-class _SeedSpider:
-    """What the request serializer reads of the spider (``spiderface.EntrySpider``).
-    (``SiteSpider``'s seeds are requests with ``parse`` and ``errback``.)"""
-
-    name = "site"
-    frontier_callbacks = frozenset({"parse"})
-    frontier_errbacks = frozenset({"errback"})
-    frontier_head_callbacks: frozenset[str] = frozenset()
-
-    def parse(self, response: Any) -> None:  # pragma: no cover (never called)
-        pass
-
-    def errback(self, failure: Any) -> None:  # pragma: no cover (never called)
-        pass
-
-
-def _normalized(urls: Iterable[str], refused: list[dict[str, str]]) -> Iterator[str]:
-    """The URLs in normal form; the others go to ``refused`` with the reason."""
-    for raw in urls:
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            yield normalize(raw)
-        except InvalidURL as exc:
-            refused.append({"url": raw[:2000], "reason": str(exc)[:300]})
-
-
-def _crawl_rules(frontier: Frontier) -> UrlRules:
-    """The URL rules the crawl recorded (none: no rules); unusable ones are
-    an error, not a reason to seed past them."""
-    raw = frontier.meta.crawl_policy("rules")
-    return UrlRules.from_json(raw) if raw is not None else UrlRules()
-
-
-def seed(frontier: Frontier, urls: Iterable[str], queue_by: str = "site") -> dict[str, Any]:
-    """Add URLs to the crawl as ``-a seeds=`` does: normalised, refused when
-    the crawl's URL rules exclude them, their sites
-    (and hosts) added to the crawl's scope, deduplicated against everything
-    the crawl has seen, queued at the tail of their site's queue (robots.txt
-    is read by the worker that fetches them). Returns {"added", "seen",
-    "capped", "refused": [{"url", "reason"}], "removed": 0}."""
-    spider = _SeedSpider()
-    fingerprinter = RequestFingerprinter()
-    refused: list[dict[str, str]] = []
-    links: list[LinkEntry] = []
-    good: dict[str, None] = {}
-    rules = _crawl_rules(frontier)
-    for url in _normalized(urls, refused):
-        if url in good:
-            continue
-        if rules.verdict(url) is not None:
-            refused.append({"url": url[:2000], "reason": f"excluded by the crawl's URL rules: {rules.describe(url)}"})
-            continue
-        try:
-            request = Request(url, callback=spider.parse, errback=spider.errback)
-            entry = request_to_json(request, spider)
-        except (SerializationError, ValueError) as exc:
-            refused.append({"url": url[:2000], "reason": str(exc)[:300]})
-            continue
-        good[url] = None
-        bucket, member = frontier.queues.slot(fingerprinter.fingerprint(request))
-        links.append(LinkEntry(bucket, member, queue_key(host_of(url), queue_by), entry))
-    added = seen = capped = 0
-    if links:
-        frontier.check_layout()  # a crawl seeded before any worker ran exists as a worker would leave it
-        hosts = sorted({host_of(u) for u in good})
-        frontier.scope_store.share(sorted({site_of(h) for h in hosts}), hosts, sorted({url_prefix(u) for u in good}))
-        for i in range(0, len(links), 1000):
-            a, d, c = frontier.queues.enqueue(links[i:i + 1000])
-            added, seen, capped = added + a, seen + d, capped + c
-    return {"added": added, "seen": seen, "capped": capped, "refused": refused, "removed": 0}
-
-
-def remove(frontier: Frontier, urls: Sequence[str] = (), sites: Sequence[str] = (),
-           queue_by: str = "site") -> dict[str, Any]:
-    """Remove unprocessed (queued or waiting to be retried) requests: the
-    given URLs, and every one of the given sites. Requests being fetched
-    stay; the removed URLs stay seen, so links found later do not bring
-    them back. Returns {"added": 0, "seen": 0, "refused", "removed"}."""
-    refused: list[dict[str, str]] = []
-    by_site: dict[str, list[str]] = {}
-    for url in _normalized(urls, refused):
-        by_site.setdefault(queue_key(host_of(url), queue_by), []).append(url)
-    for raw in sites:
-        raw = raw.strip().lower().rstrip(".")
-        if "://" in raw:
-            try:
-                raw = queue_key(host_of(normalize(raw)), queue_by)
-            except InvalidURL as exc:
-                refused.append({"url": raw[:2000], "reason": str(exc)[:300]})
-                continue
-        if raw:
-            by_site[raw] = []
-    removed = frontier.views.remove(by_site) if by_site else 0
-    return {"added": 0, "seen": 0, "capped": 0, "refused": refused, "removed": removed}
-
-
-def request_stop(frontier: Frontier, now: bool = False) -> dict[str, Any]:
-    """Ask every worker to stop (see ``Control.request_stop``, ``frontier/control.py``)."""
-    by = f"{socket.gethostname()} at {time.strftime('%Y-%m-%d %H:%M:%S')}"
-    frontier.control.request_stop("now" if now else "graceful", by=by)
-    return {"crawl": frontier.crawl, "stop": "now" if now else "graceful", "by": by}
-
-
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=False)
-
-
-class NoSuchCrawl(LookupError):
-    """An operator command names a crawl that does not exist (a typo in
-    ``CRAWL_NAME``, ``CRAWL_DIR`` or ``REDIS_URL``): the message says which
-    crawls do."""
-
-
-def crawl_names(client: Any) -> list[str]:
-    """The crawls a Redis holds: those with a ``meta`` key (every worker and
-    ``scrapy seed --new`` write it), sorted."""
-    out = set()
-    for key in client.scan_iter(match="[{]*[}]:meta", count=1000):
-        text = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
-        if text.startswith("{") and text.endswith("}:meta"):
-            out.add(text[1:-len("}:meta")])
-    return sorted(out)
-
-
-def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> Frontier:
-    """The frontier of the crawl the settings name (``REDIS_URL``,
-    ``CRAWL_NAME``, ``CRAWL_DIR``), as the spiders open it; on embedded
-    defaults, the embedded Redis of the crawl in ``CRAWL_DIR``. A crawl
-    started with another ``FRONTIER_SHARDS`` is read with its own.
-
-    A crawl that does not exist raises :class:`NoSuchCrawl` naming those
-    that do, and nothing is created (no crawl directory, no embedded Redis,
-    no key), unless ``create`` (``scrapy seed --new``): then its layout is
-    recorded as a worker would record it."""
-    from crawler.config import check_setting_names
-    from crawler.crawldir import crawl_dir, crawl_name
-    from crawler.redis.client import get_redis
-
-    check_setting_names(settings)
-    name = crawl_name(settings, spider)
-    directory = crawl_dir(settings, create=create)
-    if not settings.get("REDIS_URL") and not create and not (directory / "redis").is_dir():
-        raise NoSuchCrawl(f"no crawl in {directory} (CRAWL_DIR): give the crawl's -s CRAWL_DIR= or -s REDIS_URL=, "
-                          "or start one with `scrapy crawl site -a seeds=URL`")
-    client = get_redis(settings, directory)
-    kwargs = {"default_delay": settings.getfloat("DOWNLOAD_DELAY"),
-              "concurrency_per_site": settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
-              "max_pages_per_site": settings.getint("FRONTIER_MAX_PAGES_PER_SITE"),
-              "buckets": settings.getint("DUPEFILTER_BUCKETS"),
-              "lease_timeout": settings.getfloat("FRONTIER_LEASE_TIMEOUT")}
-    shards = settings.getint("FRONTIER_SHARDS")
-    frontier = Frontier(client, name, node=f"ops-{socket.gethostname()}", shards=shards, **kwargs)
-    recorded = frontier.meta.recorded_shards()
-    if recorded is None and not create:
-        others = crawl_names(client)
-        client.close()
-        there = f"at {redact_credentials(settings.get('REDIS_URL'))}" if settings.get("REDIS_URL") else f"in {directory}"
-        raise NoSuchCrawl(f"no crawl {name!r} {there}; " + (
-            f"the crawls there: {', '.join(others)} (give -s CRAWL_NAME=NAME)" if others else "it holds no crawl")
-            + "; `scrapy seed --new URL` starts a crawl without crawling")
-    if recorded is None:
-        frontier.check_layout()
-    elif recorded != shards:
-        frontier = Frontier(client, name, node=frontier.node, shards=recorded, **kwargs)
-    return frontier

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.extensions.closespider import CloseSpider as ScrapyCloseSpider
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.task import LoopingCall
 
 from crawler.frontier.faces import FrontierFaces
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from crawler.frontier.faces import OpsFace
+    from twisted.internet.defer import Deferred
 
 __all__ = ["CloseSpider"]
 
@@ -44,6 +46,7 @@ class CloseSpider(ScrapyCloseSpider):
         # Scrapy's response count never reaches 0: the pages are counted here.
         self.close_on["pagecount"] = 0
         self._watch: LoopingCall | None = None
+        self._closing: Deferred[None] | None = None
         if self.page_limit > 0:
             crawler.signals.connect(self._watch_pages, signal=signals.spider_opened)
             crawler.signals.connect(self._stop_watching, signal=signals.spider_closed)
@@ -59,7 +62,9 @@ class CloseSpider(ScrapyCloseSpider):
     def _check(self) -> None:
         if self.frontier.pages >= self.page_limit:
             self._stop_watching()
-            self._close_spider("closespider_pagecount")
+            # Scrapy's own CloseSpider closes through its private _close_spider;
+            # the engine's public close_spider_async does the same.
+            self._closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="closespider_pagecount"))
 
     def _stop_watching(self, *args: object) -> None:
         if self._watch is not None and self._watch.running:

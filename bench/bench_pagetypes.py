@@ -20,10 +20,10 @@ cross-validation grouped by source (the sources split in three by a hash
 of their names, each part scored by a model fitted on the other two: the
 best balanced accuracy keeping index recall >= 0.93), and scored on the
 held-out source, by the features the shipped
-classifier reads (``crawler.pagefeatures.FEATURES``), as the crawler computes
+classifier reads (``crawler.pagetypes.features.FEATURES``), as the crawler computes
 them: pages of a tree are typed in the order a crawl meets them
 (breadth-first from the start page), each with its site's template as
-learned from the pages before it and itself (``crawler.template``: blocks on
+learned from the pages before it and itself (``crawler.pagetypes.template``: blocks on
 at least 30 % of the site's first 50 pages, once 5 are seen; the crawler
 keeps the same counts in Redis). A tree's first 4 pages are typed alone,
 then typed again with the template once it is known (at the tree's fifth
@@ -33,10 +33,10 @@ and with ``--no-retype`` a tree's first 4 pages) is typed by the page-only
 model, ``crawler/data/classifier_page.json``, fitted on
 WCXB's training part alone (``tools.pagetypes.page_model``) and never refitted
 here; the model fitted and measured here types the pages with a template,
-and where its score is within ``crawler.pagerules.RULE_BAND`` of its
+and where its score is within ``crawler.pagetypes.rules.RULE_BAND`` of its
 threshold the link-density rule types them on a tree where the rule has
 typed the pages the model was sure of (``RULE_SURE`` from it) as the model did
-(``crawler.pagerules.decide``, ``RuleTrust``, kept over the tree's pages in
+(``crawler.pagetypes.rules.decide``, ``RuleTrust``, kept over the tree's pages in
 crawl order), as the crawler does (the threshold is still chosen on the
 model's scores alone); a close call with next to nothing of its own
 once the template is set aside is an index page (``bare_navigation``).
@@ -76,9 +76,9 @@ from collections.abc import Sequence
 from multiprocessing import get_context
 from pathlib import Path
 
-from crawler.classify import Model, model, page_model
-from crawler.pagefeatures import FEATURES
-from crawler.pagerules import INDEX, RuleTrust, decide
+from crawler.pagetypes.classify import Model, model, page_model
+from crawler.pagetypes.features import FEATURES
+from crawler.pagetypes.rules import INDEX, RuleTrust, decide
 from tools.pagetypes.measure import LD_AT, LINK_DENSITY, bare, meets_target, metrics
 from tools.pagetypes.template_model import FitOptions, add_fit_arguments, fitted, options_of, read_rows
 
@@ -157,7 +157,7 @@ def dump(path: Path, m: Model, test: Sequence[dict]) -> None:
     the model's score and the page-only model's, and the unlabelled pages
     typed with a template before it (vector and score), with the fold's
     threshold; ``python -m tools.pagetypes.replay`` types them again with
-    ``crawler.classify``'s decision (or a variant of it) in seconds."""
+    ``crawler.pagetypes.classify``'s decision (or a variant of it) in seconds."""
     pm = page_model()
     rows = [{"url": r["url"], "y": r["y"], "tpl": r["tpl"], "thin": r["thin"], "x": r["x"],
              "contents": r.get("contents", False),
@@ -192,9 +192,9 @@ def main() -> None:
     ap.add_argument("--by-set", action="store_true",
                     help="leave out one --trees directory at a time, not one source (cheaper: to compare variants)")
     ap.add_argument("--no-terms", action="store_true",
-                    help="type indexes of terms as the model says (before crawler.pagerules.term_index)")
+                    help="type indexes of terms as the model says (before crawler.pagetypes.rules.term_index)")
     ap.add_argument("--no-contents", action="store_true",
-                    help="type contents lists as the model and rule say (before crawler.template.contents_list)")
+                    help="type contents lists as the model and rule say (before crawler.pagetypes.template.contents_list)")
     ap.add_argument("--no-rule", action="store_true",
                     help="type with the model alone: no link-density rule in its close calls (before 2026-11-27), "
                          "nor bare_navigation")

@@ -71,9 +71,9 @@ scripts' requests), pages/s and the ratio. Also the render stats of each
 crawl (failures, escapes, time-outs) and the log's ERROR lines.
 ``--keep`` keeps the work directory (servers' and crawls' logs).
 
-``--pdf``: PDFs through ``crawler.pdfworker.PdfWorker`` (a spawned child
+``--pdf``: PDFs through ``crawler.reading.pdfworker.PdfWorker`` (a spawned child
 a document), documents/s, on text PDFs made by ``tests/support/pdfs.py``
-(1, 10 and 50 pages); the anchor is ``crawler.pdf.extract`` in this
+(1, 10 and 50 pages); the anchor is ``crawler.reading.pdf.extract`` in this
 process on the same bytes (what the child costs). With ``PDF_PROCESSES``
 1 and 2.
 """
@@ -102,9 +102,9 @@ from typing import Any
 import psutil
 
 from bench.harness import COMMON, LOOPBACK, ROOT, ChildTime, cpu_ms, rate, run, scrapy_crawl, serve, stats_of, whole
-from crawler.encoding import decode_html
-from crawler.extract import analyze
-from crawler.htmlparse import parse_html
+from crawler.reading.encoding import decode_html
+from crawler.reading.extract import analyze
+from crawler.reading.html import parse_html
 from crawler.render.decide import NOSCRIPT_LINKS, NOSCRIPT_TEXT, THIN_LINKS, THIN_TEXT, Shape, looks_scripted, shape_of
 from tests.support.crawl import crawl_cmd
 from tests.support.servers import launch
@@ -547,8 +547,8 @@ def write_csv(path: Path, samples: list[dict[str, Any]]) -> None:
 
 # -- --pdf -----------------------------------------------------------------------------------
 def part_pdf(args: argparse.Namespace) -> None:
-    from crawler.pdf import extract
-    from crawler.pdfworker import PdfWorker
+    from crawler.reading.pdf import extract
+    from crawler.reading.pdfworker import PdfWorker
     from tests.support.pdfs import text_pdf
 
     line = "The quick brown fox jumps over the lazy dog, a line of a report read by the crawl."
@@ -585,7 +585,7 @@ def main() -> None:
     ap.add_argument("--rule", action="store_true", help="the auto rule on static trees and app shells")
     ap.add_argument("--static", action="store_true", help="render=auto against render=never on a static tree")
     ap.add_argument("--always", action="store_true", help="render=always on the application site: speed, memory")
-    ap.add_argument("--pdf", action="store_true", help="documents/s through crawler.pdfworker")
+    ap.add_argument("--pdf", action="store_true", help="documents/s through crawler.reading.pdfworker")
     ap.add_argument("--quick", action="store_true", help="small runs, for development")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (servers' and crawls' logs)")
     ap.add_argument("--tree", type=Path, action="append", default=[], help="--rule: one more static tree")

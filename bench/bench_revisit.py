@@ -15,7 +15,7 @@ changed at least once since the visit before.
 Four schedules, compared at the same number of fetches in the measured
 window (after ``--warmup`` days):
 
-- ours: ``crawler.revisit`` as the re-crawl runs it (each page's evidence
+- ours: ``crawler.recrawl.change`` as the re-crawl runs it (each page's evidence
   updated at every visit, a plan made every simulated day from all pages'
   evidence: the prior over change rates and the budget's multiplier; each
   visit's interval from the page's posterior), with a budget of one fetch
@@ -47,8 +47,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawler.revisit import ChangeEvidence, Policy, Visit, append, observe
-from crawler.revisitplan import Plan, RateModel, importance_weight, interval_for, multiplier_for_rates, nutch_interval
+from crawler.recrawl.change import ChangeEvidence, Policy, Visit, append, observe
+from crawler.recrawl.plan import Plan, RateModel, importance_weight, interval_for, multiplier_for_rates, nutch_interval
 
 HOUR, DAY = 3600.0, 86400.0
 POLICY = Policy(min_interval=HOUR, max_interval=30 * DAY, default_interval=DAY)
@@ -137,7 +137,7 @@ def run_nutch(pages: list[Page], name: str, scale: float, horizon: float) -> Non
 
 def run_ours(pages: list[Page], name: str, budget: float, horizon: float,
              importance: list[float] | None = None) -> None:
-    """crawler.revisit as the re-crawl uses it, one event queue for all pages:
+    """crawler.recrawl.change as the re-crawl uses it, one event queue for all pages:
     a plan (the prior fitted to the pages' evidence, the budget's
     multiplier) made every simulated day, each visit scheduled by it; with
     ``importance`` (a weight a page), the budget weighs pages by it."""

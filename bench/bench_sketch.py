@@ -5,7 +5,7 @@ compact sketch keeps near-duplicate precision and recall at 0.9.
     python -m bench.bench_sketch --old TREE --banner "SENTENCE"
 
 Every HTML page of the trees is read as the crawler reads it
-(``crawler.extract.analyze``'s main text, ``crawler.fingerprint.shingles``);
+(``crawler.reading.extract.analyze``'s main text, ``crawler.duplicates.fingerprint.shingles``);
 every pair whose exact resemblance is at least 0.7 is scored by each
 sketch, and a pair is called a near duplicate when its estimate is at
 least 0.9 (``NEARDUP_RESEMBLANCE``). Pairs below 0.7 are not scored: no
@@ -25,7 +25,7 @@ Sketches:
   of the sampled shingles hashed to it; n/2 bits at L+1) with the sample's
   size. Two pages compare at the coarser of their levels: the XOR of their
   odd sketches estimates the symmetric difference, which with the sizes
-  gives the resemblance (``crawler.fingerprint.OddSketch``).
+  gives the resemblance (``crawler.duplicates.fingerprint.OddSketch``).
 - ``bbit K/b``: b-bit minwise hashing (Li and König 2010) of a K-bin
   one-permutation MinHash, densified; the share of bins whose low b bits
   agree, corrected for chance agreement.
@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_neardup import prf, resemblant_pairs, with_banner
-from crawler.extract import analyze
-from crawler.fingerprint import OddSketch, odd_sketch, shingles
+from crawler.reading.extract import analyze
+from crawler.duplicates.fingerprint import OddSketch, odd_sketch, shingles
 
 
 def texts_of(root: Path, banner: str | None = None) -> dict[str, str]:

@@ -4,7 +4,7 @@
 
 1. Conformance: the cases of ``tests/data/urls`` (WPT urltestdata's http(s)
    cases and urlcanon's, expected forms derived as its README says), run
-   through the implementation before the WHATWG parser (``crawler/urls.py``
+   through the implementation before the WHATWG parser (``crawler/scope/urls.py``
    at commit 89e190a, loaded from git) and the current one. A case passes
    when the outcome (a URL, or InvalidURL) is the expected one; exceptions
    other than InvalidURL and non-idempotent results are counted apart.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import lxml.html
 
-import crawler.urls as new
+import crawler.scope.urls as new
 from tests.support.urls_conformance import DEVIATIONS, conformance_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,11 +37,11 @@ OLD_COMMIT = "89e190a"
 
 def load_old() -> types.ModuleType:
     source = subprocess.run(
-        ["git", "show", f"{OLD_COMMIT}:crawler/urls.py"],
+        ["git", "show", f"{OLD_COMMIT}:crawler/scope/urls.py"],
         cwd=ROOT, check=True, capture_output=True, text=True,
     ).stdout
     module = types.ModuleType("old_urls")
-    module.__file__ = f"{OLD_COMMIT}:crawler/urls.py"
+    module.__file__ = f"{OLD_COMMIT}:crawler/scope/urls.py"
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
 

@@ -5,7 +5,7 @@ following (to try a stop rule on a tree in seconds, not minutes; the
 figures that count are the real crawls').
 
 Truth: a page is on topic when the topic's own score of its title and own
-text (``crawler.extract.analyze``, ``Topic.score``: weighted hits per 100
+text (``crawler.reading.extract.analyze``, ``Topic.score``: weighted hits per 100
 words) reaches the topic's threshold: the crawler's own judgement, made of
 every page breadth-first reaches, so recall counts what the focused crawl
 did not fetch, not what it judged otherwise.
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from crawler.extract import analyze
-from crawler.linkresolve import resolve_links
-from crawler.topic import Siblings, Topic, follow_links, passage
-from crawler.urls import LinkResolver
+from crawler.reading.extract import analyze
+from crawler.reading.resolve import resolve_links
+from crawler.following.topic import Siblings, Topic, follow_links, passage
+from crawler.scope.urls import LinkResolver
 
 __all__ = ["Node", "explain_misses", "reachable", "read_tree", "replay"]
 
@@ -85,7 +85,7 @@ def explain_misses(graph: dict[str, Node], topic: Topic, fetched: set[str], miss
 def replay(graph: dict[str, Node], seeds: list[str], topic: Topic, tunnel: int, min_priority: float,
            tunnel_links: int) -> list[str]:
     """The pages a focused crawl of one worker fetches, in order, as
-    ``Follower.follow_topic`` follows (``crawler/follow.py``), one request
+    ``Follower.follow_topic`` follows (``crawler/following/follow.py``), one request
     at a time: the most promising link first; an on-topic page's links
     below ``min_priority`` set aside (not remembered: a better page may
     link them later), an off-topic page's ``tunnel_links`` best passed on

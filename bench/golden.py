@@ -72,11 +72,13 @@ def run_in(code: Path, cmd: list[str], timeout: float = 300) -> subprocess.Compl
 
 def code_meta(code: Path) -> dict[str, str]:
     """Where the crawler the crawls import comes from; refuses another checkout's."""
-    found = run_in(code, [sys.executable, "-c", "import crawler, crawler.fingerprint as f; print(crawler.__file__)"])
+    found = run_in(code, [sys.executable, "-c", "import crawler; print(crawler.__file__)"])
     imported = found.stdout.strip()
     if found.returncode != 0 or not imported.startswith(str(code.resolve()) + os.sep):
         raise SystemExit(f"crawls from {code} would import crawler from {imported or found.stderr[-500:]}")
-    impl = run_in(code, [sys.executable, "-m", "crawler.fingerprint"]).stdout.strip()
+    # The fingerprint module's place before the packages (issue 49) and after.
+    impl = (run_in(code, [sys.executable, "-m", "crawler.duplicates.fingerprint"]).stdout.strip()
+            or run_in(code, [sys.executable, "-m", "crawler.fingerprint"]).stdout.strip())
     commit = subprocess.run(["git", "-C", str(code), "rev-parse", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(code), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()

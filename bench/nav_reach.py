@@ -1,11 +1,11 @@
 """What a documentation tree's navigation links reach, offline: the check
-of the default crawl's navigation rule (``crawler.pagelinks.is_navigation``)
+of the default crawl's navigation rule (``crawler.reading.links.is_navigation``)
 on trees before a crawl.
 
     python -m bench.nav_reach [--only NAME,...] [--root NAME=DIR[:START]]
 
 For each tree of ``bench.bench_reach.TREES`` (or ``--root``), read from
-disk with the crawler's own page reading (``crawler.extract.analyze``):
+disk with the crawler's own page reading (``crawler.reading.extract.analyze``):
 the HTML pages reachable from the start page by any link (what a
 ``follow=all`` crawl fetches, its HTML pages), those reachable by
 navigation links alone (``<link rel="next">``, ``<a rel="up">`` ...), and
@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 from bench.bench_reach import TREES, Tree, held_out
-from crawler.extract import analyze
+from crawler.reading.extract import analyze
 
 BASE = "http://tree.invalid/"
 

@@ -39,7 +39,7 @@ class PageItem:
     # The Content-Length header of the response, as sent (what a re-crawl's
     # HEAD compares on servers without validators: RECRAWL_HEAD).
     content_length: int | None = None
-    # The re-crawl's bookkeeping (crawler/recrawl.py fills it in as the page
+    # The re-crawl's bookkeeping (crawler/recrawl/merge.py fills it in as the page
     # is written): the estimated change rate (changes a second), when the
     # content last changed, the bounded history of visits, 404/410 in a row.
     change_rate: float | None = None
@@ -53,14 +53,14 @@ class PageItem:
     # Set when the page's site mirrors another (most of its pages are copies
     # of that site's): stores record it in the sites table.
     mirror_of: str | None = None
-    # The page's canonical link, normalised (crawler/canonical.py).
+    # The page's canonical link, normalised (crawler/duplicates/canonical.py).
     canonical: str | None = None
     # Whether a sitemap of the crawl lists the page, and the lastmod (unix
     # seconds) and changefreq it gives: set by the store from the sitemaps'
-    # listings (crawler/sitemaps.py), whichever was written first.
+    # listings (crawler/sitemaps/crawl.py), whichever was written first.
     in_sitemap: bool = False
     # The page's language (a primary subtag: en, de, zh) and its hreflang
-    # alternates (language tag -> URL), crawler/variants.py.
+    # alternates (language tag -> URL), crawler/duplicates/variants.py.
     lang: str | None = None
     # The place in time of the URL's first duplicate check (14 hex digits of
     # microseconds, crawler/frontier/dupindex.py), kept by its re-crawls: an
@@ -71,7 +71,7 @@ class PageItem:
     # crawler/render/): None on a crawl that does not render.
     content_type: str | None = None
     rendered: bool | None = None
-    # An importance crawl's (-a order=importance, crawler/importance.py):
+    # An importance crawl's (-a order=importance, crawler/following/importance.py):
     # the page's importance when it was leased.
     importance: float | None = None
     # WARC output (-s WARC_DIR, crawler/warc/): the record of the response
@@ -86,7 +86,7 @@ class PageItem:
     alternates: dict[str, str] | None = None
     lastmod: float | None = None
     changefreq: str | None = None
-    # A focused crawl's (-a topic=PATH, crawler/topic.py): the page's
+    # A focused crawl's (-a topic=PATH, crawler/following/topic.py): the page's
     # relevance, 0 to 1, and whether it reaches the topic's threshold.
     topic_score: float | None = None
     on_topic: bool | None = None
@@ -99,11 +99,11 @@ class PageItem:
     # yielded it (not stored as a field).
     typed_again: bool = False
     # How many of the spider's second looks the page waits for (typed alone
-    # and kept to be typed again: crawler/pagetype.py; a copy by its
-    # canonical while its site's canonicals are judged: crawler/variants.py).
+    # and kept to be typed again: crawler/pagetypes/typer.py; a copy by its
+    # canonical while its site's canonicals are judged: crawler/duplicates/variants.py).
     # Each sets the page's final values on this item when it is done and
     # counts down; a feed export writes the page once this is 0
-    # (crawler/feeds.py). Not stored as a field.
+    # (crawler/operations/feeds.py). Not stored as a field.
     pending: int = 0
     # The page this item writes again (``again``): its values are read when
     # the write is queued, so that the last write of a page has its final

@@ -1,15 +1,15 @@
-"""Downloader and spider middlewares: thin adapters over crawler.urls.
+"""Downloader and spider middlewares: thin adapters over crawler.scope.urls.
 
 ``TrapGuardMiddleware`` (spider middleware) drops followed links that look
 like a spider trap:
 
 - ``TRAP_MAX_SHAPE_RUN``: the request continues a chain of more than this
-  many links between URLs of one shape (``crawler.urls.url_shape``:
+  many links between URLs of one shape (``crawler.scope.urls.url_shape``:
   calendars, endless "next" links, session ids). Meta key ``shape_run``
   carries the chain length; ``dont_trap_guard`` opts a request out.
 - ``TRAP_MAX_REPEATED_SEGMENT``: a path segment occurs this many times
   (``/a/b/a/b/a/b``: relative links that pile up).
-- Path-level traps (``crawler.traps``): chains that go deeper at every step
+- Path-level traps (``crawler.scope.traps``): chains that go deeper at every step
   (``TRAP_MAX_DESCENT_RUN``), deeper into numbered or token levels
   (``/x1/y2/z3/``: ``TRAP_MAX_NUMBERED_RUN``), or bring a fresh random token
   at every step (``/s/<session>/``: ``TRAP_MAX_TOKEN_RUN``,
@@ -74,8 +74,8 @@ from crawler.requestmeta import (
     DONT_OBEY_ROBOTSTXT, DONT_TRAP_GUARD, DOWNLOAD_TIMEOUT, FRONTIER_GAP, MAX_RETRY_TIMES, RENDER_FOR,
     SHAPE_RUN, TRAP_EVIDENCE, TRAP_PARENT,
 )
-from crawler.traps import LinkParent, PathTrapGuard, TrapLimits
-from crawler.urls import host_of, max_segment_repeats, queue_key, url_shape
+from crawler.scope.traps import LinkParent, PathTrapGuard, TrapLimits
+from crawler.scope.urls import host_of, max_segment_repeats, queue_key, url_shape
 
 _TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
 
@@ -156,7 +156,7 @@ class TrapGuardMiddleware:
 
     def _judge(self, request: Request, parent: tuple[str, int, LinkParent | None]) -> bool:
         # A link of another page than the response's (a site's first page,
-        # typed again as an index page later: crawler/pagetype.py) is judged
+        # typed again as an index page later: crawler/pagetypes/typer.py) is judged
         # against its own page, as it would have been then.
         other = request.meta.pop(TRAP_PARENT, None)
         if isinstance(other, tuple) and len(other) == 2:

@@ -28,9 +28,9 @@ pipeline tells the buffer once the crawl is stopping; a forced shutdown
 (second Ctrl-C) makes it give up at once.
 
 Before each batch is written, re-fetched pages are merged with their stored
-versions (``crawler/recrawl.py``) by a plan that this writer remakes every
+versions (``crawler/recrawl/merge.py``) by a plan that this writer remakes every
 ``REVISIT_PLAN_INTERVAL`` from ``REVISIT_SAMPLE`` stored pages' evidence
-(``crawler/revisit.py``: the crawl's prior over change rates and, with
+(``crawler/recrawl/change.py``: the crawl's prior over change rates and, with
 ``REVISIT_BUDGET``, the budget's multiplier); ``REVISIT_MIN_INTERVAL``,
 ``REVISIT_MAX_INTERVAL``, ``REVISIT_DEFAULT_INTERVAL``, ``REVISIT_HISTORY``,
 ``REVISIT_EVIDENCE`` and ``RECRAWL_GONE_AFTER`` shape each page's schedule.
@@ -62,9 +62,9 @@ from crawler.compat import spider_closing
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.faces import FrontierFaces
 from crawler.frontier.signals import ITEMS_WAITING, WORKER_IDLE, GiveBack
-from crawler.recrawl import Revisits, evidence_of
-from crawler.revisit import Policy
-from crawler.revisitplan import Plan, RateModel, importance_weight
+from crawler.recrawl.merge import Revisits, evidence_of
+from crawler.recrawl.change import Policy
+from crawler.recrawl.plan import Plan, RateModel, importance_weight
 from crawler.store import StoreUnavailable, open_store
 from crawler.store.buffer import WriteBuffer
 
@@ -135,7 +135,7 @@ class StorePipeline:
 
     def revisits(self) -> Revisits:
         """Each page's schedule: started on its first fetch, merged with the
-        stored version on a re-crawl's visit (crawler/recrawl.py)."""
+        stored version on a re-crawl's visit (crawler/recrawl/merge.py)."""
         s = self.crawler.settings
         policy = Policy(min_interval=s.getfloat("REVISIT_MIN_INTERVAL"),
                         max_interval=s.getfloat("REVISIT_MAX_INTERVAL"),

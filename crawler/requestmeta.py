@@ -52,7 +52,7 @@ class MetaKey:
     entry: str | None = None
 
 
-# The trap guard (crawler/middlewares.py, crawler/traps.py).
+# The trap guard (crawler/middlewares.py, crawler/scope/traps.py).
 DONT_TRAP_GUARD = "dont_trap_guard"
 SHAPE_RUN = "shape_run"
 DESCENT_RUN = "descent_run"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from crawler.fingerprint import content_hash, fingerprints
+from crawler.duplicates.fingerprint import content_hash, fingerprints
 from crawler.frontier import Frontier
 from crawler.frontier.buckets import SPLIT_AT, bucket_width, grown_sizes, parse_sizes
 

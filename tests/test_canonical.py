@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from scrapy.settings import Settings
 
-from crawler.canonical import LEARNING, MIN_PAGES, TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
-from crawler.extract import analyze
+from crawler.duplicates.canonical import LEARNING, MIN_PAGES, TRUSTED, UNTRUSTED, CanonicalTrust, link_header_canonical
+from crawler.reading.extract import analyze
 from crawler.items import PageItem
 from crawler.store import SQLiteStore, open_store
 from tests.support.crawl import run_crawl, stop_embedded_redis

@@ -18,8 +18,8 @@ from twisted.python.failure import Failure
 import crawler.chain as chain_module
 from crawler.chain import OTHER, PDF, record
 from crawler.items import PageItem
-from crawler.pagecheck import Checked
-from crawler.pagerules import INDEX, INFO
+from crawler.duplicates.check import Checked
+from crawler.pagetypes.rules import INDEX, INFO
 from tests.support.chainpages import (
     INDEX_BODY,
     PROSE,
@@ -101,7 +101,7 @@ def test_robots_noindex_keeps_the_page_out_of_the_store_and_its_links_followed(s
 def test_a_pdf_noindex_is_counted_another_documents_is_not(spider):
     pdf = {"Content-Type": "application/pdf", "X-Robots-Tag": "noindex"}
     _, page = run(spider, response(spider, "/d.pdf", body=b"%PDF-1.4\n", headers=pdf, cls=Response), until="Decode")
-    step(spider, "Store", page)  # read would have filled its text in (crawler/documents.py)
+    step(spider, "Store", page)  # read would have filled its text in (crawler/reading/documents.py)
     assert page.out == [] and stat(spider, "robots/noindex") == 1
     _, page = run(spider, response(spider, "/e.pdf", body=b"%PDF-1.4\n", headers={"Content-Type": "application/pdf"},
                                    cls=Response), until="Decode")

@@ -15,9 +15,9 @@ import pytest
 from scrapy.http import Response
 
 from crawler.chain import HTML, OTHER, PDF
-from crawler.fingerprint import content_hash
-from crawler.pagecheck import Checked
-from crawler.pagerules import INDEX, INFO
+from crawler.duplicates.fingerprint import content_hash
+from crawler.duplicates.check import Checked
+from crawler.pagetypes.rules import INDEX, INFO
 from tests.support.chainpages import (
     HTML_TYPE,
     INDEX_BODY,
@@ -253,7 +253,7 @@ def test_check_finds_the_second_identical_page_a_duplicate_and_counts_the_templa
 def test_a_pdf_is_checked_by_its_text_alone_and_another_document_not_at_all(spider):
     pdf = response(spider, "/d.pdf", body=b"%PDF-1.4\n", headers={"Content-Type": "application/pdf"}, cls=Response)
     _, page = run(spider, pdf, until="Decode")
-    page.item.text = "A manual of rivers. " * 5  # what read takes from the PDF (crawler/documents.py)
+    page.item.text = "A manual of rivers. " * 5  # what read takes from the PDF (crawler/reading/documents.py)
     step(spider, "Check", page)
     assert page.checked == Checked(duplicate=False, template=None, young=False) and page.keys is None
     assert page.item.content_hash == content_hash(page.item.text)

@@ -3,16 +3,16 @@ fitted on, and the clear cases of the generated test site."""
 
 import pytest
 
-from crawler.classify import classify, classify_stats, model, page_model, page_type
-from crawler.pagefeatures import assemble, doc_url_features, page_features
-from crawler.pagerules import (
+from crawler.pagetypes.classify import classify, classify_stats, model, page_model, page_type
+from crawler.pagetypes.features import assemble, doc_url_features, page_features
+from crawler.pagetypes.rules import (
     INDEX, INFO, RULE_BAND, RULE_DENSITY, RULE_MIN_PAGES, RULE_SURE, RuleTrust, THIN_TEXT, bare_navigation, decide,
     thin_navigation, tspider_rule)
-from crawler.template import rule_density
-from crawler.template import block_keys
-from crawler.template import stat_features
-from crawler.template import block_stats
-from crawler.extract import analyze
+from crawler.pagetypes.template import rule_density
+from crawler.pagetypes.template import block_keys
+from crawler.pagetypes.template import stat_features
+from crawler.pagetypes.template import block_stats
+from crawler.reading.extract import analyze
 from tests.data.pagetypes import body, labels
 from tools.pagetypes.measure import held_out, metrics
 
@@ -343,7 +343,7 @@ def test_tspider_rule_as_published():
 
 
 def test_count_words_reads_cjk_without_spaces():
-    from crawler.textfeatures import count_words
+    from crawler.reading.textfeatures import count_words
 
     assert count_words("How the crawler works") == 4
     assert count_words("网络爬虫") == 2

@@ -47,9 +47,9 @@ def test_there_is_no_import_circle_among_the_crawlers_modules():
     graph = import_graph(ROOT)
     # The graph is the real one: what ops.py imports at load, not what it
     # imports for typing or inside a function.
-    assert {"crawler.opsactions", "crawler.opsopen", "crawler.frontier.queues"} <= graph["crawler.ops"]
-    assert "crawler.frontier.frontier" not in graph["crawler.ops"]  # under TYPE_CHECKING there
-    assert "crawler.config" not in graph["crawler.opsopen"]  # imported inside open_frontier
+    assert {"crawler.operations.actions", "crawler.operations.crawls", "crawler.frontier.queues"} <= graph["crawler.operations.ops"]
+    assert "crawler.frontier.frontier" not in graph["crawler.operations.ops"]  # under TYPE_CHECKING there
+    assert "crawler.config" not in graph["crawler.operations.crawls"]  # imported inside open_frontier
     assert cycles(graph) == []
 
 

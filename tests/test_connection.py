@@ -21,7 +21,7 @@ from scrapy.settings import Settings
 from crawler.config import SPECS
 from crawler.redis.client import RedisUnavailable, get_redis, is_cluster
 from crawler.redis.cluster import ClusterURL, parse_cluster_url
-from crawler.urls import redact_credentials as redact
+from crawler.scope.urls import redact_credentials as redact
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd
 from tests.support.redis_cluster import free_port, redis_server_binary, start_cluster

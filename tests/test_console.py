@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawler import ops
-from crawler.console import TOKEN_HEADER, History
+from crawler.operations import ops
+from crawler.operations.console import TOKEN_HEADER, History
 from crawler.frontier import Frontier
 from tests.support.console import ConsoleProcess, text, texts
 from tests.support.crawl import until

@@ -1,11 +1,11 @@
-"""crawler.encoding: which encoding a body is read in, and the text."""
+"""crawler.reading.encoding: which encoding a body is read in, and the text."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.encoding import decode_html, encoding_name
-from crawler.extract import analyze
+from crawler.reading.encoding import decode_html, encoding_name
+from crawler.reading.extract import analyze
 
 CHINESE = "网络爬虫是一种按照一定的规则自动抓取万维网信息的程序。分布式爬虫把任务分给多台机器，共享待抓取的地址队列。" * 3
 TRADITIONAL = "網路爬蟲是一種按照一定的規則自動抓取全球資訊網資訊的程式。它從一個或若干初始網頁的位址開始。" * 3
@@ -110,7 +110,7 @@ def test_undeclared_cjk_pages(body, codec, lang, expected):
     ("<meta content='ko' http-equiv='content-language'>", "ko"),
 ])
 def test_language_from_a_content_language_meta(head, lang):
-    from crawler.encoding import _page_language
+    from crawler.reading.encoding import _page_language
 
     assert _page_language(doc("", None, head).encode()) == lang
 

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.extract import analyze
-from crawler.htmlparse import parse_html
-from crawler.pagehead import parse_robots_directives
+from crawler.reading.extract import analyze
+from crawler.reading.html import parse_html
+from crawler.reading.head import parse_robots_directives
 from tests.data.pagetypes import body, labels
 
 ARTICLE = """<html><head><title> An  article </title>
@@ -323,7 +323,7 @@ def test_link_contexts_and_own_text_only_when_asked():
 def test_a_links_surroundings_are_read_only_so_far():
     # Thousands of empty links under one parent: each link's context is
     # read once a parent, and never more than CONTEXT_NODES elements deep.
-    from crawler.pagelinks import CONTEXT_NODES
+    from crawler.reading.links import CONTEXT_NODES
 
     html = ("<html><body><div>" + "<a href='/e'></a>" * 2000 + "<a href='/t'>far away text</a></div>"
             "<p><a href='/n'>near</a> words</p></body></html>")
@@ -339,7 +339,7 @@ def test_a_links_surroundings_are_read_only_so_far():
 def test_prices_are_counted_as_the_one_regex_counts_them(text):
     """Where no currency follows a number, prices are found with the prefix
     regex alone: the same count as the full one."""
-    from crawler.extract import _PRICE, _PRICE_PREFIX, _SUFFIX_HINTS
+    from crawler.reading.extract import _PRICE, _PRICE_PREFIX, _SUFFIX_HINTS
 
     if not any(c in text for c in _SUFFIX_HINTS):
         assert _PRICE_PREFIX.findall(text) == _PRICE.findall(text)

@@ -1,4 +1,4 @@
-"""Feed exports (crawler/feeds.py): ``scrapy crawl site -O pages.jsonl``
+"""Feed exports (crawler/operations/feeds.py): ``scrapy crawl site -O pages.jsonl``
 writes each page once, with its final type and the fields ``scrapy export``
 writes. The exporter's hold-back first, on Scrapy's own exporter; then a
 crawl of a real server, as a user runs it."""
@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from crawler.feeds import CsvPageExporter, JsonLinesPageExporter, PageFeed
+from crawler.operations.feeds import CsvPageExporter, JsonLinesPageExporter, PageFeed
 from crawler.items import PageItem
 from crawler.store.base import PAGE_FIELDS
 from tests.support import ROOT

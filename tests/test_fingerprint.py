@@ -4,12 +4,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from simhash import Simhash
 
-from crawler.extract import analyze
-from crawler.featurehash import feature_hash, simhash_of_features
-from crawler.fingerprint import (
+from crawler.reading.extract import analyze
+from crawler.duplicates.featurehash import feature_hash, simhash_of_features
+from crawler.duplicates.fingerprint import (
     ODD_BITS, SKETCH_BANDS, OddSketch, content_hash, fingerprints, hamming, shingles, signed, simhash, sketch,
     unsigned)
-from crawler.textfeatures import features
+from crawler.reading.textfeatures import features
 from tests.data.pagetypes import body, labels
 from tests.support.mockserver import prose
 
@@ -227,7 +227,7 @@ def _split_reference(text):
     """The tokenizer as first written: every token, CJK runs set apart."""
     import re
 
-    from crawler.textfeatures import CJK as _CJK
+    from crawler.reading.textfeatures import CJK as _CJK
 
     runs, words = [], []
     for token in re.findall(rf"[{_CJK}]+|[^\W{_CJK}]+", text):
@@ -251,7 +251,7 @@ def _shingles_reference(text):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab Zé_9.-/:,年月日网络東京 \n\t"), max_size=60))
 def test_the_fast_tokenizer_and_shingles_match_the_reference(text):
-    from crawler.textfeatures import split as _split
+    from crawler.reading.textfeatures import split as _split
 
     assert _split(text.lower()) == _split_reference(text.lower())
     assert shingles(text).tolist() == _shingles_reference(text)
@@ -270,13 +270,13 @@ def test_the_compiled_module_is_built():
     """setup.py builds crawler._fpcore wherever a C compiler is found (CI's
     machines have one): a build that silently fell back to numpy is caught
     here, not in a benchmark."""
-    from crawler.fingerprint import COMPILED
+    from crawler.duplicates.fingerprint import COMPILED
 
     assert COMPILED, "crawler._fpcore was not built: install a C compiler (gcc) and `pip install -e .` again"
 
 
 def _same_fingerprints(text, bits=ODD_BITS):
-    from crawler.fingerprint import _fingerprints_numpy, _shingles_numpy, _simhash_numpy, sketch
+    from crawler.duplicates.fingerprint import _fingerprints_numpy, _shingles_numpy, _simhash_numpy, sketch
 
     value, sk = fingerprints(text, bits)
     ref_value, ref = _fingerprints_numpy(text, bits)
@@ -326,8 +326,8 @@ def _python_stream(text):
     """The stream from the Python tokenizer and unit hashes, one unit at a time."""
     from array import array
 
-    from crawler.featurehash import unit as _unit
-    from crawler.textfeatures import split as _split
+    from crawler.duplicates.featurehash import unit as _unit
+    from crawler.reading.textfeatures import split as _split
 
     runs, words = _split(text)
     units = [*"".join(runs), *words]
@@ -335,7 +335,7 @@ def _python_stream(text):
 
 
 def _c_stream(text):
-    from crawler.fingerprint import _compiled_stream
+    from crawler.duplicates.fingerprint import _compiled_stream
 
     return _compiled_stream(text)
 
@@ -397,7 +397,7 @@ def test_a_crawl_says_at_start_when_the_fingerprints_are_not_compiled(monkeypatc
     from scrapy.utils.project import get_project_settings
     from scrapy.utils.test import get_crawler
 
-    from crawler import fingerprint
+    from crawler.duplicates import fingerprint
     from crawler.spiders.site import SiteSpider
 
     settings = {k: v for k, v in get_project_settings().copy_to_dict().items() if "REACTOR" not in k}

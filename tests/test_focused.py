@@ -11,7 +11,7 @@ import re
 from collections import Counter
 import pytest
 
-from crawler import ops
+from crawler.operations import ops
 from crawler.store import SQLiteStore
 from tests.support import ROOT
 from tests.support.console import ConsoleProcess, text, texts

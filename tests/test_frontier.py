@@ -12,7 +12,7 @@ import pytest
 import redis
 from scrapy import Request, Spider
 
-from crawler.fingerprint import content_hash, fingerprints, shingles, sketch
+from crawler.duplicates.fingerprint import content_hash, fingerprints, shingles, sketch
 from crawler.frontier.dupindex import page_id
 from crawler.frontier import Frontier, LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json, request_to_json

@@ -229,7 +229,7 @@ def test_python_reads_an_entrys_priority_as_the_scripts_do(priority, expected):
 
 
 def ilink(f: Frontier, url: str, site: str, importance: int, cash: int = 0) -> LinkEntry:
-    """An importance crawl's link (crawler/importance.py): its importance and
+    """An importance crawl's link (crawler/following/importance.py): its importance and
     dedup member in the entry's meta, its place "i<importance>:<cash>"."""
     bucket, member = f.queues.slot(hashlib.sha1(url.encode()).digest())
     e = json.dumps({"u": url, "m": {"imp": importance, "imp_key": member}}, separators=(",", ":"))

@@ -14,7 +14,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from crawler.graph import clean_name, clean_text, export_graph, write_csv, write_gexf, write_graphml
+from crawler.operations.graph import clean_name, clean_text, export_graph, write_csv, write_gexf, write_graphml
 from crawler.store import SQLiteStore
 from crawler.store.mongo import MongoStore
 from tests.support import ROOT

@@ -1,11 +1,11 @@
-"""A page's language and alternates (crawler/language.py, the head reader)."""
+"""A page's language and alternates (crawler/reading/language.py, the head reader)."""
 
 from __future__ import annotations
 
 import pytest
 
-from crawler.extract import analyze
-from crawler.language import link_header_alternates, page_language, parse_languages, primary, tag
+from crawler.reading.extract import analyze
+from crawler.reading.language import link_header_alternates, page_language, parse_languages, primary, tag
 
 EN = ("The harbour was quiet in the early morning, and the fishermen were mending their nets while the gulls "
       "circled above the boats. Later in the day the market opened and people from the villages came to buy "
@@ -71,7 +71,7 @@ def test_link_header_alternates():
 
 
 def test_a_sites_declarations_are_trusted_once_they_stood_the_check():
-    from crawler.language import SPOT_CHECK, TRUST_AFTER, DeclarationTrust
+    from crawler.reading.language import SPOT_CHECK, TRUST_AFTER, DeclarationTrust
 
     trust = DeclarationTrust(max_sites=2)
     for _ in range(TRUST_AFTER - 1):

@@ -90,7 +90,7 @@ def test_trap_guard_other_shapes_reset_the_chain_and_repeats_are_dropped():
 
 def test_trap_guard_judges_a_link_of_another_page_against_that_page():
     """A site's first page typed again as an index page later has its links
-    followed from another page's callback (a first page typed again, crawler/pagetype.py): each is
+    followed from another page's callback (a first page typed again, crawler/pagetypes/typer.py): each is
     judged against its own page (``TRAP_PARENT``), not the response."""
     crawler, mw = _trap_guard()
     crawler.stats.open_spider()
@@ -139,7 +139,7 @@ def test_robots_guard_bounds_only_the_robots_request():
 
 def _chain(mw, start: str, next_url, steps: int = 40, meta: dict | None = None):
     """Follow one link a page through the middleware: [(url, path meta)] kept."""
-    from crawler.traps import META_KEYS
+    from crawler.scope.traps import META_KEYS
 
     chain = []
     response = HtmlResponse(start, body=b"", request=Request(start, meta=meta or {}))

@@ -1,4 +1,4 @@
-"""Navigation links (``crawler.pagelinks.is_navigation``): a page's
+"""Navigation links (``crawler.reading.links.is_navigation``): a page's
 ``<link>`` and ``<a>`` whose rel places it in its document (next, prev,
 up, contents ...), read by ``analyze`` and resolved by
 ``resolve_navigation``; the default crawl follows them from every page
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.extract import analyze
-from crawler.linkresolve import resolve_navigation
-from crawler.pagelinks import MAX_NAVIGATION, is_navigation
-from crawler.urls import LinkResolver
+from crawler.reading.extract import analyze
+from crawler.reading.resolve import resolve_navigation
+from crawler.reading.links import MAX_NAVIGATION, is_navigation
+from crawler.scope.urls import LinkResolver
 
 
 @pytest.mark.parametrize("rel, expected", [

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.netguard import AddressRefused, NetworkGuardMiddleware
-from crawler.netpolicy import REASONS, NetworkPolicy, ip_of_host, parse_networks, refusal
+from crawler.network.guard import AddressRefused, NetworkGuardMiddleware
+from crawler.network.policy import REASONS, NetworkPolicy, ip_of_host, parse_networks, refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -237,7 +237,7 @@ def _process(mw, url, **meta):
 ])
 def test_middleware_refuses_literals(url, meta, message, stat, caplog):
     crawler, mw = _middleware()
-    with caplog.at_level(logging.WARNING, logger="crawler.netguard"):
+    with caplog.at_level(logging.WARNING, logger="crawler.network.guard"):
         with pytest.raises(AddressRefused) as info:
             _process(mw, url, **meta)
     assert str(info.value) == message
@@ -262,7 +262,7 @@ def test_middleware_counts_every_refusal_and_logs_each_host_once(caplog):
     urls = ["http://10.0.0.1/", "http://127.0.0.1/a", "http://127.0.0.1/b", "http://[::1]/",
             "http://192.168.0.1/", "http://127.0.0.1:8080/c", "http://10.9.9.9/"]
     outcomes = []
-    with caplog.at_level(logging.WARNING, logger="crawler.netguard"):
+    with caplog.at_level(logging.WARNING, logger="crawler.network.guard"):
         for url in urls:
             try:
                 outcomes.append(_process(mw, url))
@@ -326,8 +326,8 @@ def site() -> Iterator[Site]:
     loop.close()
 
 
-GUARD = {"DOWNLOADER_MIDDLEWARES": {"crawler.netguard.NetworkGuardMiddleware": 80},
-         "TWISTED_DNS_RESOLVER": "crawler.netguard.GuardedResolver"}
+GUARD = {"DOWNLOADER_MIDDLEWARES": {"crawler.network.guard.NetworkGuardMiddleware": 80},
+         "TWISTED_DNS_RESOLVER": "crawler.network.guard.GuardedResolver"}
 
 
 @dataclass
@@ -335,7 +335,7 @@ class Crawl:
     fetched: Counter[tuple[str, str]]  # what the server saw
     outcomes: dict[str, str]  # URL -> "200" or "ExcClass: message"
     stats: dict[str, int]
-    warnings: list[str]  # crawler.netguard's log lines
+    warnings: list[str]  # crawler.network.guard's log lines
 
 
 def crawl(site: Site, tmp_path: Path, urls: list[str], settings: dict[str, object],
@@ -347,7 +347,7 @@ def crawl(site: Site, tmp_path: Path, urls: list[str], settings: dict[str, objec
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
-    marker = "[crawler.netguard] WARNING: "
+    marker = "[crawler.network.guard] WARNING: "
     warnings = [line.split(marker, 1)[1] for line in proc.stderr.splitlines() if marker in line]
     return Crawl(Counter(site.seen[before:]), result["outcomes"], result["stats"], warnings)
 
@@ -444,7 +444,7 @@ def test_middleware_without_the_guarded_resolver_still_refuses_names(site, tmp_p
     assert result.outcomes == {
         f"http://localhost:{p}/b": _refused("refused 127.0.0.1 (loopback) for host localhost")}
     assert result.warnings == [
-        "The reactor's resolver is CachingThreadedResolver, not crawler.netguard.GuardedResolver "
+        "The reactor's resolver is CachingThreadedResolver, not crawler.network.guard.GuardedResolver "
         "(TWISTED_DNS_RESOLVER, installed by `scrapy crawl`): addresses are checked before each "
         "request but not when connecting, so a name that rebinds gets through.",
         f"<GET http://localhost:{p}/b>: refused 127.0.0.1 (loopback) for host localhost; allow with "

@@ -265,7 +265,7 @@ def test_metrics_then_a_sigkilled_worker_reads_dead_within_the_lease_timeout(
     # counted in the wait.
     from scrapy.settings import Settings
 
-    from crawler import ops
+    from crawler.operations import ops
 
     project = Settings()
     project.setmodule("crawler.settings")

@@ -1,4 +1,4 @@
-"""The operators' layer (crawler/ops.py) on a real Redis: seed, remove,
+"""The operators' layer (crawler/operations/ops.py) on a real Redis: seed, remove,
 status and the stop flag, read and written through ``Frontier`` as the
 ``scrapy status/seed/stop`` commands do."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 import redis
 
-from crawler import ops
+from crawler.operations import ops
 from crawler.frontier import Frontier
 
 
@@ -198,7 +198,7 @@ def test_status_shows_the_delay_the_workers_keep_not_its_own(redis_url, crawl_na
 
 
 def test_seed_refuses_what_the_crawls_url_rules_exclude(frontier):
-    from crawler.rules import UrlRules
+    from crawler.scope.rules import UrlRules
 
     frontier.meta.crawl_policy("rules", UrlRules(("/docs/",), ("/search",)).to_json())
     out = ops.seed(frontier, ["http://a.example/docs/x", "http://a.example/docs/search?q=1", "http://a.example/blog/"])

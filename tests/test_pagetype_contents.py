@@ -7,7 +7,7 @@ hide behind); gtk-doc's chapter listing its sections, each with a line of
 purpose; a Doxygen class's list of all its members, each a link to where
 it is documented. Their rows' descriptions keep their link density low,
 and the model took the first two kinds for prose
-(``crawler.template.contents_list``; the Doxygen page the model typed
+(``crawler.pagetypes.template.contents_list``; the Doxygen page the model typed
 index here already, with this small template, but info in the bench's
 crawl order). Ordinary content pages of the same trees stay information
 pages.
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from crawler.classify import classify_stats
-from crawler.pagefeatures import page_features
-from crawler.pagerules import INDEX, INFO, RuleTrust, thin_navigation
-from crawler.extract import analyze
-from crawler.template import LocalTemplates, block_keys, block_stats, contents_list, contents_rows
+from crawler.pagetypes.classify import classify_stats
+from crawler.pagetypes.features import page_features
+from crawler.pagetypes.rules import INDEX, INFO, RuleTrust, thin_navigation
+from crawler.reading.extract import analyze
+from crawler.pagetypes.template import LocalTemplates, block_keys, block_stats, contents_list, contents_rows
 
 DATA = Path(__file__).parent / "data" / "contents"
 TREES = json.loads((DATA / "pages.json").read_text())

@@ -3,7 +3,7 @@ a back-of-book index's entries ("term, section title") read as prose to
 link density, and it may be the only page that links to some pages, so the
 default crawl (``follow=index``) must follow it. What makes one is what an
 index is: entries under single-letter headings in alphabetical order, most
-of them linking to another page (``crawler.pagerules.term_index``).
+of them linking to another page (``crawler.pagetypes.rules.term_index``).
 
 Real pages of four generators, copied (gzipped) from Debian's documentation
 packages into ``tests/data/terms`` (never the PostgreSQL or Python
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from crawler.classify import classify, classify_stats, page_type
-from crawler.htmlparse import parse_html
-from crawler.pagefeatures import page_features
-from crawler.pagerules import INDEX, INFO, RuleTrust, term_index, thin_navigation
-from crawler.extract import analyze
-from crawler.template import block_stats
+from crawler.pagetypes.classify import classify, classify_stats, page_type
+from crawler.reading.html import parse_html
+from crawler.pagetypes.features import page_features
+from crawler.pagetypes.rules import INDEX, INFO, RuleTrust, term_index, thin_navigation
+from crawler.reading.extract import analyze
+from crawler.pagetypes.template import block_stats
 
 DATA = Path(__file__).parent / "data" / "terms"
 REAL = sorted(p.name[:-3] for p in DATA.glob("*.html.gz"))

@@ -1,5 +1,5 @@
-"""PDF text, title and links (crawler/pdf.py) and the child processes that
-read them within a time and memory limit (crawler/pdfworker.py). The PDFs
+"""PDF text, title and links (crawler/reading/pdf.py) and the child processes that
+read them within a time and memory limit (crawler/reading/pdfworker.py). The PDFs
 are built by tests/support/pdfs.py."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.pdf import REASONS, PdfError, PdfText, extract, is_pdf
-from crawler.pdfworker import PdfWorker
+from crawler.reading.pdf import REASONS, PdfError, PdfText, extract, is_pdf
+from crawler.reading.pdfworker import PdfWorker
 from tests.support.pdfs import bomb_pdf, deflated_spaces, line_rect, one_page_raw_pdf, raw_pdf, slow_pdf, text_pdf
 
 PAGES = [["Hello world.", "Second line   of\tpage one."],

@@ -1,5 +1,5 @@
 """``CRAWL_PROCESSES``: one ``scrapy crawl`` starts N workers of the same
-crawl and looks after them (crawler/supervisor.py), end to end against the
+crawl and looks after them (crawler/operations/supervisor.py), end to end against the
 grid sites and a real Redis."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from crawler.frontier import Frontier
-from crawler.supervisor import SUPERVISOR_ENV, supervised, worker_command
+from crawler.operations.supervisor import SUPERVISOR_ENV, supervised, worker_command
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd, until
 from tests.support.workers import EXPECTED, RUNNING, seeds

@@ -2,7 +2,7 @@
 change between crawls (tests/support/mockserver.py ``serve_changing``): 304s from
 the validators the store kept, changed, reformatted (trivially changed),
 unchanged without validators, deleted, moved and new pages; and the merge
-itself (crawler/recrawl.py) against a real SQLite store."""
+itself (crawler/recrawl/merge.py) against a real SQLite store."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from crawler.extract import analyze
-from crawler.fingerprint import simhash
-from crawler.htmlparse import parse_html
-from crawler.recrawl import Revisits, evidence_of, visits
-from crawler.revisit import ChangeEvidence, Policy, Visit
-from crawler.revisitplan import Plan, RateModel
+from crawler.reading.extract import analyze
+from crawler.duplicates.fingerprint import simhash
+from crawler.reading.html import parse_html
+from crawler.recrawl.merge import Revisits, evidence_of, visits
+from crawler.recrawl.change import ChangeEvidence, Policy, Visit
+from crawler.recrawl.plan import Plan, RateModel
 from crawler.store import SQLiteStore
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd, run_crawl, stop_embedded_redis
@@ -464,7 +464,7 @@ def test_the_store_writer_plans_from_a_sample_of_the_store(tmp_path):
 
     from crawler import settings as project_settings
     from crawler.pipelines import StorePipeline
-    from crawler.revisitplan import multiplier_for_budget
+    from crawler.recrawl.plan import multiplier_for_budget
 
     ours = {k: v for k, v in vars(project_settings).items() if k.startswith(("REVISIT_", "RECRAWL_", "STORE_",
                                                                              "SIMHASH_"))}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.fingerprint import content_hash, fingerprints
+from crawler.duplicates.fingerprint import content_hash, fingerprints
 from crawler.frontier import Frontier
 from crawler.frontier.buckets import SPLIT_AT
 from crawler.store import SQLiteStore

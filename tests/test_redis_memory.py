@@ -205,7 +205,7 @@ def test_a_small_crawls_duplicate_index_costs_under_450_bytes_a_page(crawl_dir):
     bench_million counts; 1,239 B when every table had its 1,024 buckets
     from the start, most holding one or two entries) and Redis's
     used_memory grows by under 500 B a page."""
-    from crawler.fingerprint import content_hash, fingerprints
+    from crawler.duplicates.fingerprint import content_hash, fingerprints
 
     pages = 2000
     client = get_redis(Settings(), crawl_dir)

@@ -79,8 +79,8 @@ def test_only_links_new_to_the_crawl_make_a_rendering_pay():
 
     from scrapy.utils.test import get_crawler
 
-    from crawler.extract import analyze
-    from crawler.follow import UrlCache
+    from crawler.reading.extract import analyze
+    from crawler.following.follow import UrlCache
     from crawler.render.service import Renderer
 
     follower = SimpleNamespace(seen=UrlCache(100))

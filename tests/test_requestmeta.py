@@ -132,11 +132,11 @@ def test_the_docs_list_exactly_the_registry():
 
 
 @pytest.mark.parametrize("alias, key", [
-    ("crawler.warc.service:ORIGINAL_META", "warc_original"), ("crawler.sitemaps:SITEMAP_META", "sitemap"),
-    ("crawler.sitemaps:NAMED_META", "sitemap_named"), ("crawler.frontier.scheduler:LEASE_META", "frontier_lease"),
+    ("crawler.warc.service:ORIGINAL_META", "warc_original"), ("crawler.sitemaps.crawl:SITEMAP_META", "sitemap"),
+    ("crawler.sitemaps.crawl:NAMED_META", "sitemap_named"), ("crawler.frontier.scheduler:LEASE_META", "frontier_lease"),
     ("crawler.frontier.scheduler:GAP_META", "frontier_gap"), ("crawler.frontier.tracking:AGAIN_META", "again"),
     ("crawler.render.router:RENDER_META", "render_for"), ("crawler.middlewares:TRAP_PARENT", "trap_parent"),
-    ("crawler.importance:IMPORTANCE_META", "importance"),
+    ("crawler.following.importance:IMPORTANCE_META", "importance"),
 ])
 def test_old_names_stay_importable(alias, key):
     import importlib

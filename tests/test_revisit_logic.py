@@ -1,4 +1,4 @@
-"""crawler/revisit.py: change detection, change-rate estimates, intervals."""
+"""crawler/recrawl/change.py: change detection, change-rate estimates, intervals."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import numpy as np
 
-from crawler.revisit import ChangeEvidence, Policy, Visit, append, compare, observe
-from crawler.revisitplan import (
+from crawler.recrawl.change import ChangeEvidence, Policy, Visit, append, compare, observe
+from crawler.recrawl.plan import (
     RATES, Plan, Posterior, RateModel, interval_for, loglik, multiplier_for_budget, multiplier_for_rates,
     nutch_interval)
 
@@ -301,7 +301,7 @@ def test_an_important_page_is_visited_more_often_under_a_budget():
     """REVISIT_IMPORTANCE: a page's gain counts importance_weight times,
     so of two pages alike, the one with many in-links gets the shorter
     interval, and the budget is still spent."""
-    from crawler.revisitplan import importance_weight
+    from crawler.recrawl.plan import importance_weight
 
     assert importance_weight(0, 0) == 1.0 and importance_weight(None, "x") == 1.0
     assert importance_weight(99, 0) == pytest.approx(1 + 0.2 * 99)

@@ -28,7 +28,7 @@ from crawler.redis.keys import Keys
 from crawler.frontier.robots import (ROBOTSTXT_MAX_BODY, ClusterRobotsTxtMiddleware, MalformedEntry,
                                      ProductTokenRobotParser, cap_body, decode_entry, encode_entry,
                                      product_token)
-from crawler.urls import queue_key
+from crawler.scope.urls import queue_key
 from tests.support.crawl import run_crawl
 from tests.support.mockserver import article_page, index_page
 

@@ -1,5 +1,5 @@
 """End-to-end: the link-density rule in the model's close calls, as the
-spider wires it (``PageTyper.trust``, crawler/pagetype.py; stats ``classifier/rule/*``).
+spider wires it (``PageTyper.trust``, crawler/pagetypes/typer.py; stats ``classifier/rule/*``).
 
 A site of one template (header, sidebar, footer on every page): chapter
 pages of links and long topic pages, on which the rule agrees with the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.pagerules import INDEX, INFO
+from crawler.pagetypes.rules import INDEX, INFO
 from crawler.store import SQLiteStore
 from tests.support.crawl import run_crawl
 from tests.support.servers import start_server

@@ -1,5 +1,5 @@
-"""URL rules and the prefix scope as pure logic (crawler/rules.py,
-crawler/urls.py): what is allowed, what is denied, what is refused at start."""
+"""URL rules and the prefix scope as pure logic (crawler/scope/rules.py,
+crawler/scope/urls.py): what is allowed, what is denied, what is refused at start."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from crawler.rules import MAX_PATTERNS, RulesError, UrlRules, read_rules_file
-from crawler.urls import in_scope, on_prefix_host, normalize, url_prefix
+from crawler.scope.rules import MAX_PATTERNS, RulesError, UrlRules, read_rules_file
+from crawler.scope.urls import in_scope, on_prefix_host, normalize, url_prefix
 
 
 @pytest.mark.parametrize(("allow", "deny", "url", "verdict"), [

@@ -1,5 +1,5 @@
-"""Sitemap files within the protocol's limits (crawler/sitemapparse.py) and
-the first re-crawl interval a listing gives (crawler/revisit.py)."""
+"""Sitemap files within the protocol's limits (crawler/sitemaps/parse.py) and
+the first re-crawl interval a listing gives (crawler/recrawl/change.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from crawler.revisit import Policy, sitemap_interval
-from crawler.sitemapparse import (MAX_BYTES, MAX_URLS, Entry, SitemapError, gunzip_bounded, parse_lastmod,
+from crawler.recrawl.change import Policy, sitemap_interval
+from crawler.sitemaps.parse import (MAX_BYTES, MAX_URLS, Entry, SitemapError, gunzip_bounded, parse_lastmod,
                                   parse_sitemap, robots_sitemaps)
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

@@ -1,4 +1,4 @@
-"""The start checks' parts on their own (``crawler/startchecks.py``,
+"""The start checks' parts on their own (``crawler/operations/startchecks.py``,
 ``netpolicy.allow_hint``): which NETWORK_ALLOWLIST entry allows a refused
 address, which seeds are refused and why, which directories cannot be
 used. The checks as a user meets them: tests/test_startup.py."""
@@ -10,8 +10,8 @@ from ipaddress import ip_address
 import pytest
 
 from crawler.config import ConfigError
-from crawler.netpolicy import NetworkPolicy, allow_hint, parse_networks, refusal
-from crawler.startchecks import check_directory, check_file, refused_line, refused_seeds
+from crawler.network.policy import NetworkPolicy, allow_hint, parse_networks, refusal
+from crawler.operations.startchecks import check_directory, check_file, refused_line, refused_seeds
 
 
 @pytest.mark.parametrize(("address", "hint"), [

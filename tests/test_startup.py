@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from crawler.ops import crawl_names
+from crawler.operations.ops import crawl_names
 from crawler.store import SQLiteStore
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd, run_crawl

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.progress import Sample, draining
+from crawler.operations.progress import Sample, draining
 from tests.support import ROOT
 from tests.support.crawl import run_crawl, stop_embedded_redis
 from tests.support.mockserver import article_page, index_page

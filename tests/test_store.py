@@ -130,7 +130,7 @@ def test_a_page_stored_again_with_a_new_type_keeps_its_links_and_counts(store):
 
 
 def test_a_page_given_twice_in_a_batch_is_stored_as_its_last_version(store):
-    """A copy by its canonical put right (crawler/variants.py) comes again
+    """A copy by its canonical put right (crawler/duplicates/variants.py) comes again
     without ``dup_of``, maybe in its first write's batch: the last wins."""
     for n in range(20):
         u = f"http://a.test/{n}"
@@ -337,7 +337,7 @@ def test_workers_opening_a_new_store_at_the_same_moment_all_open_it(tmp_path):
 
 
 def test_sitemap_listings_mark_pages_whichever_is_written_first(store):
-    """crawler/sitemaps.py: a listing written before or after its page sets
+    """crawler/sitemaps/crawl.py: a listing written before or after its page sets
     the page's in_sitemap, lastmod and changefreq, and the first revisit
     interval of a page fetched once; a page written again keeps them."""
     first = [{"t": 1000.0, "o": "new", "d": None}]

@@ -1,4 +1,4 @@
-"""The supervisor's fork start (crawler/supervisor.py), in this process: a
+"""The supervisor's fork start (crawler/operations/supervisor.py), in this process: a
 fork that fails leaves the remaining workers to be spawned, and nothing
 forked is left unread; killed, it leaves the embedded Redis to its workers.
 End to end: tests/test_processes.py."""
@@ -14,7 +14,7 @@ import time
 import psutil
 import pytest
 
-from crawler.supervisor import Supervisor, _Forked
+from crawler.operations.supervisor import Supervisor, _Forked
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd
 from tests.support.embedded import ENV, assert_gone, one_server, read, servers

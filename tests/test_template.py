@@ -1,4 +1,4 @@
-"""Sites' templates: the rule (crawler/template.py), the cluster's evidence
+"""Sites' templates: the rule (crawler/pagetypes/template.py), the cluster's evidence
 in a real Redis (crawler/frontier/templates.py), and the page types they
 give on a generated site whose sidebar is a big link list."""
 
@@ -8,14 +8,14 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from crawler.classify import classify, classify_stats
-from crawler.pagefeatures import assemble, doc_url_features, page_features
-from crawler.pagerules import INDEX, INFO
-from crawler.extract import analyze
+from crawler.pagetypes.classify import classify, classify_stats
+from crawler.pagetypes.features import assemble, doc_url_features, page_features
+from crawler.pagetypes.rules import INDEX, INFO
+from crawler.reading.extract import analyze
 from crawler.frontier import Frontier
 from crawler.redis.keys import template_key
 from crawler.frontier.templates import parse_evidence
-from crawler.template import (
+from crawler.pagetypes.template import (
     MAX_PAGE_KEYS,
     TemplateEvidence,
     FirstPages,
@@ -482,7 +482,7 @@ def test_a_site_too_small_for_a_template_keeps_its_first_types_and_says_so(tmp_p
 
 
 def test_the_count_rides_in_the_duplicate_checks_round_trip(client, crawl_name):
-    from crawler.fingerprint import content_hash, fingerprints
+    from crawler.duplicates.fingerprint import content_hash, fingerprints
 
     f = frontier(client, crawl_name)
     for i in range(5):
@@ -516,7 +516,7 @@ def test_first_pages_stay_kept_when_the_evidence_is_gone_before_they_are_typed_a
 
     from crawler.frontier.service import FrontierService
     from crawler.items import PageItem
-    from crawler.pagetype import Typed
+    from crawler.pagetypes.typer import Typed
     from crawler.spiders.site import SiteSpider
 
     settings = {k: v for k, v in get_project_settings().copy_to_dict().items() if "REACTOR" not in k}

@@ -1,7 +1,7 @@
 """tools.pagetypes: the labelling of documentation trees (``sources``), the
 boosted trees (``fit``), the template model's fit (``template_model``),
 and the replay of dumped folds (``replay``), which types pages as the
-crawler types them: the same decision (``crawler.pagerules.decide``,
+crawler types them: the same decision (``crawler.pagetypes.rules.decide``,
 ``RuleTrust``, ``bare_navigation``, ``thin_navigation``), in crawl order."""
 
 import json
@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from crawler.classify import Model
-from crawler.pagefeatures import FEATURES
-from crawler.pagerules import RULE_MIN_PAGES
+from crawler.pagetypes.classify import Model
+from crawler.pagetypes.features import FEATURES
+from crawler.pagetypes.rules import RULE_MIN_PAGES
 from tools.pagetypes.fit import fit, grow_tree, tree_values
 from tools.pagetypes.measure import metrics
 from tools.pagetypes.replay import BoundTrust, load, mixed, replay, score, without_bare

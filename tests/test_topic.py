@@ -1,4 +1,4 @@
-"""crawler.topic: the topic file, page scores, link priorities, tunnelling."""
+"""crawler.following.topic: the topic file, page scores, link priorities, tunnelling."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from crawler.topic import Siblings, Topic, TopicError, follow_links, load_topic, parse_topic, passage
+from crawler.following.topic import Siblings, Topic, TopicError, follow_links, load_topic, parse_topic, passage
 
 
 def topic(**kw):
@@ -195,7 +195,7 @@ def test_topic_is_pure():
     import sys
     import subprocess
 
-    code = "import sys, crawler.topic; print(any(m.startswith('scrapy') for m in sys.modules))"
+    code = "import sys, crawler.following.topic; print(any(m.startswith('scrapy') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 

@@ -1,12 +1,12 @@
-"""A focused crawl's link choice (crawler/topiclinks.py): which links go on,
+"""A focused crawl's link choice (crawler/following/topiclinks.py): which links go on,
 their meta, and the stats, against priorities computed by the topic itself."""
 
 from __future__ import annotations
 
 from scrapy.utils.test import get_crawler
 
-from crawler.topic import parse_topic
-from crawler.topiclinks import TopicLinks
+from crawler.following.topic import parse_topic
+from crawler.following.topiclinks import TopicLinks
 
 TOPIC = parse_topic({"keywords": {"postgres": 1, "vacuum": 2}, "threshold": 0.3})
 GOOD, DULL, SEEN = "http://a.test/postgres/vacuum.html", "http://a.test/misc/cats.html", "http://a.test/old.html"

@@ -1,4 +1,4 @@
-"""Path-level spider traps (crawler.traps): the token classifier, the chain
+"""Path-level spider traps (crawler.scope.traps): the token classifier, the chain
 evidence, generated traps cut at a stated step, real deep URL sets never cut,
 and a crawl of a real HTTP server's traps."""
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from crawler.traps import (
+from crawler.scope.traps import (
     META_KEYS, PathEvidence, PathTrapGuard, TrapLimits, Verdict, looks_random, path_tokens,
 )
 from crawler.frontier.serialize import META_KEYS as SERIALIZED_META
-from crawler.urls import max_segment_repeats, normalize, url_shape
+from crawler.scope.urls import max_segment_repeats, normalize, url_shape
 from tests.support.crawl import run_crawl
 from tests.support.mockserver import TRAP_SESSION_START, next_session_token
 
@@ -333,7 +333,7 @@ def test_known_place_counts_are_per_host_and_bounded():
 
 
 def test_places_per_host_are_bounded():
-    from crawler.traps import PLACES_PER_HOST
+    from crawler.scope.traps import PLACES_PER_HOST
 
     guard = PathTrapGuard(TrapLimits(max_token_variants=1))
     page = guard.page("http://a.test/", {})

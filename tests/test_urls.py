@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.urls import (
+from crawler.scope.urls import (
     InvalidURL, LinkResolver, host_of, max_segment_repeats, normalize, site_of, url_shape,
 )
 from tests.support.urls_conformance import DATA, DEVIATIONS, conformance_cases

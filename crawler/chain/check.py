@@ -1,8 +1,8 @@
 """Step ``check``: the duplicate check and the template count, one Redis round trip.
 
-``crawler/pagecheck.py`` asks the cluster's duplicate index whether the
+``crawler/duplicates/check.py`` asks the cluster's duplicate index whether the
 page is a copy (exact or near, ``crawler/frontier/dupindex.py``) and counts
-its blocks toward its site's template (``crawler/template.py``), in one
+its blocks toward its site's template (``crawler/pagetypes/template.py``), in one
 call; ``page.checked`` holds the answer (``Checked``: duplicate, the site's
 template, whether the site is still too young for one). An HTML page's
 blocks and their keys (``page.blocks``, ``page.keys``) come from the typer;

@@ -1,6 +1,6 @@
 """Step ``type``: index (navigation) or information (content) page.
 
-``crawler/pagetype.py`` types an HTML page by its features and its site's
+``crawler/pagetypes/typer.py`` types an HTML page by its features and its site's
 template (``page.checked.template``; None while the site is too young:
 typed alone, and kept to be typed again once the template is known, by the
 store step). A PDF or another document was typed information by decode.

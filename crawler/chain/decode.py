@@ -1,10 +1,10 @@
 """Step ``decode``: what the response holds, and its HTML as text.
 
 Reads the robots directives of the response's ``X-Robots-Tag`` headers and
-tells the page's kind: a PDF (``crawler/documents.py``), an HTML page, or
+tells the page's kind: a PDF (``crawler/reading/documents.py``), an HTML page, or
 another document. A PDF or another document is an information page; another
 document is stored as it came (its bytes' hash is what a re-crawl compares)
-and goes no further. HTML is decoded with ``crawler.encoding.decode_html``,
+and goes no further. HTML is decoded with ``crawler.reading.encoding.decode_html``,
 the site's last legacy encoding as the hint for pages that declare none.
 """
 
@@ -14,10 +14,10 @@ from scrapy.http import TextResponse
 
 from crawler.chain.page import OTHER, PDF, Page
 from crawler.chain.parts import PartStep
-from crawler.encoding import decode_html
-from crawler.fingerprint import content_hash
-from crawler.pagehead import parse_robots_directives
-from crawler.responses import header, is_html
+from crawler.reading.encoding import decode_html
+from crawler.duplicates.fingerprint import content_hash
+from crawler.reading.head import parse_robots_directives
+from crawler.reading.responses import header, is_html
 
 __all__ = ["Decode"]
 

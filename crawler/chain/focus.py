@@ -1,8 +1,8 @@
 """Step ``focus`` (``-a topic=FILE``): a focused crawl's page scored by its topic.
 
-``crawler/topic.py`` scores the page's title and own text (0 to 1) and says
+``crawler/following/topic.py`` scores the page's title and own text (0 to 1) and says
 whether it reaches the topic's threshold; the follower's sibling record
-learns from it (``crawler/follow.py``).
+learns from it (``crawler/following/follow.py``).
 
 Stats: ``topic/pages_scored``, ``topic/on_topic``, ``topic/off_topic``,
 ``topic/tunnel_pages``, ``topic/tunnel_on_topic``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from crawler.chain.page import HTML, Page
 from crawler.chain.parts import PartStep
-from crawler.follow import meta_int
+from crawler.following.follow import meta_int
 from crawler.requestmeta import TOPIC_HOPS
 
 __all__ = ["Focus"]

@@ -1,6 +1,6 @@
 """Step ``follow``: the page's links, to the frontier.
 
-``crawler/follow.py`` judges each link (scope, URL rules, the follow policy,
+``crawler/following/follow.py`` judges each link (scope, URL rules, the follow policy,
 the URL cache, depth; a focused crawl's priorities) and makes its request.
 Robots ``nofollow`` follows nothing; a copy (a duplicate, or a copy by its
 trusted canonical) and a page in a language the crawl does not follow give
@@ -17,9 +17,9 @@ from __future__ import annotations
 from crawler.chain.page import HTML, PDF, Page
 from crawler.chain.parts import PartStep
 from crawler.chain.redirect import follow_hop
-from crawler.follow import meta_int
-from crawler.linkresolve import resolve_navigation
-from crawler.pagerules import INDEX
+from crawler.following.follow import meta_int
+from crawler.reading.resolve import resolve_navigation
+from crawler.pagetypes.rules import INDEX
 from crawler.requestmeta import TOPIC_HOPS
 
 __all__ = ["Follow"]

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scrapy.http import Response
 
-    from crawler.extract import Page as Analysis
+    from crawler.reading.extract import Page as Analysis
     from crawler.items import PageItem
-    from crawler.pagecheck import Checked
-    from crawler.pagetype import Typed
+    from crawler.duplicates.check import Checked
+    from crawler.pagetypes.typer import Typed
 
 __all__ = ["Page", "HTML", "PDF", "OTHER"]
 
@@ -47,7 +47,7 @@ class Page:
     # The decoded HTML (the rendered DOM's once rendered).
     text: str = ""
     # The parsed HTML (lxml root, scripts and styles taken out; None: unparsable),
-    # and what crawler/extract.py read of it: text, links, head, typing features.
+    # and what crawler/reading/extract.py read of it: text, links, head, typing features.
     tree: Any = None
     analysis: Analysis | None = None
     # URLs scripts tried to send the browser to (-a render).

@@ -1,6 +1,6 @@
-"""Step ``parse``: an HTML page's tree, and what ``crawler/extract.py`` reads of it.
+"""Step ``parse``: an HTML page's tree, and what ``crawler/reading/extract.py`` reads of it.
 
-``page.tree`` is the lxml root (``crawler/htmlparse.py``; None for an empty
+``page.tree`` is the lxml root (``crawler/reading/html.py``; None for an empty
 or unparsable document) with script, style and template elements taken
 out; ``page.analysis`` holds its title, text, links, head and typing
 features. A focused crawl also reads each link's context.
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.chain.page import HTML, Page
 from crawler.chain.parts import PartStep
-from crawler.extract import Page as Analysis
-from crawler.extract import analyze
-from crawler.htmlparse import parse_html
+from crawler.reading.extract import Page as Analysis
+from crawler.reading.extract import analyze
+from crawler.reading.html import parse_html
 
 if TYPE_CHECKING:
     from crawler.chain.parts import Parts

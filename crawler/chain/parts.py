@@ -13,22 +13,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.encoding import EncodingHints
-from crawler.urls import LinkResolver
+from crawler.reading.encoding import EncodingHints
+from crawler.scope.urls import LinkResolver
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from crawler.documents import Documents
-    from crawler.follow import Follower
+    from crawler.reading.documents import Documents
+    from crawler.following.follow import Follower
     from crawler.frontier.faces import SpiderFace
-    from crawler.pagecheck import PageCheck
-    from crawler.pagetype import PageTyper
+    from crawler.duplicates.check import PageCheck
+    from crawler.pagetypes.typer import PageTyper
     from crawler.render.service import Renderer
-    from crawler.sitemaps import Sitemaps
-    from crawler.topic import Topic
-    from crawler.variants import Variants
+    from crawler.sitemaps.crawl import Sitemaps
+    from crawler.following.topic import Topic
+    from crawler.duplicates.variants import Variants
 
 __all__ = ["Parts", "PartStep"]
 
@@ -62,13 +62,13 @@ class Parts:
     @classmethod
     def build(cls, crawler: Crawler, spider: Spider, request: Callable[[str, str | None], Request],
               follower: Follower, topic: Topic | None) -> Parts:
-        from crawler.documents import Documents
+        from crawler.reading.documents import Documents
         from crawler.frontier.signals import ROBOTS_READ
-        from crawler.pagecheck import PageCheck
-        from crawler.pagetype import PageTyper
+        from crawler.duplicates.check import PageCheck
+        from crawler.pagetypes.typer import PageTyper
         from crawler.render.service import Renderer
-        from crawler.sitemaps import Sitemaps
-        from crawler.variants import Variants
+        from crawler.sitemaps.crawl import Sitemaps
+        from crawler.duplicates.variants import Variants
 
         settings = crawler.settings
         resolver = LinkResolver()

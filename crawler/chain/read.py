@@ -2,9 +2,9 @@
 
 An HTML page: its robots meta joins the headers'; its title, text (at most
 ``STORE_MAX_TEXT_CHARS``) and abstract; its links made absolute
-(``crawler/linkresolve.py``), with a meta refresh's target and the URLs
+(``crawler/reading/resolve.py``), with a meta refresh's target and the URLs
 its scripts navigated to (rendered pages) among them. A PDF: its text and
-links read by ``crawler/documents.py`` (one that cannot be read is an error
+links read by ``crawler/reading/documents.py`` (one that cannot be read is an error
 record, and its chain ends).
 
 Stats: ``frontier/hrefs_found`` (every ``<a href>``), ``frontier/links_found``
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from crawler.chain.page import HTML, PDF, Page
 from crawler.chain.parts import PartStep
-from crawler.linkresolve import resolve_links
-from crawler.redirects import meta_refresh
+from crawler.reading.resolve import resolve_links
+from crawler.reading.redirects import meta_refresh
 
 __all__ = ["Read"]
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from crawler.failures import failure_reason
 from crawler.items import PageItem
 from crawler.requestmeta import DEPTH, IMPORTANCE, REFERER_URL
-from crawler.responses import content_length, dup_order_of, header, media_type, revisit_due
-from crawler.urls import normalize, url_site
+from crawler.reading.responses import content_length, dup_order_of, header, media_type, revisit_due
+from crawler.scope.urls import normalize, url_site
 from crawler.warc.service import WarcService
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def fetched(crawler: Crawler, response: Response) -> PageItem:
 def not_modified(crawler: Crawler, response: Response, warc: Any) -> PageItem:
     """A visit that found the page not modified: the store's merge keeps the
     stored version and takes the validators a 304 carries
-    (``crawler/recrawl.py``). Its state is not written (the stored page stays
+    (``crawler/recrawl/merge.py``). Its state is not written (the stored page stays
     in state C); the frontier settles it as done (``status`` 304 with
     ``revisit``), not as an error. ``warc``: the response's record, taken."""
     request = response.request

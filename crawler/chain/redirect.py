@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from crawler.chain.page import Page
 from crawler.chain.parts import PartStep
-from crawler.follow import meta_int
-from crawler.redirects import REDIRECT_STATUSES, hop, location_target
+from crawler.following.follow import meta_int
+from crawler.reading.redirects import REDIRECT_STATUSES, hop, location_target
 from crawler.requestmeta import TOPIC_KEYS
-from crawler.responses import header
+from crawler.reading.responses import header
 
 if TYPE_CHECKING:
     from scrapy import Request

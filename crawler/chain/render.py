@@ -16,7 +16,7 @@ from scrapy import Request
 from crawler.chain.page import HTML, Page
 from crawler.chain.parts import PartStep
 from crawler.chain.parse import read_html
-from crawler.extract import Page as Analysis
+from crawler.reading.extract import Page as Analysis
 
 if TYPE_CHECKING:
     from crawler.chain.parts import Parts

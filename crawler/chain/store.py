@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from crawler.chain.page import HTML, OTHER, Page
 from crawler.chain.parts import PartStep
-from crawler.pagerules import INDEX
+from crawler.pagetypes.rules import INDEX
 from crawler.requestmeta import TRAP_PARENT
 
 __all__ = ["Store"]
@@ -37,7 +37,7 @@ class Store(PartStep):
         checked, typed = page.checked, page.typed
         assert checked is not None and typed is not None
         kept = checked.young and page.keys is not None and item.revisit is None and not typed.terms
-        item.pending += kept and page.stored  # before the yield: feeds wait for it (crawler/feeds.py)
+        item.pending += kept and page.stored  # before the yield: feeds wait for it (crawler/operations/feeds.py)
         if page.stored:
             page.emit(item)
         else:

@@ -1,6 +1,6 @@
 """Step ``variants``: is the page a copy by its canonical link, and in which language?
 
-``crawler/variants.py``: the page's canonical link (``<link
+``crawler/duplicates/variants.py``: the page's canonical link (``<link
 rel=canonical>`` or a ``Link`` header) recorded, and when it names another
 page of the crawl the page is that page's copy (the canonical URL queued:
 ``page.canonical_request``; its links left alone when its site's canonicals

@@ -1,7 +1,7 @@
 """``scrapy console [--bind ADDRESS] [--port N] [--allow-actions]``: a web
 console of the crawl.
 
-Serves one page (``crawler/console.py``) on ``http://ADDRESS:N/``
+Serves one page (``crawler/operations/console.py``) on ``http://ADDRESS:N/``
 (127.0.0.1:8410 unless told; ``--port 0`` takes a free port) and prints
 ``Console on URL``: what ``scrapy status`` shows, redrawn every
 ``--interval`` seconds (2), a chart of pages/min per node over the last
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import UsageError
 
-from crawler import ops
-from crawler.console import Console, ConsoleServer, is_loopback
-from crawler.opscli import FrontierCommand
+from crawler.operations import ops
+from crawler.operations.console import Console, ConsoleServer, is_loopback
+from crawler.operations.cli import FrontierCommand
 
 if TYPE_CHECKING:
     import argparse

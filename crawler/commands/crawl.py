@@ -1,14 +1,14 @@
 """``scrapy crawl``: Scrapy's command, with start-up errors as one line.
 
 With ``CRAWL_PROCESSES`` above 1 (or ``auto``) it starts that many worker
-processes of the crawl and looks after them (``crawler/supervisor.py``).
+processes of the crawl and looks after them (``crawler/operations/supervisor.py``).
 Run as its own process's command on Linux, it then makes no crawler process
 (no reactor, no thread) of its own, so that its workers can be forked from
 it once everything is checked.
 
 Before anything starts, the settings (``crawler.config``), the spider's
 arguments (its ``check_arguments``, when it has one) and what the crawl
-needs of this machine (``crawler.startchecks``: directories it writes, the
+needs of this machine (``crawler.operations.startchecks``: directories it writes, the
 metrics port, a browser, seeds the network policy allows) are checked, all
 before the crawl is recorded in Redis; a bad value prints one line naming
 it and exits with status 1, and leaves no crawl behind. Seeds the network
@@ -38,10 +38,10 @@ from crawler.compat import crawler_process, create_crawler
 from crawler.config import ConfigError, check_settings
 from crawler.redis.client import RedisUnavailable
 from crawler.redis.memory import RedisMemoryError
-from crawler.startchecks import check_file, check_start
+from crawler.operations.startchecks import check_file, check_start
 from crawler.frontier.meta import FrontierLayoutError
 from crawler.store import StoreUnavailable
-from crawler.supervisor import Supervisor, process_count
+from crawler.operations.supervisor import Supervisor, process_count
 
 if TYPE_CHECKING:
     import argparse
@@ -89,7 +89,7 @@ def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] |
         frontier = Frontier(client, name, node="preflight", shards=settings.getint("FRONTIER_SHARDS"))
         frontier.check_layout()
         if spider_name == "site":
-            from crawler.follow import policy_conflict
+            from crawler.following.follow import policy_conflict
             from crawler.spiders.site import SiteSpider
 
             args = spargs or {}
@@ -228,7 +228,7 @@ class Command(ScrapyCrawlCommand):
             print(line, file=sys.stderr, flush=True)
         processes = process_count(self.settings.get("CRAWL_PROCESSES"))
         if processes > 1:
-            # This process only looks after the workers (crawler/supervisor.py).
+            # This process only looks after the workers (crawler/operations/supervisor.py).
             settings = list(getattr(opts, "set", None) or [])
             settings.append(f"LOG_LEVEL={self.settings.get('LOG_LEVEL')}")
             fork = (lambda: self._forked_worker(spidercls, opts)) if self._forks_workers() else None

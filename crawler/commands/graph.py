@@ -17,7 +17,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.crawldir import crawl_name
-from crawler.graph import FORMATS, export_graph
+from crawler.operations.graph import FORMATS, export_graph
 from crawler.store import StoreNotFound, StoreUnavailable, open_store
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crawler import ops
-from crawler.opscli import FrontierCommand
+from crawler.operations import ops
+from crawler.operations.cli import FrontierCommand
 
 if TYPE_CHECKING:
     import argparse

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import UsageError
 
-from crawler import ops
-from crawler.opscli import FrontierCommand
+from crawler.operations import ops
+from crawler.operations.cli import FrontierCommand
 
 if TYPE_CHECKING:
     import argparse

@@ -2,7 +2,7 @@
 
 Reads the crawl's frontier (``REDIS_URL``, ``CRAWL_NAME``, ``CRAWL_DIR`` as
 the spiders do; on embedded defaults the embedded Redis in ``CRAWL_DIR``).
-``--json`` prints one object (``crawler/ops.py`` documents its fields);
+``--json`` prints one object (``crawler/operations/ops.py`` documents its fields);
 without it, tables: the crawl's state, every node, the frontier, Redis's
 memory (each node's used memory, its ``maxmemory`` and policy, and whether
 it is full), the errors by reason and the largest site queues. ``--watch`` redraws in place every
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from crawler import ops
+from crawler.operations import ops
 from crawler.config import ConfigError
 from crawler.redis.client import RedisUnavailable
-from crawler.opscli import FrontierCommand
-from crawler.progress import duration
+from crawler.operations.cli import FrontierCommand
+from crawler.operations.progress import duration
 from crawler.redis.memory import size
 
 if TYPE_CHECKING:

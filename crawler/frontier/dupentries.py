@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from crawler.urls import url_site
+from crawler.scope.urls import url_site
 
 __all__ = ["ORDER", "Candidate", "Duplicate", "is_url", "page_id", "record_of", "site_of_url", "site_tag", "text_of"]
 

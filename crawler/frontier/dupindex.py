@@ -4,7 +4,7 @@ before, anywhere in the crawl?
 Two indexes, spread over the duplicate-index shards by hash bits
 (``crawler/redis/keys.py``):
 
-- **Near duplicates** (pages with a sketch, ``crawler.fingerprint.Sketch``):
+- **Near duplicates** (pages with a sketch, ``crawler.duplicates.fingerprint.Sketch``):
   a page is a near duplicate of an earlier one when their word 3-shingles'
   resemblance is at least ``NEARDUP_RESEMBLANCE`` (0.9). A page is named
   by its page id (64 bits of its content key: one text, one id) and
@@ -94,7 +94,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from crawler.fingerprint import Sketch
+from crawler.duplicates.fingerprint import Sketch
 from crawler.frontier.buckets import SPLIT_AT, bucket_width, grown_sizes, parse_sizes, sizes_text
 from crawler.frontier.dupentries import (ORDER, Candidate, Duplicate, is_url, page_id, record_of, site_of_url,
                                          site_tag, text_of)

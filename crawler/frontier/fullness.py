@@ -11,7 +11,7 @@ While Redis is full the worker:
 
 - takes no new work (the scheduler asks ``full`` before leasing);
 - keeps what it holds: the pages in flight are fetched and parsed, their
-  duplicate check waits (``writable``, ``crawler/pagecheck.py``), their
+  duplicate check waits (``writable``, ``crawler/duplicates/check.py``), their
   links and acknowledgements stay in the lease book, none dropped;
 - keeps beating (``lua/heartbeat.lua`` frees before it writes), so that no
   worker is taken for dead and reaped for the time memory was short;

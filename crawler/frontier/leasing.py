@@ -21,7 +21,7 @@ from crawler.frontier.queues import LinkEntry
 from crawler.frontier.serialize import SerializationError, request_from_json
 from crawler.frontier.tracking import Tracked, visit_kind
 from crawler.requestmeta import DONT_REDIRECT, FRONTIER_GAP, FRONTIER_LEASE, IMP, IMP_CASH, IMPORTANCE, TOPIC_PRIORITY
-from crawler.urls import host_of, queue_key
+from crawler.scope.urls import host_of, queue_key
 
 if TYPE_CHECKING:
     from crawler.frontier.spiderface import FrontierSpider

@@ -1,4 +1,4 @@
-"""This worker's record for operators (``scrapy status``, ``crawler/ops.py``),
+"""This worker's record for operators (``scrapy status``, ``crawler/operations/ops.py``),
 sent with each heartbeat: its pages, fetches, errors and links, its rate over
 the last minute, its state, and the re-crawl's and focused crawl's figures.
 
@@ -48,7 +48,7 @@ class NodeRecord:
                 "download_delay": download_delay,
                 "crawl_dir": self.crawl_dir,
                 "spider": spider,
-                # The re-crawl's figures (crawler/recrawl.py), when it revisits.
+                # The re-crawl's figures (crawler/recrawl/merge.py), when it revisits.
                 "recrawl": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
                             if k.startswith("recrawl/") and isinstance(v, int)},
                 # A focused crawl's figures (crawler/spiders/site.py: topic/*).

@@ -62,7 +62,7 @@ from crawler.compat import GroupChoosingProtego, RobotsTxtHooks, reactor
 from crawler.config import product_token
 from crawler.frontier.faces import FrontierFaces
 from crawler.frontier.signals import ROBOTS_READ
-from crawler.urls import queue_key
+from crawler.scope.urls import queue_key
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

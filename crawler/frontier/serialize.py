@@ -8,7 +8,7 @@ crawler itself writes:
 
 - ``u``: an absolute ``http``/``https`` URL, no whitespace or control
   characters, at most ``MAX_URL_CHARS``;
-- ``u``: in the crawler's normal form (``crawler.urls.normalize``);
+- ``u``: in the crawler's normal form (``crawler.scope.urls.normalize``);
 - ``c``/``e``: callback and errback by name, only names the spider declares
   in ``frontier_callbacks`` and ``frontier_errbacks`` (``spiderface.py``;
   an entry without ``e``: ``errback`` when the spider declares it, else none;
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from crawler.requestmeta import ENTRY_KINDS, REFERER_URL
-from crawler.urls import InvalidURL, normalize
+from crawler.scope.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
     from crawler.frontier.spiderface import EntrySpider

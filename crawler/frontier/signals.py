@@ -16,7 +16,7 @@ callables: Scrapy signals (``crawler.signals``) and one exception.
 - ``ROBOTS_READ`` (sent by the robots.txt middleware, with ``url`` and
   ``body``: robots.txt's URL and body, the first time this worker reads a
   host's, fetched or from the cluster's cache): the sitemaps it names are
-  read (``crawler/sitemaps.py``).
+  read (``crawler/sitemaps/crawl.py``).
 - ``GiveBack``: an item pipeline drops an item with an exception of this
   class when its page could not be kept for now (the store was away when
   the crawl stopped, and the page was spilled): the lease's URL goes back

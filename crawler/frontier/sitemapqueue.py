@@ -1,4 +1,4 @@
-"""The sitemaps of each site, read one after another (``crawler/sitemaps.py``).
+"""The sitemaps of each site, read one after another (``crawler/sitemaps/crawl.py``).
 
 A site's sitemap files wait in ``sitemaps:<site>`` (a sorted set in the
 site's shard) and are fetched one at a time: the next is queued (at the
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from crawler.urls import InvalidURL, normalize
+from crawler.scope.urls import InvalidURL, normalize
 
 if TYPE_CHECKING:
     from crawler.redis.gateway import Gateway

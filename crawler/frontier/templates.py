@@ -1,5 +1,5 @@
 """Sites' templates for the whole cluster: which blocks recur on a site's
-pages (``crawler/template.py`` says why the page classifier wants them).
+pages (``crawler/pagetypes/template.py`` says why the page classifier wants them).
 
 Per site, one Redis hash in the site's own shard (``crawler.redis.keys.template_key``):
 the number of the site's pages counted and, per block key (48 bits of a
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from crawler.redis.keys import template_key
-from crawler.template import TemplateEvidence, TemplatePolicy
+from crawler.pagetypes.template import TemplateEvidence, TemplatePolicy
 
 if TYPE_CHECKING:
     from crawler.redis.gateway import Gateway

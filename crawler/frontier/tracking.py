@@ -22,7 +22,7 @@ from crawler.requestmeta import AGAIN, REVISIT, SITEMAP
 __all__ = ["AGAIN_ERROR", "AGAIN_GONE", "AGAIN_META", "Tracked", "answered", "unwrap", "visit_kind"]
 
 # request.meta key: a seed given again that the crawl has stored before
-# (crawler/seeds.py): 1, settled as an error (its success is a page and one
+# (crawler/scope/seeds.py): 1, settled as an error (its success is a page and one
 # error less; its failure no new error); 2, stored as gone (a visit of a
 # page the crawl counted already).
 AGAIN_META = AGAIN  # the registry's name; this one kept for importers
@@ -32,7 +32,7 @@ AGAIN_ERROR, AGAIN_GONE = 1, 2
 def visit_kind(request: Request) -> str:
     """What a leased request's acknowledgement counts (leasebook.py): "V" a
     re-crawl's revisit of a stored page, "A" an error's URL fetched again,
-    "S" a sitemap (not a page: crawler/sitemaps.py), "" a page fetched for
+    "S" a sitemap (not a page: crawler/sitemaps/crawl.py), "" a page fetched for
     the first time."""
     if SITEMAP in request.meta:
         return "S"
@@ -44,7 +44,7 @@ def visit_kind(request: Request) -> str:
 
 
 # A re-crawl's visit answered with one of these is a visit that found
-# something (crawler/recrawl.py): 304 the stored version stands (or a HEAD
+# something (crawler/recrawl/merge.py): 304 the stored version stands (or a HEAD
 # found the same length), 404/410 the page is gone. Not failures.
 ANSWERS = (304, 404, 410)
 

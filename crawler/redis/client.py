@@ -38,7 +38,7 @@ from redis.exceptions import RedisClusterException
 
 from crawler.redis.cluster import CLUSTER_SCHEMES, ClusterURL, cluster_hint, parse_cluster_url
 from crawler.redis.embedded import EmbeddedRedisError, embedded_redis
-from crawler.urls import redact_credentials
+from crawler.scope.urls import redact_credentials
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
-from crawler.urls import redact_credentials
+from crawler.scope.urls import redact_credentials
 
 __all__ = ["CLUSTER_SCHEMES", "ClusterURL", "cluster_hint", "parse_cluster_url"]
 

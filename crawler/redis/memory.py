@@ -10,7 +10,7 @@ full, and what an out-of-memory refusal looks like.
   Lua script whose first write would; once a script has written, Redis lets
   it finish): :func:`is_oom` tells that refusal from an outage, and the
   frontier service (``crawler/frontier/fullness.py``) waits it out.
-- ``scrapy status`` shows every node's figures (``crawler/ops.py``).
+- ``scrapy status`` shows every node's figures (``crawler/operations/ops.py``).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "RESERVE
 ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD", "GROWN")
 # The duplicate index's scripts on grown bucket tables, sent behind ``grow.lua``.
 GROW_SCRIPTS = ("BAND", "BAND_UNDO", "RECORD", "GROWN")
-# Site templates (crawler/frontier/templates.py, crawler/template.py).
+# Site templates (crawler/frontier/templates.py, crawler/pagetypes/template.py).
 TEMPLATE_SCRIPTS = ("TEMPLATE",)
 # The WARC archive index's claims (crawler/warc/digests.py).
 WARC_SCRIPTS = ("WARC_CLAIM", "WARC_SETTLE")

@@ -62,12 +62,12 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
-from crawler.linkresolve import resolve_links
+from crawler.reading.resolve import resolve_links
 from crawler.render.browser import ANSWER, Browser, BrowserUnavailable, find_browser
 from crawler.render.decide import RENDER_MODES, Shape, SiteMemory, looks_scripted, paid_off, shape_of
 from crawler.render.router import PageRequests, ScriptCache
 from crawler.requestmeta import DOWNLOAD_LATENCY
-from crawler.urls import LinkResolver, url_site
+from crawler.scope.urls import LinkResolver, url_site
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -76,8 +76,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from crawler.extract import Page
-    from crawler.follow import Follower
+    from crawler.reading.extract import Page
+    from crawler.following.follow import Follower
     from crawler.items import PageItem
 
 logger = logging.getLogger(__name__)

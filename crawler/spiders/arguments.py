@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.config import ConfigError
-from crawler.follow import FOLLOW_MODES
+from crawler.following.follow import FOLLOW_MODES
 from crawler.frontier.meta import ORDERS
-from crawler.language import parse_languages
+from crawler.reading.language import parse_languages
 from crawler.render.decide import RENDER_MODES
-from crawler.rules import RulesError, UrlRules, read_rules_file
-from crawler.seeds import read_seeds
-from crawler.topic import Topic, TopicError, load_topic
-from crawler.urls import SCOPES, InvalidURL, normalize
+from crawler.scope.rules import RulesError, UrlRules, read_rules_file
+from crawler.scope.seeds import read_seeds
+from crawler.following.topic import Topic, TopicError, load_topic
+from crawler.scope.urls import SCOPES, InvalidURL, normalize
 
 __all__ = ["RUNNER_ARGUMENTS", "check_arguments", "crawl_languages", "read_topic", "url_rules"]
 
@@ -90,7 +90,7 @@ def crawl_languages(languages: str | None) -> str | None:
 
 def url_rules(allow: str | None, deny: str | None, rules: str | None) -> UrlRules:
     """The URL rules of ``-a allow``, ``-a deny`` and ``-a rules=PATH``
-    (``crawler/rules.py``); ``ConfigError`` for a pattern or file that
+    (``crawler/scope/rules.py``); ``ConfigError`` for a pattern or file that
     cannot be used."""
     try:
         found = read_rules_file(rules) if rules is not None else UrlRules()

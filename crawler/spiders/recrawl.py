@@ -10,7 +10,7 @@ passed is queued once, whichever workers find it due (the frontier
 deduplicates a visit by page and due time), with the validators it was
 stored with (``If-None-Match``, ``If-Modified-Since``): a 304 costs no body.
 What a visit finds is merged with the stored version as it is written
-(``crawler/recrawl.py``): unchanged, trivially changed, changed, gone or
+(``crawler/recrawl/merge.py``): unchanged, trivially changed, changed, gone or
 moved, and the page's next visit follows from its change history. Links
 found on revisited pages are followed as in a crawl: pages not seen before
 are new pages of the crawl.
@@ -47,8 +47,8 @@ from twisted.internet.task import LoopingCall
 from crawler.chain import record
 from crawler.config import ConfigError
 from crawler.requestmeta import DEPTH, HEAD_LENGTH, HEAD_SINCE, REFERER_URL, REVISIT
-from crawler.responses import content_length
-from crawler.revisitdue import DueVisits, modified_since
+from crawler.reading.responses import content_length
+from crawler.recrawl.due import DueVisits, modified_since
 from crawler.spiders.arguments import RUNNER_ARGUMENTS
 from crawler.spiders.site import SiteSpider
 from crawler.warc.service import WarcService

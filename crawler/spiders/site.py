@@ -16,9 +16,9 @@ its steps emit::
     visit       crawler/chain/visit.py     a re-crawl's 304 ends here; the URL marked fetched
     redirect    crawler/chain/redirect.py  3xx: the source stored, the target queued
     decode      crawler/chain/decode.py    PDF, HTML or another document; HTML decoded
-    parse       crawler/chain/parse.py     the tree and its analysis (crawler/extract.py)
+    parse       crawler/chain/parse.py     the tree and its analysis (crawler/reading/extract.py)
     render      crawler/chain/render.py    -a render: the DOM after the page's scripts ran
-    read        crawler/chain/read.py      text, links, head onto the record (a PDF's: crawler/documents.py)
+    read        crawler/chain/read.py      text, links, head onto the record (a PDF's: crawler/reading/documents.py)
     focus       crawler/chain/focus.py     -a topic: the page's score
     check       crawler/chain/check.py     duplicate check + template count, one Redis round trip
     type        crawler/chain/classify.py  index or info, and the site's first pages typed again
@@ -44,23 +44,23 @@ from scrapy import Request, Spider
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 
-from crawler import fingerprint
+from crawler.duplicates import fingerprint
 from crawler.chain import Chain, Page, record
 from crawler.chain.parts import Parts
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
 from crawler.failures import robots_forbidden
-from crawler.follow import FOLLOW_MODES, Follower
+from crawler.following.follow import FOLLOW_MODES, Follower
 from crawler.frontier.faces import FrontierFaces
 from crawler.frontier.meta import ORDERS
 from crawler.items import PageItem
-from crawler.language import warm_up
+from crawler.reading.language import warm_up
 from crawler.requestmeta import AGAIN, REFERER_URL, TOPIC_PRIORITY
-from crawler.responses import content_length
+from crawler.reading.responses import content_length
 from crawler.render.browser import BrowserUnavailable, find_browser
-from crawler.seeds import read_seeds, seeds_again
+from crawler.scope.seeds import read_seeds, seeds_again
 from crawler.spiders import arguments as checks
-from crawler.topic import Topic
+from crawler.following.topic import Topic
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from crawler.store.base import PAGE_FIELDS, Store, StoreUnavailable, short_error
 from crawler.store.buffer import WriteBuffer, read_spill
 from crawler.store.sqlite import SQLiteStore
-from crawler.urls import redact_credentials
+from crawler.scope.urls import redact_credentials
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from crawler.revisit import sitemap_interval
+from crawler.recrawl.change import sitemap_interval
 
 __all__ = ["DEGREE_FIELDS", "KEPT_FIELDS", "OUTCOME_KEY", "PAGE_FIELDS", "REVISIT_FIELDS", "SITEMAP_FIELDS", "SITEMAP_KEY", "SITE_FIELDS", "Store", "StoreUnavailable", "short_error",
            "sitemap_entries", "sitemap_update"]
@@ -44,16 +44,16 @@ SITEMAP_FIELDS = ("in_sitemap", "lastmod", "changefreq")
 DEGREE_FIELDS = ("indegree", "mirror_degree")
 # Fields a page's write leaves as they are stored.
 KEPT_FIELDS = SITEMAP_FIELDS + DEGREE_FIELDS
-# A record of the write batch that is a sitemap's listing (crawler/sitemaps.py):
+# A record of the write batch that is a sitemap's listing (crawler/sitemaps/crawl.py):
 # {"_sitemap": its URL, "entries": [[url, lastmod, changefreq], ...]}.
 SITEMAP_KEY = "_sitemap"
-# The outcome of a re-fetched page (crawler/recrawl.py), a list of stat
+# The outcome of a re-fetched page (crawler/recrawl/merge.py), a list of stat
 # names, travels with it to the write buffer, which counts each as
 # ``recrawl/<name>`` once the batch is written. Stores ignore it.
 OUTCOME_KEY = "_revisit_outcome"
 
 # What a re-crawl reads of a page before it writes the new version
-# (crawler/recrawl.py): the fingerprints, validators and schedule.
+# (crawler/recrawl/merge.py): the fingerprints, validators and schedule.
 REVISIT_FIELDS = (
     "url", "site", "depth", "state", "status", "page_type", "title", "text", "abstract",
     "simhash", "content_hash", "dup_of", "fetched_at", "etag", "last_modified", "next_fetch_at",
@@ -125,7 +125,7 @@ class Store(ABC):
         Records with ``SITEMAP_KEY`` are sitemap listings: kept apart, and
         the ``SITEMAP_FIELDS`` of the pages they list (stored before or
         after) set from them, with the first revisit interval of a page
-        fetched once (``crawler.revisit.sitemap_interval``)."""
+        fetched once (``crawler.recrawl.change.sitemap_interval``)."""
 
     @abstractmethod
     def get_page(self, url: str) -> dict[str, Any] | None:
@@ -183,7 +183,7 @@ class Store(ABC):
         """Set every stored page's ``indegree`` (links to it from stored
         pages) and ``mirror_degree`` (pages stored as copies of it,
         ``dup_of``): what the re-crawl's budget weighs pages by
-        (``crawler.revisitplan.importance_weight``), computed before each
+        (``crawler.recrawl.plan.importance_weight``), computed before each
         re-collection."""
 
     @abstractmethod

@@ -25,7 +25,7 @@ A page the store refuses for good (an error ``Store.transient`` does not
 accept: a document too large, a value it cannot encode) is retried alone,
 then fails; the other pages of its batch are written.
 
-A re-crawl passes ``prepare`` (``crawler.recrawl.Revisits``): each attempt
+A re-crawl passes ``prepare`` (``crawler.recrawl.merge.Revisits``): each attempt
 reads the stored versions of the batch's re-fetched pages and merges them
 before the write, in this thread, so a retry merges again from what is
 stored then (the merge is idempotent).

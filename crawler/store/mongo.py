@@ -29,7 +29,7 @@ from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout,
 
 from crawler.store.base import (KEPT_FIELDS, PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store,
                                 StoreUnavailable, short_error, sitemap_entries, sitemap_update)
-from crawler.urls import redact_credentials, url_site
+from crawler.scope.urls import redact_credentials, url_site
 
 __all__ = ["MongoStore"]
 
@@ -79,7 +79,7 @@ class MongoStore(Store):
         self.inlinks_kept = INLINKS_KEPT
         self.links = self.db["links"]
         self.sites_ = self.db["sites"]
-        # What the crawl's sitemaps list (crawler/sitemaps.py): _id the URL.
+        # What the crawl's sitemaps list (crawler/sitemaps/crawl.py): _id the URL.
         self.sitemap_urls = self.db["sitemap_urls"]
         self.pages.create_index("url", unique=True)
         self.pages.create_index([("site", 1), ("state", 1)])
@@ -94,7 +94,7 @@ class MongoStore(Store):
     def write(self, pages: Sequence[dict[str, Any]]) -> None:
         listed = sitemap_entries([p for p in pages if SITEMAP_KEY in p])
         # A page given twice in a batch (stored again once typed again or put
-        # right: crawler/pagetype.py, crawler/variants.py) is written as its
+        # right: crawler/pagetypes/typer.py, crawler/duplicates/variants.py) is written as its
         # last version: the bulk writes below are unordered.
         pages = list({p["url"]: p for p in pages if SITEMAP_KEY not in p}.values())
         if listed:

@@ -19,7 +19,7 @@ from typing import Any
 from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store, sitemap_entries,
                                 sitemap_update)
 from crawler.store.sqlschema import UPSERT_PAGE, column_value, page_of, prepare
-from crawler.urls import url_site
+from crawler.scope.urls import url_site
 
 __all__ = ["SQLiteStore"]
 

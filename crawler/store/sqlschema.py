@@ -41,19 +41,19 @@ CREATE TABLE IF NOT EXISTS sitemap_urls (
 ) WITHOUT ROWID;
 """
 
-# Stores written before the re-crawl (crawler/recrawl.py) gain its columns;
+# Stores written before the re-crawl (crawler/recrawl/merge.py) gain its columns;
 # their pages are due fetched_at + REVISIT_DEFAULT_INTERVAL (see ``SQLiteStore.due``).
 _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEXT", "gone_count": "INTEGER",
                     "content_length": "INTEGER", "evidence": "TEXT",
-                    # and those of focused crawling (crawler/topic.py)
+                    # and those of focused crawling (crawler/following/topic.py)
                     "topic_score": "REAL", "on_topic": "INTEGER",
-                    # and canonical links (crawler/canonical.py)
+                    # and canonical links (crawler/duplicates/canonical.py)
                     "canonical": "TEXT",
-                    # and sitemaps (crawler/sitemaps.py)
+                    # and sitemaps (crawler/sitemaps/crawl.py)
                     "in_sitemap": "INTEGER", "lastmod": "REAL", "changefreq": "TEXT",
-                    # and languages (crawler/variants.py)
+                    # and languages (crawler/duplicates/variants.py)
                     "lang": "TEXT", "alternates": "TEXT",
-                    # and crawl orders (crawler/importance.py)
+                    # and crawl orders (crawler/following/importance.py)
                     "importance": "REAL", "indegree": "INTEGER", "mirror_degree": "INTEGER",
                     # and WARC output (crawler/warc/)
                     "warc_file": "TEXT", "warc_offset": "INTEGER", "warc_date": "TEXT", "warc_digest": "TEXT",

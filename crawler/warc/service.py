@@ -21,7 +21,7 @@ item pipeline that waits for a page's record before the page is stored.
   only once its record is on disk, with its place (``warc_file``,
   ``warc_offset``) and the record's ``warc_date`` and ``warc_digest``. A
   re-crawl's 304 keeps the place of the response it confirms
-  (``crawler/recrawl.py``). A writer that failed closes the spider
+  (``crawler/recrawl/merge.py``). A writer that failed closes the spider
   (``finish_reason`` ``warc_write_failed``), and so does a directory that
   cannot be set up: the archive is required once asked for. A response
   item without its record is dropped, never stored without it.

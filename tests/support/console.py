@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from crawler.console import TOKEN_HEADER
+from crawler.operations.console import TOKEN_HEADER
 from tests.support import ROOT
 from tests.support.workers import RUNNING
 

@@ -4,12 +4,12 @@ read into cases, and where the data and our parser part ways.
 ``conformance_cases()`` gives (source, input, base, expected normal form or
 None for ``InvalidURL``) from WHATWG's urltestdata (its http(s) cases) and
 urlcanon's supplemental and funky-IPv4 sets, each WHATWG href turned into
-our normal form by ``expected_normal_form`` (the ``crawler.urls`` module
+our normal form by ``expected_normal_form`` (the ``crawler.scope.urls`` module
 docstring's step 2, written again as a plain loop so that it checks the
 module's table-driven version). ``DEVIATIONS`` lists the cases where the
 data predate today's standard: the case, our exact output and why.
 
-``tests/test_urls.py`` checks ``crawler.urls.normalize`` against them;
+``tests/test_urls.py`` checks ``crawler.scope.urls.normalize`` against them;
 ``bench.bench_urls`` measures conformance and speed on them.
 """
 

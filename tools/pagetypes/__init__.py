@@ -29,7 +29,7 @@ Public API, by step:
   and threshold, ``threshold_by_cv``).
 - Write a model: ``page_model.write_model(params, out, trained_on)``,
   ``template_model.write_model(params, out, trained_on)``: the files as
-  ``crawler.classify`` reads them, byte for byte as shipped.
+  ``crawler.pagetypes.classify`` reads them, byte for byte as shipped.
 - Judge one: ``measure.metrics``, ``measure.held_out``,
   ``measure.meets_target``; ``replay.replay`` types dumped folds again.
 

@@ -1,10 +1,10 @@
 """Gradient-boosted regression trees for the page classifier, in numpy.
 
 ``fit(xs, ys, rounds, depth, learning_rate, monotone, weights)`` returns
-the model's parameters as ``crawler.classify.Model`` reads them (and
+the model's parameters as ``crawler.pagetypes.classify.Model`` reads them (and
 ``crawler/data/classifier*.json`` store them): the trees, each a leaf value
 or ``[column, threshold, left, right]``, with the feature names of the
-columns (the first ``len(xs[0])`` of ``crawler.pagefeatures.FEATURES``).
+columns (the first ``len(xs[0])`` of ``crawler.pagetypes.features.FEATURES``).
 ``grow_tree`` and ``tree_values`` are one tree's fit and evaluation.
 Deterministic: the same rows give the same trees, to the bit.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from crawler.pagefeatures import FEATURES
+from crawler.pagetypes.features import FEATURES
 
 
 def grow_tree(x, g, h, idx, depth, min_leaf=5, lam=1.0, orders=None, monotone=None, bounds=(-np.inf, np.inf)):

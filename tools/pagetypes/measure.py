@@ -7,7 +7,7 @@ and the issue's target.
 ``metrics(y, pred, weights)``: balanced accuracy, index recall, info recall.
 ``meets_target(got, dens)``: balanced accuracy and index recall >= 0.92,
 and never below the link-density rule (``LINK_DENSITY`` over the feature
-at ``LD_AT``). ``bare(x)``: ``crawler.pagerules.bare_navigation`` of a page
+at ``LD_AT``). ``bare(x)``: ``crawler.pagetypes.rules.bare_navigation`` of a page
 by its feature vector.
 """
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from crawler.pagefeatures import FEATURES
-from crawler.pagerules import RULE_DENSITY, bare_navigation
-from crawler.template import OWN_FEATURES
+from crawler.pagetypes.features import FEATURES
+from crawler.pagetypes.rules import RULE_DENSITY, bare_navigation
+from crawler.pagetypes.template import OWN_FEATURES
 
 HELD_OUT_SHARE = 30  # percent
 LINK_DENSITY = RULE_DENSITY

@@ -11,7 +11,7 @@ nothing. To refit, pass the full labelled set (WCXB's development split:
 ``--labels labels-all.jsonl``, 1,326 pages), which is kept outside the
 repository: see ``tests/data/pagetypes/README.md`` for where it comes from.
 The page-only model reads the first 39 features of
-``crawler.pagefeatures.FEATURES`` (``PAGE_ONLY``): the page's own, without the
+``crawler.pagetypes.features.FEATURES`` (``PAGE_ONLY``): the page's own, without the
 template features and the URL's documentation names, which the template
 model adds.
 
@@ -39,11 +39,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from crawler.classify import Model, classify
-from crawler.pagefeatures import FEATURES, feature_vector
-from crawler.pagerules import INDEX, thin_navigation, tspider_rule
-from crawler.extract import analyze
-from crawler.template import OWN_FEATURES
+from crawler.pagetypes.classify import Model, classify
+from crawler.pagetypes.features import FEATURES, feature_vector
+from crawler.pagetypes.rules import INDEX, thin_navigation, tspider_rule
+from crawler.reading.extract import analyze
+from crawler.pagetypes.template import OWN_FEATURES
 from tools.pagetypes.fit import fit
 from tools.pagetypes.measure import HELD_OUT_SHARE, held_out, metrics
 
@@ -86,7 +86,7 @@ def cv_scores(rows, folds=5, **kw) -> list[tuple[float, int]]:
 
 
 def write_model(params: dict[str, Any], out: Path, trained_on: str) -> None:
-    """Store a fitted model as the crawler reads it (``crawler.classify.page_model``)."""
+    """Store a fitted model as the crawler reads it (``crawler.pagetypes.classify.page_model``)."""
     params["trained_on"] = trained_on
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(params, indent=1) + "\n")
@@ -144,7 +144,7 @@ def main() -> None:
     params["threshold"] = threshold
     m = Model(params)
     # As the crawler types a page alone: a thin page of links is an index
-    # page whatever the model says (crawler.pagerules.thin_navigation).
+    # page whatever the model says (crawler.pagetypes.rules.thin_navigation).
     pred = [1 if thin_navigation(r["page"]) or m.score(r["x"]) >= threshold else 0 for r in test]
     print(f"model (t={threshold:.2f})     balanced %.3f  index recall %.3f  info recall %.3f" % metrics(ys, pred))
     for r, p in zip(test, pred):

@@ -7,7 +7,7 @@
 Each held-out source's pages, as its one-source-left-out fold scored them
 (``bench.bench_pagetypes --dump``: the fold's model and threshold, fitted
 without the source), are typed again in crawl order as the crawler types
-them (``crawler.classify``): a page typed alone by the page-only model's
+them (``crawler.pagetypes.classify``): a page typed alone by the page-only model's
 score or ``thin_navigation``; a page with its site's template by
 ``decide``, with a ``RuleTrust`` kept over the source's pages (the
 unlabelled ones too), ``bare_navigation`` and ``contents_list`` (dumped
@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from crawler.pagefeatures import FEATURES
-from crawler.pagerules import INDEX, RuleTrust, decide
+from crawler.pagetypes.features import FEATURES
+from crawler.pagetypes.rules import INDEX, RuleTrust, decide
 from tools.pagetypes.measure import LD_AT, LINK_DENSITY, bare, meets_target, metrics
 
 Decide = Callable[..., str]  # decide's signature: (score, threshold, density, trust, site, bare)

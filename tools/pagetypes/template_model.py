@@ -9,10 +9,10 @@ Fitted on WCXB's development split (``--wcxb``, ``labels-all.jsonl``: its
 training part, the 70 % not ``measure.held_out``) and every documentation
 tree that ``tools.pagetypes.sources`` labelled, in every ``--trees``
 directory (each tree is one source), by the features the shipped
-classifier reads (``crawler.pagefeatures.FEATURES``), as the crawler computes
+classifier reads (``crawler.pagetypes.features.FEATURES``), as the crawler computes
 them: pages of a tree in the order a crawl meets them (breadth-first
 from the start page), each with its site's template as learned from the
-pages before it and itself (``crawler.template``); a tree's first pages,
+pages before it and itself (``crawler.pagetypes.template``); a tree's first pages,
 typed alone, typed again once the template is known (``--no-retype``:
 not). The threshold is chosen by cross-validation grouped by source
 (``threshold_by_cv``). ``bench.bench_pagetypes`` measures the same fit on
@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.classify import Model
-from crawler.pagefeatures import FEATURES, feature_vector
-from crawler.pagerules import INDEX, term_index, thin_navigation
-from crawler.extract import Page, analyze
-from crawler.template import LocalTemplates, block_keys, block_stats, contents_list, template_of
+from crawler.pagetypes.classify import Model
+from crawler.pagetypes.features import FEATURES, feature_vector
+from crawler.pagetypes.rules import INDEX, term_index, thin_navigation
+from crawler.reading.extract import Page, analyze
+from crawler.pagetypes.template import LocalTemplates, block_keys, block_stats, contents_list, template_of
 from tools.pagetypes.fit import fit
 from tools.pagetypes.measure import held_out, metrics
 
@@ -92,7 +92,7 @@ def rows_of_tree(path: Path, template: bool = True, retype: bool = True) -> list
     template as learned so far (unlabelled pages still teach it). With
     ``retype``, the pages typed alone (the tree's first pages) are typed
     again with the template as it stands when the first page with a
-    template is typed, as the crawler does (``crawler.pagetype.PageTyper.retype``). Each
+    template is typed, as the crawler does (``crawler.pagetypes.typer.PageTyper.retype``). Each
     row's ``before``: the unlabelled pages typed with a template since the
     row before it (their feature vectors), which the crawler
     types too, so they count where the rule holds (``typed_all``)."""
@@ -212,7 +212,7 @@ def training_rows(rows: Sequence[dict]) -> list[dict]:
 
 
 def write_model(params: dict[str, Any], out: Path, trained_on: str) -> None:
-    """Store a fitted model as the crawler reads it (``crawler.classify.model``)."""
+    """Store a fitted model as the crawler reads it (``crawler.pagetypes.classify.model``)."""
     params["trained_on"] = trained_on
     out.write_text(json.dumps(params, separators=(",", ":")))
 

@@ -1,4 +1,4 @@
--- Site templates (crawler/frontier/templates.py, crawler/template.py): count
+-- Site templates (crawler/frontier/templates.py, crawler/pagetypes/template.py): count
 -- one page's block keys in its site's evidence while the site is learned,
 -- and return the evidence for them. KEYS: the site's ``tpl2:<site>`` hash.
 -- ARGV: pages counted before freezing, counts kept at most, min_count,

@@ -1,0 +1,1 @@
+"""URLs and scope: the crawler's URL normal form, URL rules, traps, seeds."""

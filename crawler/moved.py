@@ -15,9 +15,10 @@ import importlib.machinery
 import sys
 import warnings
 from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "install", "names_of"]
 
 MOVED = {
     "crawler.canonical": "crawler.duplicates.canonical",
@@ -89,3 +90,18 @@ class _Finder(importlib.abc.MetaPathFinder):
 def install() -> None:
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())  # before an editable install's finder, which would look for the old file
+
+
+def names_of(package: str, module: str) -> Callable[[str], object]:
+    """A ``__getattr__`` for ``package``, whose path was the module now at
+    ``package.module``: that module's names, each with a DeprecationWarning."""
+
+    def getattr_(name: str) -> object:
+        moved = importlib.import_module(f"{package}.{module}")
+        if name.startswith("__") or not hasattr(moved, name):
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(f"{package}.{name} moved to {package}.{module}.{name}; the old path goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(moved, name)
+
+    return getattr_

@@ -68,7 +68,7 @@ def test_robots_forbidden_urls_are_counted_apart_and_failed_urls_are_listed(site
         closing = [line for line in result.log.splitlines() if line.endswith("(at close)")]
         assert len(closing) == 1, result.log[-3000:]
         assert re.fullmatch(
-            r".* \[crawler\.progress\] INFO: Progress: 13 pages \([\d,]+/min here, [\d,]+/min cluster\), 14 links "
+            r".* \[crawler\.operations\.progress\] INFO: Progress: 13 pages \([\d,]+/min here, [\d,]+/min cluster\), 14 links "
             r"parsed, queued 0, leased 0, delayed 0, errors 1 \(cluster 13 pages, 1 errors\) \(at close\)",
             closing[0]), closing[0]
 

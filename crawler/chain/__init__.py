@@ -33,7 +33,6 @@ and the page is stored with ``extra: {"price": ...}``.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -90,7 +89,7 @@ class Chain:
         """Hand ``page`` through the steps; yield what each emits, as it does."""
         for step in self.steps:
             done = step.process_page(page)
-            if inspect.isawaitable(done):
+            if done is not None:  # an async step's coroutine; a plain step returns None
                 await done
             if page.out:
                 out, page.out = page.out, []

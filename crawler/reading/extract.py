@@ -32,6 +32,8 @@ import lxml.etree
 
 from crawler.reading.html import UNSAFE, clean, parse_html, scrub, scrub_tree
 from crawler.reading.head import read_head
+from crawler.reading.content import main_content
+from crawler.reading.metadata import read_metadata
 from crawler.reading.links import MAX_NAVIGATION, in_page, is_navigation, link_contexts, own_file
 
 __all__ = ["Block", "LONG_BLOCK", "Page", "analyze"]
@@ -112,6 +114,13 @@ class Page:
     # itself says (a focused crawl scores it; a list of links about a topic
     # is not a page about it).
     own_text: str = ""
+    # The page's main content (crawler.reading.content): its text and its
+    # Markdown (the same words), and what the page says about itself for
+    # machines (crawler.reading.metadata). Empty when analyze was asked not
+    # to read them.
+    main: str = ""
+    markdown: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 def _is_boiler(el: Any, tag: str, title_path: frozenset[Any]) -> bool:
     """Navigation by its tag, role, class or id. ``title_path``: the
@@ -171,12 +180,14 @@ _HEADING_LINKS = lxml.etree.XPath(
 )
 
 
-def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool = False) -> Page:
+def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool = False,
+            content: bool = True, metadata: bool = True) -> Page:
     """Analyse a page given as text, bytes or an lxml root (which is modified).
     With the page's ``url``, links to its own URL with a fragment count as
     in-page links (``Block.frag_chars``), as ``#x`` links always do. With
     ``link_context``, each link's surroundings too (``Page.link_contexts``:
-    a focused crawl reads them)."""
+    a focused crawl reads them). With ``content``, the main content
+    (``Page.main``, ``Page.markdown``); with ``metadata``, ``Page.metadata``."""
     root = parse_html(html) if isinstance(html, (str, bytes)) else html
     page = Page()
     if root is None:
@@ -186,11 +197,17 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     page.title, page.robots, page.ld_types, page.base_href = head.title, head.robots, head.ld_types, head.base_href
     page.canonical, page.lang, page.alternates = head.canonical, head.lang, head.alternates
     page.navigation = head.navigation
+    if metadata:
+        page.metadata = read_metadata(root, url)
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
     # One check of all the text, and the rare page that needs it cleaned:
     # cheaper than checking each string written back below.
     if UNSAFE.search(cast(str, _STRING(root))) is not None:
         scrub_tree(root)
+    if content:
+        # Before the links and blocks are marked below: the markers are not text.
+        main = main_content(root, url)
+        page.main, page.markdown = main.text, main.markdown
 
     counts: dict[str, int] = {}
     repeats: dict[tuple[str, str], int] = {}

@@ -93,6 +93,16 @@ class PageItem:
     # What users' own page steps extracted (PAGE_STEPS, crawler/chain/):
     # field name -> JSON value; None when no step added any.
     extra: dict[str, Any] | None = None
+    # What a page yields (issue 50): its main content as Markdown (``text``
+    # is the same words as plain text; crawler/reading/content.py), what it
+    # says about itself for machines (JSON-LD, microdata, RDFa, OpenGraph,
+    # Twitter cards and the normalised fields taken from them;
+    # crawler/reading/metadata.py), and its kind (article, forum, product,
+    # collection, listing, documentation, service, other;
+    # crawler/pagetypes/kind.py). Empty or None where not read.
+    markdown: str = ""
+    metadata: dict[str, Any] | None = None
+    kind: str | None = None
     # A page yielded again by a later response's callback, typed again once
     # its site's template was known or put right once its site's canonicals
     # were judged: written again, not an outcome of the request that

@@ -37,6 +37,9 @@ _DROP_TAGS = frozenset({"nav", "footer", "aside", "menu", "form", "header", "but
                         "input", "option"})
 _DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "dialog",
                          "alertdialog", "search", "toolbar", "tablist"})
+# ... of which a footer is never the page's wrapper, whatever it holds (an empty
+# shell's footer is not its content; a misnested button or aside can be).
+_NEVER_PAGE = frozenset({"footer"})
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 # ... and by what its class or id says it is: believed only of an element
 # holding a small part of the main container's prose (page builders name
@@ -105,7 +108,7 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
         links[el] = k
     total = prose.get(body, 0)
     # Boilerplate that holds most of the page's prose is the page's wrapper, misnamed.
-    boiler = {el for el in elements if _strong(el, el.tag) and prose[el] * 2 < total}
+    boiler = {el for el in elements if _strong(el, el.tag) and (prose[el] * 2 < total or el.tag in _NEVER_PAGE)}
     # Prose and link text net of boilerplate, bottom-up again.
     net: dict[Any, int] = {}
     net_links: dict[Any, int] = {}
@@ -143,10 +146,22 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     for el in boiler:
         el.set(SKIP, "")
     inside = weight[container]
-    for el in container.iter():
-        if not isinstance(el.tag, str) or el is container or el.get(SKIP) is not None:
-            continue
-        if weight[el] * _CUE_SHARE < inside and _cue(el):
+    cued = [el for el in container.iter() if isinstance(el.tag, str) and el is not container
+            and weight[el] * _CUE_SHARE < inside and _cue(el)]
+    # Elements named alike that together hold much of the container are its
+    # items, whatever their name says: a forum's posts ("comment"), a
+    # listing's cards ("promo"), a product's tabs.
+    # Items of prose, that is: a menu's entries are links.
+    by_name: dict[str, list[int]] = {}
+    for el in cued:
+        name = el.get("class") or el.get("id") or ""
+        sums = by_name.setdefault(name, [0, 0, 0])
+        sums[0] += weight[el]
+        sums[1] += net[el]
+        sums[2] += net_links[el]
+    for el in cued:
+        total_weight, total_prose, total_links = by_name[el.get("class") or el.get("id") or ""]
+        if total_weight * _CUE_SHARE < inside or total_prose < total_links:
             el.set(SKIP, "")
     # Link lists inside the container, unless the container is itself a list of links (a listing's items).
     if net_links[container] < net[container]:

@@ -54,6 +54,11 @@ _BOILER = re.compile(
     r"tags|tag-?cloud|read-?more|recommended|more-?stories|trending|popular)(?:$|[\s_-])",
     re.I,
 )
+# Readers' comments: boilerplate of an article however long, unless, all
+# named alike, they are most of the page (a forum's posts).
+_COMMENTS = re.compile(
+    r"^(?:[\w-]*[_-])?(?:comments?|commentlist|comment-?list|respond|disqus_thread|"
+    r"comments?-?(?:area|section|wrapper|container|block|thread|list|item|body|content|text))$", re.I)
 _CUE_SHARE = 3  # a class-named element is boilerplate below a third of the container's prose
 
 
@@ -84,6 +89,39 @@ def _cue(el: Any) -> bool:
     return False
 
 
+def _comments_name(el: Any) -> str | None:
+    for name in ("class", "id"):
+        v = el.get(name)
+        if v and len(v) < 512 and "omment" in v or v and ("respond" in v or "disqus" in v):
+            for token in v.split():
+                if _COMMENTS.match(token):
+                    return v
+    return None
+
+
+def _net(elements: list[Any], boiler: set[Any], links: dict[Any, int]) -> tuple[dict[Any, int], dict[Any, int]]:
+    """Each element's prose and link text, boilerplate left out, bottom-up."""
+    net: dict[Any, int] = {}
+    net_links: dict[Any, int] = {}
+    for el in reversed(elements):
+        if el in boiler:
+            net[el] = net_links[el] = 0
+            continue
+        if el.tag == "a":
+            net[el], net_links[el] = 0, links[el]
+            continue
+        n = len(el.text.strip()) if el.text else 0
+        k = 0
+        for child in el:
+            if isinstance(child.tag, str):
+                n += net[child]
+                k += net_links[child]
+            if child.tail:
+                n += len(child.tail.strip())
+        net[el], net_links[el] = n, k
+    return net, net_links
+
+
 def main_content(root: Any, url: str | None = None) -> Rendered:
     body = root.find("body")
     if body is None:
@@ -109,25 +147,19 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     total = prose.get(body, 0)
     # Boilerplate that holds most of the page's prose is the page's wrapper, misnamed.
     boiler = {el for el in elements if _strong(el, el.tag) and (prose[el] * 2 < total or el.tag in _NEVER_PAGE)}
-    # Prose and link text net of boilerplate, bottom-up again.
-    net: dict[Any, int] = {}
-    net_links: dict[Any, int] = {}
-    for el in reversed(elements):
-        if el in boiler:
-            net[el] = net_links[el] = 0
-            continue
-        if el.tag == "a":
-            net[el], net_links[el] = 0, links[el]
-            continue
-        n = len(el.text.strip()) if el.text else 0
-        k = 0
-        for child in el:
-            if isinstance(child.tag, str):
-                n += net[child]
-                k += net_links[child]
-            if child.tail:
-                n += len(child.tail.strip())
-        net[el], net_links[el] = n, k
+    net, net_links = _net(elements, boiler, links)
+    comments: dict[str, list[Any]] = {}
+    for el in elements:
+        name = _comments_name(el)
+        if name is not None:
+            comments.setdefault(name, []).append(el)
+    if comments:
+        before = len(boiler)
+        for group in comments.values():
+            if sum(net[el] for el in group) * 2 < net[body]:
+                boiler.update(group)
+        if len(boiler) > before:
+            net, net_links = _net(elements, boiler, links)
     # The main container: the deepest element holding most of the page's
     # weight (its prose, and half its link text: a listing's items are links).
     weight = {el: net[el] * 2 + net_links[el] for el in elements}

@@ -28,6 +28,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+import lxml.etree
+
 from crawler.reading.markdown import SKIP, Rendered, render
 
 __all__ = ["main_content"]
@@ -45,15 +47,15 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 # holding a small part of the main container's prose (page builders name
 # every wrapper "widget" or "module", themes the page's own column after
 # the sidebar beside it).
-_BOILER = re.compile(
-    r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|menus|footer|sidebar|side-?bar|"
-    r"breadcrumbs?|cookies?|consent|banner|share|sharing|social|socials|related|"
-    r"toolbar|masthead|pagination|pager|comments?|comment-?list|respond|disqus|newsletter|subscribe|subscription|"
-    r"signup|promo|promos|advert|adverts|ads?|ad-?slot|advertisement|sponsor|sponsored|popup|modal|overlay|"
-    r"skip-?link|screen-?reader-?text|sr-only|visually-?hidden|author-?bio|"
-    r"tags|tag-?cloud|read-?more|recommended|more-?stories|trending|popular)(?:$|[\s_-])",
-    re.I,
-)
+# Words of a class or id (split at spaces, "-" and "_"), and words written
+# as one or as two or three ("side-bar", "read-more": matched joined).
+_BOILER_WORDS = frozenset(
+    "nav navbar navigation menu menus footer sidebar breadcrumb breadcrumbs cookie cookies consent banner share "
+    "sharing social socials related toolbar masthead pagination pager comment comments commentlist respond disqus "
+    "newsletter subscribe subscription signup promo promos advert adverts ad ads adslot advertisement sponsor "
+    "sponsored popup modal overlay skiplink screenreadertext sronly visuallyhidden authorbio tags tagcloud readmore "
+    "recommended morestories trending popular".split())
+_SEPARATORS = str.maketrans("-_", "  ")
 # Readers' comments: boilerplate of an article however long, unless, all
 # named alike, they are most of the page (a forum's posts).
 _COMMENTS = re.compile(
@@ -64,7 +66,13 @@ _CUE_SHARE = 3  # a class-named element is boilerplate below a third of the cont
 
 @lru_cache(maxsize=16384)
 def _boiler_attr(value: str) -> bool:
-    return _BOILER.search(value) is not None
+    words = value.lower().translate(_SEPARATORS).split()
+    if not _BOILER_WORDS.isdisjoint(words):
+        return True
+    for i in range(len(words) - 1):
+        if words[i] + words[i + 1] in _BOILER_WORDS or words[i] + words[i + 1] + "".join(words[i + 2:i + 3]) in _BOILER_WORDS:
+            return True
+    return False
 
 
 def _strong(el: Any, tag: str) -> bool:
@@ -80,96 +88,135 @@ def _strong(el: Any, tag: str) -> bool:
     return style is not None and _HIDDEN_STYLE.search(style) is not None
 
 
-def _cue(el: Any) -> bool:
-    """Boilerplate by its class or id."""
-    for name in ("class", "id"):
-        v = el.get(name)
-        if v and len(v) < 512 and _boiler_attr(v):
-            return True
-    return False
+def _comments_name(value: str) -> bool:
+    """Whether a class or id names readers' comments."""
+    return any(_COMMENTS.match(token) for token in value.split())
 
 
-def _comments_name(el: Any) -> str | None:
-    for name in ("class", "id"):
-        v = el.get(name)
-        if v and len(v) < 512 and "omment" in v or v and ("respond" in v or "disqus" in v):
-            for token in v.split():
-                if _COMMENTS.match(token):
-                    return v
-    return None
+# An element's figures: its prose (characters of text outside links), its
+# link text, and both again with boilerplate left out.
+Sums = tuple[int, int, int, int]
 
 
-def _net(elements: list[Any], boiler: set[Any], links: dict[Any, int]) -> tuple[dict[Any, int], dict[Any, int]]:
-    """Each element's prose and link text, boilerplate left out, bottom-up."""
-    net: dict[Any, int] = {}
-    net_links: dict[Any, int] = {}
+def _sums(elements: list[Any], boiler: set[Any]) -> dict[Any, Sums]:
+    """Each element's figures, bottom-up, in one pass."""
+    sums: dict[Any, Sums] = {}
     for el in reversed(elements):
-        if el in boiler:
-            net[el] = net_links[el] = 0
-            continue
-        if el.tag == "a":
-            net[el], net_links[el] = 0, links[el]
-            continue
-        n = len(el.text.strip()) if el.text else 0
+        text = el.text
+        n = len(text.strip()) if text else 0
         k = 0
+        m = n
+        ml = 0
         for child in el:
-            if isinstance(child.tag, str):
-                n += net[child]
-                k += net_links[child]
-            if child.tail:
-                n += len(child.tail.strip())
-        net[el], net_links[el] = n, k
-    return net, net_links
+            cn, ck, cm, cml = sums[child]
+            n += cn
+            k += ck
+            m += cm
+            ml += cml
+            tail = child.tail
+            if tail:
+                c = len(tail.strip())
+                n += c
+                m += c
+        if el.tag == "a":
+            k += n
+            n = m = 0
+            ml = k
+        if el in boiler:
+            m = ml = 0
+        sums[el] = (n, k, m, ml)
+    return sums
+
+
+class _Scan:
+    """The first pass over the page: each element's figures with
+    boilerplate by tag, role and hiding left out (``boiler``), and the
+    elements whose class or id names readers' comments (``comments``) or
+    boilerplate (``cues``)."""
+
+    __slots__ = ("elements", "sums", "boiler", "comments", "cues")
+
+    def __init__(self, body: Any) -> None:
+        self.elements = elements = list(body.iter(lxml.etree.Element))
+        self.sums = sums = {}
+        self.boiler = boiler = set()
+        self.comments: dict[str, list[Any]] = {}
+        self.cues: set[Any] = set()
+        for el in reversed(elements):
+            tag = el.tag
+            text = el.text
+            n = len(text.strip()) if text else 0
+            k = 0
+            m = n
+            ml = 0
+            for child in el:
+                cn, ck, cm, cml = sums[child]
+                n += cn
+                k += ck
+                m += cm
+                ml += cml
+                tail = child.tail
+                if tail:
+                    c = len(tail.strip())
+                    n += c
+                    m += c
+            if tag == "a":
+                k += n
+                n = m = 0
+                ml = k
+            if tag in _DROP_TAGS:
+                boiler.add(el)
+                m = ml = 0
+            names = el.keys()
+            if names:
+                if el in boiler or ("role" in names or "style" in names or "hidden" in names
+                                    or "aria-hidden" in names) and _strong(el, tag):
+                    boiler.add(el)
+                    m = ml = 0
+                if "class" in names or "id" in names:
+                    for value in (el.get("class"), el.get("id")):
+                        if value and len(value) < 512:
+                            if _boiler_attr(value):
+                                self.cues.add(el)
+                            if ("omment" in value or "respond" in value or "disqus" in value) and _comments_name(value):
+                                self.comments.setdefault(value, []).append(el)
+                                break
+            sums[el] = (n, k, m, ml)
 
 
 def main_content(root: Any, url: str | None = None) -> Rendered:
     body = root.find("body")
     if body is None:
         body = root
-    # Prose (characters of text outside links) and link text of each element's subtree, bottom-up.
-    elements = [el for el in body.iter() if isinstance(el.tag, str)]
-    prose: dict[Any, int] = {}
-    links: dict[Any, int] = {}
-    for el in reversed(elements):
-        n = len(el.text.strip()) if el.text else 0
-        k = 0
-        for child in el:
-            if isinstance(child.tag, str):
-                n += prose[child]
-                k += links[child]
-            if child.tail:
-                n += len(child.tail.strip())
-        if el.tag == "a":
-            k += n
-            n = 0
-        prose[el] = n
-        links[el] = k
-    total = prose.get(body, 0)
-    # Boilerplate that holds most of the page's prose is the page's wrapper, misnamed.
-    boiler = {el for el in elements if _strong(el, el.tag) and (prose[el] * 2 < total or el.tag in _NEVER_PAGE)}
-    net, net_links = _net(elements, boiler, links)
-    comments: dict[str, list[Any]] = {}
-    for el in elements:
-        name = _comments_name(el)
-        if name is not None:
-            comments.setdefault(name, []).append(el)
-    if comments:
+    scan = _Scan(body)
+    elements, sums, boiler = scan.elements, scan.sums, scan.boiler
+    total = sums[body][0]
+    # Boilerplate that holds most of the page's prose is the page's wrapper,
+    # misnamed (or misnested: a button left open holds the page).
+    wrappers = {el for el in boiler if sums[el][0] * 2 >= total and el.tag not in _NEVER_PAGE}
+    if wrappers:
+        boiler -= wrappers
+        sums = _sums(elements, boiler)
+    if scan.comments:
         before = len(boiler)
-        for group in comments.values():
-            if sum(net[el] for el in group) * 2 < net[body]:
+        for group in scan.comments.values():
+            if sum(sums[el][2] for el in group) * 2 < sums[body][2]:
                 boiler.update(group)
         if len(boiler) > before:
-            net, net_links = _net(elements, boiler, links)
+            sums = _sums(elements, boiler)
     # The main container: the deepest element holding most of the page's
     # weight (its prose, and half its link text: a listing's items are links).
-    weight = {el: net[el] * 2 + net_links[el] for el in elements}
-    good = weight.get(body, 0)
+    def weight(el: Any) -> int:
+        figures = sums[el]
+        return figures[2] * 2 + figures[3]
+
+    good = weight(body)
     container = body
     if good:
         while True:
             best = None
             for child in container:
-                if isinstance(child.tag, str) and weight[child] * 10 >= good * 7:
+                if weight(child) * 10 >= good * 7:
                     best = child
                     break
             if best is None:
@@ -177,9 +224,10 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
             container = best
     for el in boiler:
         el.set(SKIP, "")
-    inside = weight[container]
-    cued = [el for el in container.iter() if isinstance(el.tag, str) and el is not container
-            and weight[el] * _CUE_SHARE < inside and _cue(el)]
+    inside = weight(container)
+    cues = scan.cues
+    cued = [el for el in container.iter(lxml.etree.Element)
+            if el in cues and el is not container and 0 < weight(el) * _CUE_SHARE < inside]
     # Elements named alike that together hold much of the container are its
     # items, whatever their name says: a forum's posts ("comment"), a
     # listing's cards ("promo"), a product's tabs.
@@ -187,20 +235,21 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     by_name: dict[str, list[int]] = {}
     for el in cued:
         name = el.get("class") or el.get("id") or ""
-        sums = by_name.setdefault(name, [0, 0, 0])
-        sums[0] += weight[el]
-        sums[1] += net[el]
-        sums[2] += net_links[el]
+        group = by_name.setdefault(name, [0, 0, 0])
+        figures = sums[el]
+        group[0] += weight(el)
+        group[1] += figures[2]
+        group[2] += figures[3]
     for el in cued:
         total_weight, total_prose, total_links = by_name[el.get("class") or el.get("id") or ""]
         if total_weight * _CUE_SHARE < inside or total_prose < total_links:
             el.set(SKIP, "")
     # Link lists inside the container, unless the container is itself a list of links (a listing's items).
-    if net_links[container] < net[container]:
+    if sums[container][3] < sums[container][2]:
         for el in container.iter("ul", "ol", "div", "p", "table", "section", "dl"):
             if el is container or el.get(SKIP) is not None:
                 continue
-            k = links[el]
-            if k > 0 and k >= 2 * prose[el] and prose[el] < 200:
+            prose, k = sums[el][0], sums[el][1]
+            if k > 0 and k >= 2 * prose and prose < 200:
                 el.set(SKIP, "")
     return render([container], url)

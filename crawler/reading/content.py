@@ -138,8 +138,9 @@ class _Scan:
 
     def __init__(self, body: Any) -> None:
         self.elements = elements = list(body.iter(lxml.etree.Element))
-        self.sums = sums = {}
-        self.boiler = boiler = set()
+        sums: dict[Any, Sums] = {}
+        boiler: set[Any] = set()
+        self.sums, self.boiler = sums, boiler
         self.comments: dict[str, list[Any]] = {}
         self.cues: set[Any] = set()
         for el in reversed(elements):
@@ -207,7 +208,7 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     # The main container: the deepest element holding most of the page's
     # weight (its prose, and half its link text: a listing's items are links).
     def weight(el: Any) -> int:
-        figures = sums[el]
+        figures: Sums = sums[el]
         return figures[2] * 2 + figures[3]
 
     good = weight(body)

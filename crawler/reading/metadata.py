@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 import lxml.etree
 
@@ -74,6 +74,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _BAD = re.compile(UNSAFE.pattern[:-1] + "\ud800-\udfff]")  # UNSAFE or a lone surrogate
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _WRAPPERS = re.compile(r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?://\s*\]\]>|\]\]>|-->)\s*$")
+
+
+def _text_of(el: Any) -> str:
+    return cast(str, _STRING(el))
 
 
 class _Read:
@@ -177,9 +181,9 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
                                            (el.get("itemprop") or el.get("class") or "").lower()))
         elif tag == "h1":
             if len(marks["h1"]) < 3:
-                marks["h1"].append(read.text(clean(_STRING(el))))
+                marks["h1"].append(read.text(clean(_text_of(el))))
         elif len(marks["rel_author"]) < 5 and "author" in (el.get("rel") or "").lower().split():
-            name = read.text(clean(_STRING(el)), 200)
+            name = read.text(clean(_text_of(el)), 200)
             if name:
                 marks["rel_author"].append(name)
 
@@ -187,7 +191,7 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
     jsonld = [item for text in scripts for item in _jsonld(text, read)]
     microdata: list[Any] = []
     rdfa: list[Any] = []
-    found = _SCOPES(root)
+    found = cast(list[Any], _SCOPES(root))
     if found:
         micro = [a.getparent() for a in found if a.attrname == "itemscope"]
         typed = [a.getparent() for a in found if a.attrname == "typeof"]
@@ -286,7 +290,7 @@ def _value(el: Any, read: _Read) -> str:
             found = el.get(name)
             if found is not None:
                 return read.text(found.strip())
-    return read.text(clean(_STRING(el)))
+    return read.text(clean(_text_of(el)))
 
 
 def _owner(el: Any, attr: str) -> Any:
@@ -333,12 +337,12 @@ def _items(scopes: list[Any], props: list[Any], scope_attr: str, prop_attr: str,
 
 
 def _microdata(root: Any, scopes: list[Any], read: _Read) -> list[Any]:
-    return _items(scopes, _ITEMPROPS(root), "itemscope", "itemprop", "itemtype", read)
+    return _items(scopes, cast(list[Any], _ITEMPROPS(root)), "itemscope", "itemprop", "itemtype", read)
 
 
 def _rdfa(root: Any, scopes: list[Any], read: _Read) -> list[Any]:
     # Properties outside any typeof (OpenGraph's meta tags) are not items.
-    return _items(scopes, _PROPERTIES(root), "typeof", "property", "typeof", read)
+    return _items(scopes, cast(list[Any], _PROPERTIES(root)), "typeof", "property", "typeof", read)
 
 
 def _cap(out: dict[str, Any], read: _Read) -> None:

@@ -75,7 +75,7 @@ def _title(marks: dict[str, Any], og: str, headline: str, other: str) -> str:
     <title>, the headline) mostly hold, else the first of those without its
     site's name: 0.77 of WCXB's dev titles right, where the h1 alone is
     0.66 and the <title> without the site's name 0.65."""
-    h1s = [h for h in marks["h1"] if h]
+    h1s: list[str] = [h for h in marks["h1"] if h]
     titles = [set(_tokens(t)) for t in (marks["title"], og, headline, other) if t]
     for h1 in h1s:
         words = set(_tokens(h1))
@@ -204,7 +204,7 @@ def _image(value: Any) -> str:
         value = value[0]
     if isinstance(value, dict):
         value = value.get("url") or value.get("contentUrl")
-    return value if isinstance(value, str) else ""
+    return str(value) if isinstance(value, str) else ""
 
 
 def _first_date(values: list[Any]) -> str:

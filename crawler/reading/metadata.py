@@ -146,7 +146,7 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
     twitter: dict[str, Any] = {}
     meta: dict[str, str] = {}
     scripts: list[str] = []
-    marks: dict[str, Any] = {"title": "", "h1": [], "times": [], "rel_author": []}
+    marks: dict[str, Any] = {"title": "", "h1": [], "times": [], "rel_author": [], "byline": lambda: ""}
     metas = 0
     for el in root.iter("meta", "script", "title", "time", "h1", "a"):
         tag = el.tag
@@ -181,6 +181,8 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
                                            (el.get("itemprop") or el.get("class") or "").lower()))
         elif tag == "h1":
             if len(marks["h1"]) < 3:
+                if not marks["h1"]:
+                    marks["byline"] = lambda h1=el: _byline(h1, read)
                 marks["h1"].append(read.text(clean(_text_of(el))))
         elif len(marks["rel_author"]) < 5 and "author" in (el.get("rel") or "").lower().split():
             name = read.text(clean(_text_of(el)), 200)
@@ -210,6 +212,42 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
     if read.cut:
         out["cut"] = read.cut
     return out
+
+
+_BYLINE = re.compile(r"author|byline|byl\b|writer", re.I)
+_BY_NAME = re.compile(r"\b(?:[Bb]y|BY|[Ww]ritten by|[Aa]uthor:)\s+([A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|da|and|&)){0,4})")
+_NOT_NAME = re.compile(r"\d|@|://|\*|[.'’]\s|['’]s$|^\w{1,3}$|"
+                       r"\b(?:posts?|articles?|more|about|view|bio|follow|undefined|null|protected|name)\b", re.I)
+
+
+def _byline(h1: Any, read: _Read) -> str:
+    """The author named near the page's first h1 (the markup's byline:
+    an element whose class says author or byline, or "By Name"), for a page
+    whose metadata names none: the h1's surroundings up to three levels up,
+    at most 300 elements."""
+    scope = h1
+    for _ in range(3):
+        up = scope.getparent()
+        if up is None or up.tag in ("body", "html"):
+            break
+        scope = up
+    for n, el in enumerate(scope.iter()):
+        if n >= 300:
+            break
+        if el is h1 or not isinstance(el.tag, str):
+            continue
+        cls = el.get("class")
+        if cls and _BYLINE.search(cls) and el.tag not in ("img", "picture", "figure", "svg"):
+            text = clean(_text_of(el))
+            found = _BY_NAME.search(text)
+            name = found[1] if found else text.removeprefix("By ").removeprefix("by ").strip(" :,|")
+            if 2 <= len(name) <= 60 and len(name.split()) <= 5 and _NOT_NAME.search(name) is None:
+                return read.text(name)
+        elif el.text and ("By" in el.text or "by" in el.text):
+            found = _BY_NAME.search(el.text + " " + clean(_text_of(el))[:80] if len(el) else el.text)
+            if found and " " in found[1] and _NOT_NAME.search(found[1]) is None:
+                return read.text(found[1])
+    return ""
 
 
 def _put(target: dict[str, Any], key: str, value: Any, read: _Read) -> None:
@@ -348,9 +386,11 @@ def _rdfa(root: Any, scopes: list[Any], read: _Read) -> list[Any]:
 def _cap(out: dict[str, Any], read: _Read) -> None:
     """The whole dict within MAX_TOTAL characters of JSON: the raw parts
     dropped, largest first."""
+    total = len(json.dumps(out))
+    if total <= MAX_TOTAL:
+        return
     sizes = {name: len(json.dumps(out[name])) for name in ("jsonld", "microdata", "rdfa", "opengraph", "twitter")
              if name in out}
-    total = len(json.dumps(out))
     for name in sorted(sizes, key=sizes.__getitem__, reverse=True):
         if total <= MAX_TOTAL:
             break

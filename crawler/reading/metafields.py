@@ -185,7 +185,7 @@ def _author(main: Any, items: list[Any], og: dict[str, Any], tw: dict[str, Any],
             name = _names(item["author"])
             if name:
                 return name
-    return ""
+    return _name(marks["byline"]())
 
 
 def _prop(item: dict[str, Any], key: str) -> Any:

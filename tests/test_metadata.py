@@ -171,3 +171,20 @@ def test_control_characters_and_surrogates_in_values():
     html = ('<html><head><script type="application/ld+json">{"@type": "Thing", "name": "a\\u0000b\\ud800c"}'
             '</script></head><body></body></html>')
     assert meta(html)["jsonld"] == [{"@type": "Thing", "name": "ab\ufffdc"}]  # NUL dropped, the surrogate replaced
+
+
+def test_a_byline_and_a_dateline_near_the_h1_when_the_metadata_gives_none():
+    html = """<html><body><div class="post"><header><h1>Fold paper</h1>
+    <div class="meta"><span class="date">Published August 7, 2023</span>
+    <span class="post-author">By Nicole Burke</span></div></header><p>Text.</p></div>
+    <div class="comments"><p>By Someone Else on 1 May 2024</p></div></body></html>"""
+    assert meta(html) == {"title": "Fold paper", "author": "Nicole Burke", "published": "2023-08-07"}
+    html = """<html><body><article><h1>Title</h1><p>Written by Ann Lee-Smith, 2 March 2021</p>
+    <p class="author-bio">More posts by 3 people</p></article></body></html>"""
+    assert meta(html) == {"title": "Title", "author": "Ann Lee-Smith", "published": "2021-03-02"}
+
+
+def test_no_byline_from_words_that_are_no_name():
+    html = """<html><body><main><h1>Title</h1><span class="author">Name *</span>
+    <p>Supported by AI</p><p class="byline">undefined</p></main></body></html>"""
+    assert meta(html) == {"title": "Title"}

@@ -44,12 +44,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any, cast
 
 import lxml.etree
 
 from crawler.reading.html import UNSAFE, clean, scrub
-from crawler.reading.metafields import normalise
+from crawler.reading.metafields import iso_date, normalise
 
 __all__ = ["MAX_BLOB", "MAX_DEPTH", "MAX_ITEMS", "MAX_STRING", "MAX_TOTAL", "read_metadata"]
 
@@ -146,7 +147,8 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
     twitter: dict[str, Any] = {}
     meta: dict[str, str] = {}
     scripts: list[str] = []
-    marks: dict[str, Any] = {"title": "", "h1": [], "times": [], "rel_author": [], "byline": lambda: ""}
+    marks: dict[str, Any] = {"title": "", "h1": [], "times": [], "rel_author": [], "byline": lambda: "",
+                             "dateline": lambda: ""}
     metas = 0
     for el in root.iter("meta", "script", "title", "time", "h1", "a"):
         tag = el.tag
@@ -183,6 +185,7 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
             if len(marks["h1"]) < 3:
                 if not marks["h1"]:
                     marks["byline"] = lambda h1=el: _byline(h1, read)
+                    marks["dateline"] = lambda h1=el: _dateline(h1)
                 marks["h1"].append(read.text(clean(_text_of(el))))
         elif len(marks["rel_author"]) < 5 and "author" in (el.get("rel") or "").lower().split():
             name = read.text(clean(_text_of(el)), 200)
@@ -220,11 +223,9 @@ _NOT_NAME = re.compile(r"\d|@|://|\*|[.'’]\s|['’]s$|^\w{1,3}$|"
                        r"\b(?:posts?|articles?|more|about|view|bio|follow|undefined|null|protected|name)\b", re.I)
 
 
-def _byline(h1: Any, read: _Read) -> str:
-    """The author named near the page's first h1 (the markup's byline:
-    an element whose class says author or byline, or "By Name"), for a page
-    whose metadata names none: the h1's surroundings up to three levels up,
-    at most 300 elements."""
+def _near(h1: Any) -> Iterator[Any]:
+    """The elements around the page's first h1 (its ancestors up to three
+    levels up, short of the body), at most 300."""
     scope = h1
     for _ in range(3):
         up = scope.getparent()
@@ -234,8 +235,28 @@ def _byline(h1: Any, read: _Read) -> str:
     for n, el in enumerate(scope.iter()):
         if n >= 300:
             break
-        if el is h1 or not isinstance(el.tag, str):
-            continue
+        if el is not h1 and isinstance(el.tag, str):
+            yield el
+
+
+def _dateline(h1: Any) -> str:
+    """The first date written near the page's first h1 (a dateline), for a
+    page whose metadata gives none."""
+    for el in _near(h1):
+        for text in (el.text, el.tail):
+            if text and 6 <= len(text) <= 80:
+                found = iso_date(text)
+                if found:
+                    return found
+    return ""
+
+
+def _byline(h1: Any, read: _Read) -> str:
+    """The author named near the page's first h1 (the markup's byline:
+    an element whose class says author or byline, or "By Name"), for a page
+    whose metadata names none: the h1's surroundings up to three levels up,
+    at most 300 elements."""
+    for el in _near(h1):
         cls = el.get("class")
         if cls and _BYLINE.search(cls) and el.tag not in ("img", "picture", "figure", "svg"):
             text = clean(_text_of(el))

@@ -52,7 +52,7 @@ def normalise(jsonld: list[Any], microdata: list[Any], rdfa: list[Any], opengrap
                  meta.get("datepublished"), _one(og, "og:published_time")]
     times = marks["times"]
     published += [t for t, pub, hint in times if pub or "publish" in hint] + [t for t, _, _ in times[:1]]
-    out["published"] = _first_date(published)
+    out["published"] = _first_date(published) or marks["dateline"]()
     out["modified"] = _first_date([_date(main, "dateModified"), _one(og, "article:modified_time"),
                                    _one(og, "og:updated_time"), meta.get("dcterms.modified"),
                                    meta.get("last-modified"), meta.get("datemodified")])

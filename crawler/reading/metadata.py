@@ -239,12 +239,15 @@ def _near(h1: Any) -> Iterator[Any]:
             yield el
 
 
+_YEAR = re.compile(r"(?:19|20)\d\d")  # what every date iso_date reads holds
+
+
 def _dateline(h1: Any) -> str:
     """The first date written near the page's first h1 (a dateline), for a
     page whose metadata gives none."""
     for el in _near(h1):
         for text in (el.text, el.tail):
-            if text and 6 <= len(text) <= 80:
+            if text and 6 <= len(text) <= 80 and _YEAR.search(text) is not None:
                 found = iso_date(text)
                 if found:
                     return found

@@ -188,3 +188,24 @@ def test_no_byline_from_words_that_are_no_name():
     html = """<html><body><main><h1>Title</h1><span class="author">Name *</span>
     <p>Supported by AI</p><p class="byline">undefined</p></main></body></html>"""
     assert meta(html) == {"title": "Title"}
+
+
+def test_hostile_markup_costs_little_and_is_bounded():
+    import time
+
+    nested = "<div itemscope>" + '<div itemscope itemprop="x">' * 1500 + "deep" + "</div>" * 1501
+    props = '<div itemscope itemtype="T">' + '<span itemprop="p">v</span>' * 5000 + "</div>"
+    wrapped = '<div class="author byline" itemscope><span itemprop="name">' + "word " * 200_000 + "</span></div>"
+    metas = "".join(f"<meta name=m{i} content=c>" for i in range(5000))
+    found = []
+    start = time.process_time()
+    for body in (nested, props, wrapped):
+        found.append(read_metadata(parse_html(f"<html><head>{metas}</head><body><h1>H</h1>{body}</body></html>")))
+    assert time.process_time() - start < 3.0
+    item, depth = found[0]["microdata"][0], 0
+    while isinstance(item.get("x"), dict):
+        item, depth = item["x"], depth + 1
+    assert (depth, found[0]["cut"]) == (MAX_DEPTH - 1, 1)
+    assert found[1]["microdata"] == [{"@type": "T", "p": ["v"] * MAX_ITEMS}] and found[1]["cut"] == 2
+    assert found[2]["microdata"] == [{"name": ("word " * 401)[:MAX_STRING]}] and found[2]["cut"] == 1
+    assert found[2]["title"] == "H" and "author" not in found[2]  # 200,000 words are no name

@@ -44,13 +44,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from typing import Any, cast
 
 import lxml.etree
 
 from crawler.reading.html import UNSAFE, clean, scrub
-from crawler.reading.metafields import iso_date, normalise
+from crawler.reading.metafields import byline, dateline, normalise, short_text
 
 __all__ = ["MAX_BLOB", "MAX_DEPTH", "MAX_ITEMS", "MAX_STRING", "MAX_TOTAL", "read_metadata"]
 
@@ -63,9 +62,10 @@ MAX_STRING = 2000
 MAX_KEY = 200
 MAX_TOTAL = 64 * 1024
 MAX_META = 200  # meta tags read
+MAX_PROPERTIES = 2000  # microdata or RDFa properties (and scopes) read
+MAX_LEVELS = 64  # how far up a property's item is looked for
 
 _OG_PREFIXES = ("og:", "article:", "product:", "book:", "profile:", "music:", "video:", "fb:", "al:")
-_STRING = lxml.etree.XPath("string()", smart_strings=False)
 # The one scan for microdata and RDFa (most pages have neither; the tag
 # walk below cannot see attributes): the attribute nodes of both.
 _SCOPES = lxml.etree.XPath("//@itemscope|//@typeof")
@@ -77,18 +77,15 @@ _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _WRAPPERS = re.compile(r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?://\s*\]\]>|\]\]>|-->)\s*$")
 
 
-def _text_of(el: Any) -> str:
-    return cast(str, _STRING(el))
-
-
 class _Read:
     """One page's reading: the counters of what went wrong or was cut."""
 
-    __slots__ = ("errors", "cut")
+    __slots__ = ("errors", "cut", "full")
 
     def __init__(self) -> None:
         self.errors = 0
         self.cut = 0
+        self.full: set[int] = set()  # the lists found full (each counted once)
 
     def text(self, value: str, limit: int = MAX_STRING) -> str:
         if _BAD.search(value) is not None:
@@ -184,11 +181,11 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
         elif tag == "h1":
             if len(marks["h1"]) < 3:
                 if not marks["h1"]:
-                    marks["byline"] = lambda h1=el: _byline(h1, read)
-                    marks["dateline"] = lambda h1=el: _dateline(h1)
-                marks["h1"].append(read.text(clean(_text_of(el))))
+                    marks["byline"] = lambda h1=el: byline(h1, read)
+                    marks["dateline"] = lambda h1=el: dateline(h1)
+                marks["h1"].append(read.text(clean(short_text(el, 500))))
         elif len(marks["rel_author"]) < 5 and "author" in (el.get("rel") or "").lower().split():
-            name = read.text(clean(_text_of(el)), 200)
+            name = read.text(clean(short_text(el, 200)), 200)
             if name:
                 marks["rel_author"].append(name)
 
@@ -217,63 +214,6 @@ def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
     return out
 
 
-_BYLINE = re.compile(r"author|byline|byl\b|writer", re.I)
-_BY_NAME = re.compile(r"\b(?:[Bb]y|BY|[Ww]ritten by|[Aa]uthor:)\s+([A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|da|and|&)){0,4})")
-_NOT_NAME = re.compile(r"\d|@|://|\*|[.'’]\s|['’]s$|^\w{1,3}$|"
-                       r"\b(?:posts?|articles?|more|about|view|bio|follow|undefined|null|protected|name)\b", re.I)
-
-
-def _near(h1: Any) -> Iterator[Any]:
-    """The elements around the page's first h1 (its ancestors up to three
-    levels up, short of the body), at most 300."""
-    scope = h1
-    for _ in range(3):
-        up = scope.getparent()
-        if up is None or up.tag in ("body", "html"):
-            break
-        scope = up
-    for n, el in enumerate(scope.iter()):
-        if n >= 300:
-            break
-        if el is not h1 and isinstance(el.tag, str):
-            yield el
-
-
-_YEAR = re.compile(r"(?:19|20)\d\d")  # what every date iso_date reads holds
-
-
-def _dateline(h1: Any) -> str:
-    """The first date written near the page's first h1 (a dateline), for a
-    page whose metadata gives none."""
-    for el in _near(h1):
-        for text in (el.text, el.tail):
-            if text and 6 <= len(text) <= 80 and _YEAR.search(text) is not None:
-                found = iso_date(text)
-                if found:
-                    return found
-    return ""
-
-
-def _byline(h1: Any, read: _Read) -> str:
-    """The author named near the page's first h1 (the markup's byline:
-    an element whose class says author or byline, or "By Name"), for a page
-    whose metadata names none: the h1's surroundings up to three levels up,
-    at most 300 elements."""
-    for el in _near(h1):
-        cls = el.get("class")
-        if cls and _BYLINE.search(cls) and el.tag not in ("img", "picture", "figure", "svg"):
-            text = clean(_text_of(el))
-            found = _BY_NAME.search(text)
-            name = found[1] if found else text.removeprefix("By ").removeprefix("by ").strip(" :,|")
-            if 2 <= len(name) <= 60 and len(name.split()) <= 5 and _NOT_NAME.search(name) is None:
-                return read.text(name)
-        elif el.text and ("By" in el.text or "by" in el.text):
-            found = _BY_NAME.search(el.text + " " + clean(_text_of(el))[:80] if len(el) else el.text)
-            if found and " " in found[1] and _NOT_NAME.search(found[1]) is None:
-                return read.text(found[1])
-    return ""
-
-
 def _put(target: dict[str, Any], key: str, value: Any, read: _Read) -> None:
     """A property's value, a list from its second value on."""
     if key not in target:
@@ -285,7 +225,9 @@ def _put(target: dict[str, Any], key: str, value: Any, read: _Read) -> None:
     old = target[key]
     if isinstance(old, list) and old and not isinstance(value, list):
         if len(old) >= MAX_ITEMS:
-            read.cut += 1
+            if id(old) not in read.full:  # counted once a list
+                read.full.add(id(old))
+                read.cut += 1
         else:
             old.append(value)
     else:
@@ -352,12 +294,15 @@ def _value(el: Any, read: _Read) -> str:
             found = el.get(name)
             if found is not None:
                 return read.text(found.strip())
-    return read.text(clean(_text_of(el)))
+    return read.text(clean(short_text(el)))
 
 
 def _owner(el: Any, attr: str) -> Any:
-    """The nearest ancestor (not ``el``) holding ``attr``: the item whose property ``el`` is."""
-    for up in el.iterancestors():
+    """The nearest ancestor (not ``el``) holding ``attr``, at most
+    MAX_LEVELS up: the item whose property ``el`` is."""
+    for n, up in enumerate(el.iterancestors()):
+        if n >= MAX_LEVELS:
+            break
         if up.get(attr) is not None:
             return up
     return None
@@ -369,9 +314,12 @@ def _items(scopes: list[Any], props: list[Any], scope_attr: str, prop_attr: str,
     each top-level scope as a dict, nested scopes as values of their
     properties."""
     owned: dict[Any, list[Any]] = {}
+    if len(props) > MAX_PROPERTIES:
+        read.cut += 1
+        props = props[:MAX_PROPERTIES]
     for el in props:
         owned.setdefault(_owner(el, scope_attr), []).append(el)
-    tops = [el for el in scopes if el.get(prop_attr) is None]
+    tops = [el for el in scopes[:MAX_PROPERTIES] if el.get(prop_attr) is None]
 
     def item(scope: Any, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}

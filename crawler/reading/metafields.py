@@ -3,6 +3,8 @@
 ``site_name``, ``image``, ``type``, each from the first source that has
 it, in an order measured on WCXB's dev pages. Pure logic, no Scrapy.
 
+``byline`` and ``dateline`` read the author and date the markup near the
+page's first h1 shows, for pages whose metadata gives none.
 ``iso_date`` reads the dates pages write (ISO 8601, RFC 2822, "September
 4, 2025", "4 Sept. 2025", "2025/09/04", "09/04/2025") as ISO 8601.
 
@@ -13,9 +15,12 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["iso_date", "normalise"]
+from crawler.reading.html import clean
+
+__all__ = ["byline", "dateline", "iso_date", "normalise", "short_text"]
 
 MAX_FIELD = 500  # characters of a normalised field (description: 2000)
 
@@ -82,6 +87,76 @@ def _title(marks: dict[str, Any], og: str, headline: str, other: str) -> str:
         if words and any(len(words & t) >= 0.6 * len(words) for t in titles):
             return h1
     return _first(_strip_site(og), _strip_site(marks["title"]), headline, other, *h1s[:1])
+
+
+_BYLINE = re.compile(r"author|byline|byl\b|writer", re.I)
+_BY_NAME = re.compile(r"\b(?:[Bb]y|BY|[Ww]ritten by|[Aa]uthor:)\s+([A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|da|and|&)){0,4})")
+_NOT_NAME = re.compile(r"\d|@|://|\*|[.'’]\s|['’]s$|^\w{1,3}$|"
+                       r"\b(?:posts?|articles?|more|about|view|bio|follow|undefined|null|protected|name)\b", re.I)
+
+
+def _near(h1: Any) -> Iterator[Any]:
+    """The elements around the page's first h1 (its ancestors up to three
+    levels up, short of the body), at most 300."""
+    scope = h1
+    for _ in range(3):
+        up = scope.getparent()
+        if up is None or up.tag in ("body", "html"):
+            break
+        scope = up
+    for n, el in enumerate(scope.iter()):
+        if n >= 300:
+            break
+        if el is not h1 and isinstance(el.tag, str):
+            yield el
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d")  # what every date iso_date reads holds
+
+
+def dateline(h1: Any) -> str:
+    """The first date written near the page's first h1 (a dateline), for a
+    page whose metadata gives none."""
+    for el in _near(h1):
+        for text in (el.text, el.tail):
+            if text and 6 <= len(text) <= 80 and _YEAR.search(text) is not None:
+                found = iso_date(text)
+                if found:
+                    return found
+    return ""
+
+
+def byline(h1: Any, read: Any) -> str:
+    """The author named near the page's first h1 (the markup's byline:
+    an element whose class says author or byline, or "By Name"), for a page
+    whose metadata names none: the h1's surroundings up to three levels up,
+    at most 300 elements."""
+    for el in _near(h1):
+        cls = el.get("class")
+        if cls and _BYLINE.search(cls) and el.tag not in ("img", "picture", "figure", "svg"):
+            text = clean(short_text(el, 200))
+            found = _BY_NAME.search(text)
+            name = found[1] if found else text.removeprefix("By ").removeprefix("by ").strip(" :,|")
+            if 2 <= len(name) <= 60 and len(name.split()) <= 5 and _NOT_NAME.search(name) is None:
+                return str(read.text(name))
+        elif el.text and ("By" in el.text or "by" in el.text):
+            found = _BY_NAME.search(el.text + " " + clean(short_text(el, 120))[:80] if len(el) else el.text)
+            if found and " " in found[1] and _NOT_NAME.search(found[1]) is None:
+                return str(read.text(found[1]))
+    return ""
+
+
+def short_text(el: Any, limit: int = 2000) -> str:
+    """The start of ``el``'s text: ``limit`` characters or a little more,
+    whatever the size of the element (an itemprop on the page's body)."""
+    parts: list[str] = []
+    size = 0
+    for text in el.itertext():
+        parts.append(text)
+        size += len(text)
+        if size > limit:
+            break
+    return "".join(parts)
 
 
 def _main_item(items: list[dict[str, Any]]) -> dict[str, Any] | None:

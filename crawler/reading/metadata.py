@@ -36,6 +36,13 @@ kept as strings, NaN and infinities as None; the whole dict, as JSON, at
 most MAX_TOTAL characters (the raw parts dropped, largest first). Never
 raises.
 
+Measured on WCXB's 1,497 dev pages (CPU, one core): about 1 ms a page
+(0.5-0.9 ms more for analyze), of which one tag walk (0.2 ms) and one
+XPath for itemscope/typeof (0.4 ms); extruct 0.18.0 costs 136 ms a page
+with all its syntaxes (RDFa through rdflib), 3 ms without RDFa and
+microformats (it parses the HTML again). Normalised fields right (issue
+50's rule): title 0.769, author 0.739, published date 0.812.
+
 No settings, no stats.
 """
 

@@ -64,7 +64,8 @@ from crawler.pagetypes.template import BlockStat, block_stats, contents_list, st
 if TYPE_CHECKING:
     from crawler.reading.extract import Page
 
-__all__ = ["Model", "alone_by_kind", "classify", "classify_stats", "classify_vector", "model", "model_for", "page_model", "page_type"]
+__all__ = ["Model", "alone_by_kind", "alone_score", "classify", "classify_stats", "classify_vector", "model",
+           "model_for", "page_model", "page_type"]
 
 
 Tree = "float | list[Any]"  # leaf value, or [feature, threshold, left, right]
@@ -148,8 +149,9 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     ``terms``: the page is an index of terms (``term_index``), an index
     page whatever the model says (counted in ``trust.terms``); ``kind``:
     the page's kinds' probabilities (``crawler.pagetypes.kind.kind_scores``),
-    which type a page alone (``alone_by_kind``); without them a page alone
-    is typed by the page-only model (``page_model``), as before the kind.
+    which type a page alone with the page-only model's score
+    (``alone_by_kind``); without them a page alone is typed by the
+    page-only model alone.
     ``classify_vector`` is the model alone."""
     if terms:
         if trust is not None:
@@ -157,25 +159,32 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
         return INDEX
     if template is None and thin:
         return INDEX
-    if template is None and kind is not None:
-        return alone_by_kind(kind, threshold)
     own = stat_features(stats, template)
     x = assemble(base, own)
     if template is None:
+        if kind is not None:
+            return alone_by_kind(x, kind, threshold)
         return classify_vector(x, template, threshold)
     m = model()
     return decide(m.score(x), m.threshold if threshold is None else threshold, own[RULE_AT], trust, site,
                   bare_navigation(own), lambda: contents_list(stats, template))
 
 
-def alone_by_kind(kind: dict[str, float], threshold: float | None = None) -> str:
-    """A page typed alone by its kinds' probabilities: index when a listing
-    or a collection is likely enough (``crawler.pagetypes.kind.index_score``
-    at least the kind model's ``index_threshold``, chosen by
-    cross-validation on WCXB's dev split as the page-only model's was:
-    0.932 balanced accuracy against that model's 0.918)."""
+def alone_by_kind(x: list[float], kind: dict[str, float], threshold: float | None = None) -> str:
+    """A page typed alone by the page-only model's score of its features
+    ``x`` and its kinds' probabilities together: index when ``alone_score``
+    is at least the kind model's ``index_threshold``."""
     t = kind_model().index_threshold if threshold is None else threshold
-    return INDEX if index_score(kind) >= t else INFO
+    return INDEX if alone_score(x, kind) >= t else INFO
+
+
+def alone_score(x: list[float], kind: dict[str, float]) -> float:
+    """The page-only model's score and the kind's index probability
+    (``crawler.pagetypes.kind.index_score``), weighed by the kind model's
+    ``index_weight`` (the page-only model's share), both chosen by
+    ``python -m tools.pagetypes.kind_model`` on WCXB's dev split."""
+    w = kind_model().index_weight
+    return w * page_model().score(x) + (1.0 - w) * index_score(kind)
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

@@ -205,6 +205,9 @@ class KindModel:
         self.learning_rate = float(data["learning_rate"])
         self.base: list[float] = [float(v) for v in data.get("base", [0.0] * len(self.classes))]
         self.sure = float(data.get("sure", SURE))
+        # A page typed alone (crawler.pagetypes.classify.alone_score): the
+        # page-only model's share of its index score, and the threshold.
+        self.index_weight = float(data.get("index_weight", 0.0))
         self.index_threshold = float(data.get("index_threshold", 0.5))
         self._margins = _compile(data["trees"], len(self.classes), len(KIND_FEATURES))
 

@@ -240,7 +240,23 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="fit on all of dev and store the model in --out")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--test", action="store_true", help="score the shipped model on the test split, once")
+    ap.add_argument("--time", action="store_true", help="CPU a page of the shipped model's page_kind on dev")
     args = ap.parse_args()
+    if args.time:
+        import time
+
+        from crawler.pagetypes import features, kind
+        rows = read_split(args.wcxb, "dev", args.cache)
+        kind.kind_model()
+        for _ in range(3):
+            for cached in (kind._url_cues, features.url_features, features._url_forum, features.doc_url_features):
+                cached.cache_clear()  # every URL new, as in a crawl
+            start = time.process_time()
+            for r in rows:
+                kind.page_kind(r["page"], r["url"])
+            print(f"page_kind: {(time.process_time() - start) / len(rows) * 1000:.3f} ms of CPU a page "
+                  f"({len(rows)} pages, the features of the page-type model included)")
+        return
     if args.test:
         from crawler.pagetypes.classify import page_model
         from crawler.pagetypes.kind import kind_model

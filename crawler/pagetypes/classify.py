@@ -24,7 +24,11 @@ leave-one-source-out. ``data/classifier_page.json`` types a page alone (a
 site's first pages; its features are the first 39), fitted on WCXB's
 training part (898 single pages of many sites) by ``python -m
 tools.pagetypes.page_model``, which scores it on WCXB's 427 held-out
-pages, 112 of which are kept in ``tests/data/pagetypes``. Each model's
+pages, 112 of which are kept in ``tests/data/pagetypes``. A page typed
+alone in a crawl is typed by that model's score together with its kind's
+index probability (``alone_score``: ``crawler.pagetypes.kind``, fitted on
+all of WCXB's dev split, weight and threshold chosen there by
+cross-validation; ``python -m tools.pagetypes.kind_model``). Each model's
 threshold is the one with the best cross-validated balanced accuracy that
 keeps index recall at least 0.93: a missed index page costs coverage, a
 missed info page only a few extra requests.

@@ -1,7 +1,8 @@
 """The page-kind model (``crawler/data/kind.json``): fit it on WCXB's
 development split and report its cross-validated accuracy.
 
-    python -m tools.pagetypes.kind_model --wcxb DIR [--write] [--test] [--cache FILE]
+    python -m tools.pagetypes.kind_model --wcxb DIR [--write] [--test] [--time] [--cache FILE]
+    python -m tools.pagetypes.kind_model --wcxb DIR --trees TREES_DIR ...
 
 ``--wcxb``: a checkout of WCXB (github.com/Murrough-Foley/web-content-extraction-benchmark:
 ``dev/`` and ``test/``, each with ``html/*.html.gz`` and ``ground-truth/*.json``);
@@ -24,7 +25,10 @@ on the whole dev split and stores it with that threshold. ``--test``
 scores the shipped model once on the test split, its kinds and its
 index/information typing against the page-only model's
 (``crawler/data/classifier_page.json``): for the final judgement only,
-nothing is chosen by it.
+nothing is chosen by it. ``--time``: the CPU a page of ``page_kind``.
+``--trees``: documentation trees labelled by ``tools.pagetypes.sources``,
+each page typed alone both ways (the start pages matter: a crawl follows
+the links of a start page typed index).
 
 API: ``read_split(wcxb, split)`` -> rows (``url``, ``kind``, ``page``, ``x``);
 ``fit_softmax(xs, ys, rounds, depth, learning_rate)`` -> the model's
@@ -233,15 +237,60 @@ def old_page_model_scores(rows: list[dict[str, Any]]) -> list[float]:
     return [page_model().score(feature_vector(r["url"], r["page"])[:n]) for r in rows]
 
 
+def trees_alone(dirs: list[Path]) -> None:
+    """Each labelled documentation tree's pages typed alone, by the
+    page-only model and with the kind as the crawler types them: whether its
+    start page (its first in crawl order) is typed index, and the balanced
+    accuracy over its labelled pages. A tree's pages are typed alone only
+    until its template is known (its first 4); this is the worst case."""
+    from crawler.pagetypes.classify import classify_stats, page_model
+    from crawler.pagetypes.features import page_features
+    from crawler.pagetypes.kind import kind_scores
+    from crawler.pagetypes.template import block_stats
+
+    n = FEATURES.index(OWN_FEATURES[0])
+    starts = {"page-only": 0, "with the kind": 0}
+    count = 0
+    for path in sorted(p for d in dirs for p in d.glob("*.jsonl")):
+        ys: list[int] = []
+        got: dict[str, list[int]] = {k: [] for k in starts}
+        for i, line in enumerate(path.read_text().splitlines()):
+            r = json.loads(line)
+            page = analyze(Path(r["file"]).read_bytes(), r["url"])
+            sure = thin_navigation(page) or term_index(page.blocks)
+            old = 1 if sure or page_model().score(feature_vector(r["url"], page)[:n]) >= page_model().threshold else 0
+            base = page_features(r["url"], page)
+            new = 1 if classify_stats(base, block_stats(page.blocks), None, thin=thin_navigation(page),
+                                      terms=term_index(page.blocks),
+                                      kind=kind_scores(page, r["url"], base)) == "index" else 0
+            if i == 0:
+                starts["page-only"] += old
+                starts["with the kind"] += new
+                count += 1
+            if r["label"] in ("index", "info"):
+                ys.append(1 if r["label"] == "index" else 0)
+                got["page-only"].append(old)
+                got["with the kind"].append(new)
+        print(f"{path.stem:24s} " + "  ".join(f"{k}: balanced %.3f index recall %.3f" % metrics(ys, v)[:2]
+                                              for k, v in got.items()))
+    print("start pages typed index: " + ", ".join(f"{k} {v} of {count}" for k, v in starts.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wcxb", type=Path, required=True, help="WCXB checkout (dev/ and test/)")
+    ap.add_argument("--wcxb", type=Path, default=Path("."), help="WCXB checkout (dev/ and test/)")
     ap.add_argument("--cache", type=Path, help="pickle of the analysed dev pages, written once, read after")
     ap.add_argument("--write", action="store_true", help="fit on all of dev and store the model in --out")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--test", action="store_true", help="score the shipped model on the test split, once")
     ap.add_argument("--time", action="store_true", help="CPU a page of the shipped model's page_kind on dev")
+    ap.add_argument("--trees", type=Path, nargs="*", default=[],
+                    help="directories of labelled documentation trees (tools.pagetypes.sources): their pages typed "
+                         "alone, by the page-only model and with the kind")
     args = ap.parse_args()
+    if args.trees:
+        trees_alone(args.trees)
+        return
     if args.time:
         import time
 

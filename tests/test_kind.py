@@ -187,3 +187,18 @@ def test_the_kind_step_names_an_html_pages_kind_and_counts_it(spider):  # noqa: 
     _, page = run(spider, response(spider, "/doc.pdf", body=b"%PDF-1.4\n%%EOF",
                                    headers={"Content-Type": "application/pdf"}), until="Kind")
     assert page.item.kind is None and page.kind_scores is None
+
+
+def test_the_type_step_types_a_page_alone_with_the_kind_steps_scores(spider):  # noqa: F811
+    from tests.support.chainpages import PROSE, html, step
+
+    _, page = run(spider, response(spider, "/a.html", body=html(PROSE)), until="Kind")
+    assert page.checked is not None and page.checked.template is None  # the site's first page: typed alone
+    assert page.kind_scores is not None
+    prose_scores = dict(page.kind_scores)
+    page.kind_scores = {"listing": 1.0, **{k: 0.0 for k in KINDS if k != "listing"}}
+    step(spider, "Classify", page)
+    assert page.item.page_type == INDEX  # 0.4 of a sure listing is over the threshold whatever the page-only model says
+    page.kind_scores = prose_scores
+    step(spider, "Classify", page)
+    assert page.item.page_type == INFO

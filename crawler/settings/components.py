@@ -79,6 +79,7 @@ PAGE_STEPS_BASE = {
     "crawler.chain.metadata.Metadata": 620,  # JSON-LD, microdata, RDFa, OpenGraph onto the record
     "crawler.chain.focus.Focus": 650,  # -a topic: the page's topic score
     "crawler.chain.check.Check": 700,  # duplicate + template count, one round trip
+    "crawler.chain.kind.Kind": 750,  # article, forum, product, collection, listing, documentation ...
     "crawler.chain.classify.Classify": 800,  # index or information page
     "crawler.chain.variants.Variants": 900,  # canonical copy? language?
     "crawler.chain.store.Store": 1000,  # yielded to the pipelines; first pages typed again

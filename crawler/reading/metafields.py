@@ -40,33 +40,33 @@ _TAG = re.compile(r"<[^>]{0,200}>")
 
 
 def normalise(jsonld: list[Any], microdata: list[Any], rdfa: list[Any], opengraph: dict[str, Any],
-              twitter: dict[str, Any], meta: dict[str, str], marks: dict[str, Any], read: Any) -> dict[str, Any]:
+              twitter: dict[str, Any], tags: dict[str, str], marks: dict[str, Any], read: Any) -> dict[str, Any]:
     items = [i for i in jsonld + microdata + rdfa if isinstance(i, dict)]
     main = _main_item(items)
     og, tw = opengraph, twitter
     out: dict[str, Any] = {}
 
     out["title"] = _text(_title(marks, _one(og, "og:title"), _one(main, "headline"),
-                                meta.get("citation_title") or meta.get("dc.title") or _one(tw, "twitter:title")))
-    out["author"] = _author(main, items, og, tw, meta, marks)
+                                tags.get("citation_title") or tags.get("dc.title") or _one(tw, "twitter:title")))
+    out["author"] = _author(main, items, og, tw, tags, marks)
     published = [_date(main, "datePublished"), _date(main, "dateCreated"), _one(og, "article:published_time"),
-                 meta.get("article:published_time"), meta.get("citation_publication_date"),
-                 meta.get("citation_date"), meta.get("dc.date.issued"), meta.get("dc.date"), meta.get("dcterms.date"),
-                 meta.get("dcterms.created"), meta.get("date"), meta.get("pubdate"), meta.get("publishdate"),
-                 meta.get("publish-date"), meta.get("parsely-pub-date"), meta.get("sailthru.date"),
-                 meta.get("datepublished"), _one(og, "og:published_time")]
+                 tags.get("article:published_time"), tags.get("citation_publication_date"),
+                 tags.get("citation_date"), tags.get("dc.date.issued"), tags.get("dc.date"), tags.get("dcterms.date"),
+                 tags.get("dcterms.created"), tags.get("date"), tags.get("pubdate"), tags.get("publishdate"),
+                 tags.get("publish-date"), tags.get("parsely-pub-date"), tags.get("sailthru.date"),
+                 tags.get("datepublished"), _one(og, "og:published_time")]
     times = marks["times"]
     published += [t for t, pub, hint in times if pub or "publish" in hint] + [t for t, _, _ in times[:1]]
     out["published"] = _first_date(published) or marks["dateline"]()
     out["modified"] = _first_date([_date(main, "dateModified"), _one(og, "article:modified_time"),
-                                   _one(og, "og:updated_time"), meta.get("dcterms.modified"),
-                                   meta.get("last-modified"), meta.get("datemodified")])
-    description = _first(_one(og, "og:description"), meta.get("description"), _one(tw, "twitter:description"),
-                         _one(main, "description"), meta.get("dc.description"))
+                                   _one(og, "og:updated_time"), tags.get("dcterms.modified"),
+                                   tags.get("last-modified"), tags.get("datemodified")])
+    description = _first(_one(og, "og:description"), tags.get("description"), _one(tw, "twitter:description"),
+                         _one(main, "description"), tags.get("dc.description"))
     out["description"] = _text(description, 2000)
     publisher = main.get("publisher") if main else None
     site = _first(_one(og, "og:site_name"), _name(publisher),
-                  *(_one(i, "name") for i in items if _types(i) & {"website"}), meta.get("application-name"))
+                  *(_one(i, "name") for i in items if _types(i) & {"website"}), tags.get("application-name"))
     out["site_name"] = _text(site)
     out["image"] = _text(_first(_one(og, "og:image"), _one(og, "og:image:url"), _one(tw, "twitter:image"),
                                 _image(main.get("image") if main else None)), 2000)
@@ -240,7 +240,7 @@ def _names(value: Any) -> str:
     return ", ".join(found)
 
 
-def _author(main: Any, items: list[Any], og: dict[str, Any], tw: dict[str, Any], meta: dict[str, str],
+def _author(main: Any, items: list[Any], og: dict[str, Any], tw: dict[str, Any], tags: dict[str, str],
             marks: dict[str, Any]) -> str:
     if main:
         author = main.get("author") or main.get("creator") or _prop(main, "author")
@@ -250,7 +250,7 @@ def _author(main: Any, items: list[Any], og: dict[str, Any], tw: dict[str, Any],
                 return name
     for key in ("author", "article:author", "parsely-author", "sailthru.author", "dc.creator",
                 "citation_author", "byl", "dcterms.creator"):
-        name = _names(meta.get(key) or (og.get(key) if key.startswith("article:") else None))
+        name = _names(tags.get(key) or (og.get(key) if key.startswith("article:") else None))
         if name:
             return name
     if marks["rel_author"]:

@@ -82,6 +82,11 @@ def _strong(el: Any, tag: str) -> bool:
     role = el.get("role")
     if role is not None and role in _DROP_ROLES:
         return True
+    return False
+
+
+def _hidden(el: Any) -> bool:
+    """Hidden until the reader asks (a collapsed answer, a tab, a menu, a dialog)."""
     if el.get("hidden") is not None or el.get("aria-hidden") == "true":
         return True
     style = el.get("style")
@@ -170,10 +175,11 @@ class _Scan:
                 m = ml = 0
             names = el.keys()
             if names:
-                if el in boiler or ("role" in names or "style" in names or "hidden" in names
-                                    or "aria-hidden" in names) and _strong(el, tag):
+                if "role" in names and el not in boiler and _strong(el, tag):
                     boiler.add(el)
                     m = ml = 0
+                if ("style" in names or "hidden" in names or "aria-hidden" in names) and _hidden(el):
+                    self.cues.add(el)
                 if "class" in names or "id" in names:
                     for value in (el.get("class"), el.get("id")):
                         if value and len(value) < 512:

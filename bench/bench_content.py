@@ -219,7 +219,8 @@ def report(title: str, samples: list[Sample], systems: dict[str, dict[str, Resul
             f"{n}: F1 {ours['f1'] / figures['systems'][n]['f1']:.3f}x, CPU {ours['ms'] / figures['systems'][n]['ms']:.2f}x"
             for n in base))
     if by_kind:
-        figures["kinds"] = kinds = {}
+        kinds: dict[str, dict[str, float]] = {}
+        figures["kinds"] = kinds
         print("\nF1 by kind (precision / recall):\n")
         print("| Kind | Pages | " + " | ".join(ran) + " |")
         print("|---|---|" + "---|" * len(ran))
@@ -234,7 +235,8 @@ def report(title: str, samples: list[Sample], systems: dict[str, dict[str, Resul
                 cells.append(f"{m.f1:.3f} ({m.precision:.2f} / {m.recall:.2f})")
             print(f"| {kind} | {len(ids)} | " + " | ".join(cells) + " |")
     if meta:
-        figures["metadata"] = shares = {}
+        shares: dict[str, dict[str, float]] = {}
+        figures["metadata"] = shares
         named = [n for n in ran if n != "crawler text" and n != "resiliparse"]
         print("\nMetadata right (pages whose ground truth has the field):\n")
         print("| Field | Pages | " + " | ".join(named) + " |")

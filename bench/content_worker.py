@@ -35,7 +35,10 @@ def _trafilatura() -> tuple[Extractor, Callable[[str, str], dict[str, Any]]]:
         doc = trafilatura.bare_extraction(html, url=url or None, with_metadata=True)
         if doc is None:
             return {}
-        get = doc.get if isinstance(doc, dict) else lambda k: getattr(doc, k, None)
+
+        def get(key: str) -> Any:
+            return doc.get(key) if isinstance(doc, dict) else getattr(doc, key, None)
+
         return {"title": get("title"), "author": get("author"), "published": get("date")}
 
     return extract, metadata

@@ -112,16 +112,27 @@ def page_kind(data: dict[str, Any]) -> str:
 
 
 # -- metadata: right or not ----------------------------------------------------------------------
+def _named(found: Any) -> str | None:
+    """A field's value as text: a string, or a list of strings joined (several authors)."""
+    if isinstance(found, str):
+        return found
+    if isinstance(found, list) and found and all(isinstance(v, str) for v in found):
+        return ", ".join(found)
+    return None
+
+
 def title_right(found: Any, truth: str) -> bool:
     """The same lowercase \\w+ words in the same order."""
-    return isinstance(found, str) and tokenize(found) == tokenize(truth)
+    text = _named(found)
+    return text is not None and tokenize(text) == tokenize(truth)
 
 
 def author_right(found: Any, truth: str) -> bool:
     """Both named, and one's word set holds the other's."""
-    if not isinstance(found, str):
+    text = _named(found)
+    if text is None:
         return False
-    a, b = set(tokenize(found)), set(tokenize(truth))
+    a, b = set(tokenize(text)), set(tokenize(truth))
     return bool(a) and bool(b) and (a <= b or b <= a)
 
 

@@ -53,6 +53,7 @@ def test_word_f1_and_snippets_are_evaluate_pys():
 def test_metadata_rules():
     assert title_right("Rivers: a life", "rivers a LIFE") and not title_right("Rivers | Site", "Rivers")
     assert author_right("By Ann Lee", "Ann Lee") and author_right("Lee", "Ann Lee")
+    assert author_right(["Ann Lee", "Bo Li"], "Ann Lee, Bo Li") and not author_right([1], "1")
     assert not author_right("", "Ann") and not author_right("Bo", "Ann Lee") and not author_right(None, "Ann")
     assert date_right("2024-05-01T10:00:00Z", "2024-05-01") and not date_right("2024-05-02", "2024-05-01")
     assert not date_right("May 1, 2024", "2024-05-01") and not date_right(7, "2024-05-01")

@@ -1,19 +1,256 @@
 """The page's main content: which of its elements hold what the page is
 about, and that content as text and Markdown. Pure logic, no Scrapy.
 
+``main_content(root, url)`` reads the parsed page (``crawler.reading.html``)
+after its scripts and styles are gone and before
+``crawler.reading.extract.analyze`` marks its links. It
+
+1. marks boilerplate (``SKIP``): hidden elements, navigation, headers and
+   footers, sidebars, sharing, comments, promotions and forms by their tag,
+   role, class or id, unless such an element holds most of the page's
+   prose (themes name the page's own wrapper after the sidebar beside it);
+2. weighs each element by the prose it holds (text not inside links) and
+   chooses the main container: the deepest element holding most of the
+   page's prose;
+3. inside it, leaves out blocks that are mostly links (menus, tag clouds,
+   "read next" teasers) unless the page is a list of items whose links are
+   its content (a listing, a collection, a forum's index): then the items
+   are the content;
+
+and renders what is left (``crawler.reading.markdown.render``).
+
 No settings, no stats.
 """
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 
-from crawler.reading.markdown import Rendered, render
+import lxml.etree
+
+from crawler.reading.markdown import SKIP, Rendered, render
 
 __all__ = ["main_content"]
 
+# Boilerplate by what it is: navigation, asides, footers, controls, dialogs, what is hidden.
+_DROP_TAGS = frozenset({"nav", "footer", "aside", "menu", "form", "header", "button", "dialog", "select", "label",
+                        "input", "option"})
+_DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "dialog",
+                         "alertdialog", "search", "toolbar", "tablist"})
+# ... of which a footer is never the page's wrapper, whatever it holds (an empty
+# shell's footer is not its content; a misnested button or aside can be).
+_NEVER_PAGE = frozenset({"footer"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+# ... and by what its class or id says it is: believed only of an element
+# holding a small part of the main container's prose (page builders name
+# every wrapper "widget" or "module", themes the page's own column after
+# the sidebar beside it).
+# Words of a class or id (split at spaces, "-" and "_"), and words written
+# as one or as two or three ("side-bar", "read-more": matched joined).
+_BOILER_WORDS = frozenset(
+    "nav navbar navigation menu menus footer sidebar breadcrumb breadcrumbs cookie cookies consent banner share "
+    "sharing social socials related toolbar masthead pagination pager comment comments commentlist respond disqus "
+    "newsletter subscribe subscription signup promo promos advert adverts ad ads adslot advertisement sponsor "
+    "sponsored popup modal overlay skiplink screenreadertext sronly visuallyhidden authorbio tags tagcloud readmore "
+    "recommended morestories trending popular".split())
+_SEPARATORS = str.maketrans("-_", "  ")
+# Readers' comments: boilerplate of an article however long, unless, all
+# named alike, they are most of the page (a forum's posts).
+_COMMENTS = re.compile(
+    r"^(?:[\w-]*[_-])?(?:comments?|commentlist|comment-?list|respond|disqus_thread|"
+    r"comments?-?(?:area|section|wrapper|container|block|thread|list|item|body|content|text))$", re.I)
+_CUE_SHARE = 3  # a class-named element is boilerplate below a third of the container's prose
+
+
+@lru_cache(maxsize=16384)
+def _boiler_attr(value: str) -> bool:
+    words = value.lower().translate(_SEPARATORS).split()
+    if not _BOILER_WORDS.isdisjoint(words):
+        return True
+    for i in range(len(words) - 1):
+        if words[i] + words[i + 1] in _BOILER_WORDS or words[i] + words[i + 1] + "".join(words[i + 2:i + 3]) in _BOILER_WORDS:
+            return True
+    return False
+
+
+def _strong(el: Any, tag: str) -> bool:
+    """Boilerplate by its tag, role or hiding."""
+    if tag in _DROP_TAGS:
+        return True
+    role = el.get("role")
+    if role is not None and role in _DROP_ROLES:
+        return True
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    return style is not None and _HIDDEN_STYLE.search(style) is not None
+
+
+def _comments_name(value: str) -> bool:
+    """Whether a class or id names readers' comments."""
+    return any(_COMMENTS.match(token) for token in value.split())
+
+
+# An element's figures: its prose (characters of text outside links), its
+# link text, and both again with boilerplate left out.
+Sums = tuple[int, int, int, int]
+
+
+def _sums(elements: list[Any], boiler: set[Any]) -> dict[Any, Sums]:
+    """Each element's figures, bottom-up, in one pass."""
+    sums: dict[Any, Sums] = {}
+    for el in reversed(elements):
+        text = el.text
+        n = len(text.strip()) if text else 0
+        k = 0
+        m = n
+        ml = 0
+        for child in el:
+            cn, ck, cm, cml = sums[child]
+            n += cn
+            k += ck
+            m += cm
+            ml += cml
+            tail = child.tail
+            if tail:
+                c = len(tail.strip())
+                n += c
+                m += c
+        if el.tag == "a":
+            k += n
+            n = m = 0
+            ml = k
+        if el in boiler:
+            m = ml = 0
+        sums[el] = (n, k, m, ml)
+    return sums
+
+
+class _Scan:
+    """The first pass over the page: each element's figures with
+    boilerplate by tag, role and hiding left out (``boiler``), and the
+    elements whose class or id names readers' comments (``comments``) or
+    boilerplate (``cues``)."""
+
+    __slots__ = ("elements", "sums", "boiler", "comments", "cues")
+
+    def __init__(self, body: Any) -> None:
+        self.elements = elements = list(body.iter(lxml.etree.Element))
+        sums: dict[Any, Sums] = {}
+        boiler: set[Any] = set()
+        self.sums, self.boiler = sums, boiler
+        self.comments: dict[str, list[Any]] = {}
+        self.cues: set[Any] = set()
+        for el in reversed(elements):
+            tag = el.tag
+            text = el.text
+            n = len(text.strip()) if text else 0
+            k = 0
+            m = n
+            ml = 0
+            for child in el:
+                cn, ck, cm, cml = sums[child]
+                n += cn
+                k += ck
+                m += cm
+                ml += cml
+                tail = child.tail
+                if tail:
+                    c = len(tail.strip())
+                    n += c
+                    m += c
+            if tag == "a":
+                k += n
+                n = m = 0
+                ml = k
+            if tag in _DROP_TAGS:
+                boiler.add(el)
+                m = ml = 0
+            names = el.keys()
+            if names:
+                if el in boiler or ("role" in names or "style" in names or "hidden" in names
+                                    or "aria-hidden" in names) and _strong(el, tag):
+                    boiler.add(el)
+                    m = ml = 0
+                if "class" in names or "id" in names:
+                    for value in (el.get("class"), el.get("id")):
+                        if value and len(value) < 512:
+                            if _boiler_attr(value):
+                                self.cues.add(el)
+                            if ("omment" in value or "respond" in value or "disqus" in value) and _comments_name(value):
+                                self.comments.setdefault(value, []).append(el)
+                                break
+            sums[el] = (n, k, m, ml)
+
 
 def main_content(root: Any, url: str | None = None) -> Rendered:
-    """Stub: the whole body."""
     body = root.find("body")
-    return render([body if body is not None else root], url)
+    if body is None:
+        body = root
+    scan = _Scan(body)
+    elements, sums, boiler = scan.elements, scan.sums, scan.boiler
+    total = sums[body][0]
+    # Boilerplate that holds most of the page's prose is the page's wrapper,
+    # misnamed (or misnested: a button left open holds the page).
+    wrappers = {el for el in boiler if sums[el][0] * 2 >= total and el.tag not in _NEVER_PAGE}
+    if wrappers:
+        boiler -= wrappers
+        sums = _sums(elements, boiler)
+    if scan.comments:
+        before = len(boiler)
+        for group in scan.comments.values():
+            if sum(sums[el][2] for el in group) * 2 < sums[body][2]:
+                boiler.update(group)
+        if len(boiler) > before:
+            sums = _sums(elements, boiler)
+    # The main container: the deepest element holding most of the page's
+    # weight (its prose, and half its link text: a listing's items are links).
+    def weight(el: Any) -> int:
+        figures: Sums = sums[el]
+        return figures[2] * 2 + figures[3]
+
+    good = weight(body)
+    container = body
+    if good:
+        while True:
+            best = None
+            for child in container:
+                if weight(child) * 10 >= good * 7:
+                    best = child
+                    break
+            if best is None:
+                break
+            container = best
+    for el in boiler:
+        el.set(SKIP, "")
+    inside = weight(container)
+    cues = scan.cues
+    cued = [el for el in container.iter(lxml.etree.Element)
+            if el in cues and el is not container and 0 < weight(el) * _CUE_SHARE < inside]
+    # Elements named alike that together hold much of the container are its
+    # items, whatever their name says: a forum's posts ("comment"), a
+    # listing's cards ("promo"), a product's tabs.
+    # Items of prose, that is: a menu's entries are links.
+    by_name: dict[str, list[int]] = {}
+    for el in cued:
+        name = el.get("class") or el.get("id") or ""
+        group = by_name.setdefault(name, [0, 0, 0])
+        figures = sums[el]
+        group[0] += weight(el)
+        group[1] += figures[2]
+        group[2] += figures[3]
+    for el in cued:
+        total_weight, total_prose, total_links = by_name[el.get("class") or el.get("id") or ""]
+        if total_weight * _CUE_SHARE < inside or total_prose < total_links:
+            el.set(SKIP, "")
+    # Link lists inside the container, unless the container is itself a list of links (a listing's items).
+    if sums[container][3] < sums[container][2]:
+        for el in container.iter("ul", "ol", "div", "p", "table", "section", "dl"):
+            if el is container or el.get(SKIP) is not None:
+                continue
+            prose, k = sums[el][0], sums[el][1]
+            if k > 0 and k >= 2 * prose and prose < 200:
+                el.set(SKIP, "")
+    return render([container], url)

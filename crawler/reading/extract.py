@@ -65,6 +65,7 @@ _PRICE_PREFIX = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d\d)?")
 _SUFFIX_HINTS = ("USD", "EUR", "GBP", "€")  # what _PRICE's second branch needs
 _PREFIX_HINTS = ("$", "£", "¥")  # and its first, besides "€"
 REPEAT_TAGS = frozenset({"li", "div", "article", "tr", "section"})
+NOSCRIPT_PAGE = 500  # characters of text that make a <noscript> the page's own content
 LONG_BLOCK = 150  # characters of non-link text that make a block a "paragraph"
 
 
@@ -199,6 +200,12 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     page.navigation = head.navigation
     if metadata:
         page.metadata = read_metadata(root, url)
+    # What a client without scripts is shown: a <noscript> holding a page's
+    # worth of text (Discourse serves its topics' posts so) is the page; the
+    # rest ("enable JavaScript", a tracking pixel) goes with the scripts.
+    for el in root.iter("noscript"):
+        if len(cast(str, _STRING(el))) >= NOSCRIPT_PAGE:
+            el.tag = "div"
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
     # One check of all the text, and the rare page that needs it cleaned:
     # cheaper than checking each string written back below.

@@ -30,14 +30,20 @@ class Rendered:
 
 def render(elements: Sequence[Any], url: str | None = None) -> Rendered:
     """Stub: plain text only, blocks on their own lines (to be replaced)."""
+    import lxml.etree
     parts: list[str] = []
     for root in elements:
-        for el in root.iter():
-            if el.get(SKIP) is not None:
-                continue
-            if el.text and el.text.strip() and not any(a.get(SKIP) is not None for a in el.iterancestors()):
-                parts.append(el.text.strip())
-            if el.tail and el.tail.strip() and el is not root:
-                parts.append(el.tail.strip())
-    text = "\n".join(parts)
+        skipping = 0
+        for event, el in lxml.etree.iterwalk(root, events=("start", "end")):
+            if event == "start":
+                if el.get(SKIP) is not None:
+                    skipping += 1
+                elif not skipping and el.text and el.text.strip():
+                    parts.append(el.text.strip())
+            else:
+                if el.get(SKIP) is not None:
+                    skipping -= 1
+                if not skipping and el is not root and el.tail and el.tail.strip():
+                    parts.append(el.tail.strip())
+    text = " ".join(" ".join(parts).split())
     return Rendered(text, text)

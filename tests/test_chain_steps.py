@@ -191,6 +191,26 @@ def test_read_makes_links_absolute_once_each_with_the_meta_refresh_target_and_co
     assert (stat(spider, "frontier/hrefs_found"), stat(spider, "frontier/links_found")) == (5, 4)
 
 
+# -- metadata --------------------------------------------------------------------------------------
+
+
+def test_metadata_puts_the_pages_metadata_on_its_record_and_none_when_it_has_none(spider):
+    body = html("<h1>Head</h1><p>Own words.</p>", title="Head | Site",
+                head='<meta property="og:site_name" content="Site"><meta name="author" content="Ann Lee">'
+                     '<script type="application/ld+json">{"@type": "Article", "datePublished": "2024-05-06"}</script>')
+    out, page = run(spider, response(spider, "/m.html", body=body), until="Metadata")
+    assert out == []
+    assert page.item.metadata == {"title": "Head", "author": "Ann Lee", "published": "2024-05-06",
+                                  "site_name": "Site", "type": "article",
+                                  "jsonld": [{"@type": "Article", "datePublished": "2024-05-06"}],
+                                  "opengraph": {"og:site_name": "Site"}}
+    _, page = run(spider, response(spider, "/n.html", body=b"<html><body><p>x</p></body></html>"), until="Metadata")
+    assert page.item.metadata is None
+    _, page = run(spider, response(spider, "/d.pdf", body=b"%PDF-1.4\n", headers={"Content-Type": "application/pdf"},
+                                   cls=Response), until="Metadata")
+    assert page.item.metadata is None
+
+
 def test_the_pages_robots_are_its_headers_and_its_meta_tags_together(spider):
     body = html(INDEX_BODY, head='<meta name="robots" content="nofollow">')
     resp = response(spider, "/a.html", body=body, headers={**HTML_TYPE, "X-Robots-Tag": "googlebot: none, noarchive"})

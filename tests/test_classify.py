@@ -28,16 +28,19 @@ def held_out_pages():
 def test_held_out_accuracy_does_not_slide_back(held_out_pages):
     rows = held_out_pages
     # The in-repo sample holds only pages of the held-out part of the full
-    # set (the split is fixed by file name): the model never saw them.
+    # set (the split is fixed by file name): the page-only model never saw them.
     assert (len(rows), sum(r["label"] == INDEX for r in rows)) == (112, 56)
     assert all(held_out(r["file"]) for r in rows)
     ys = [1 if r["label"] == INDEX else 0 for r in rows]
     pred = [1 if classify(r["url"], r["page"]) == INDEX else 0 for r in rows]
     balanced, index_recall, _ = metrics(ys, pred)
-    # Measured on this sample: 0.902 balanced, 0.929 index recall (52 of 56),
-    # 0.875 info recall (49 of 56); on all 427 held-out pages of
-    # labels-all.jsonl, 0.916 and 0.929 (bench/RESULTS.md). The floors allow
-    # one more miss of each kind.
+    # Measured on this sample with the page-only model alone: 0.902
+    # balanced, 0.929 index recall (52 of 56), 0.875 info recall (49 of 56);
+    # on all 427 held-out pages of labels-all.jsonl, 0.916 and 0.929
+    # (bench/RESULTS.md). A page typed alone is now typed with its kind,
+    # whose model was fitted on all of WCXB's dev split, these pages
+    # among them: 0.964 and 1.000 here, not a held-out figure (WCXB's test
+    # split is: docs/pagetypes.md, "The page's kind"). The floors stay.
     assert balanced >= 0.88
     assert index_recall >= 0.91
 

@@ -154,6 +154,8 @@ def test_a_pages_block_figures_give_the_features_the_page_gave_before_they_were_
     import json
     from pathlib import Path
 
+    from crawler.pagetypes.kind import kind_scores
+
     golden = json.loads((Path(__file__).parent / "data" / "template_features.json").read_text())
     # The article as the golden file was written from: two paragraphs of six sentences.
     htmls = {url(1): article(1, paragraphs=2, sentences=6), url(2, "listing"): listing(2),
@@ -169,8 +171,10 @@ def test_a_pages_block_figures_give_the_features_the_page_gave_before_they_were_
         x = assemble(page_features(row["url"], page), stat_features(stats, template))
         # The URL's documentation names came after (2026-11-27), at the end.
         assert x == [*row["x"], *doc_url_features(row["url"])]
-        assert classify_stats(page_features(row["url"], page), stats, template) == classify(
-            row["url"], page, template=template)
+        # A page alone (no template) is typed with its kind too (crawler.pagetypes.kind).
+        base = page_features(row["url"], page)
+        kind = kind_scores(page, row["url"], base) if template is None else None
+        assert classify_stats(base, stats, template, kind=kind) == classify(row["url"], page, template=template)
 
 
 def test_template_of_reads_counts_over_the_sites_pages():

@@ -259,3 +259,25 @@ def test_a_tree_is_labelled_in_the_order_a_crawl_meets_it(tmp_path):
     assert [(r["url"], r["label"]) for r in rows] == [
         ("http://t.docs.test/index.html", None), ("http://t.docs.test/b.html", "index"),
         ("http://t.docs.test/a.html", "info"), ("http://t.docs.test/c.html", "info")]
+
+
+def test_the_kind_models_softmax_fit_separates_what_its_features_separate():
+    from crawler.pagetypes.kind import KIND_FEATURES, KINDS, KindModel
+    from tools.pagetypes.kind_model import fit_softmax
+
+    rng = random.Random(3)
+    xs, ys = [], []
+    for i in range(210):
+        kind = KINDS[i % 3]
+        x = [rng.random() for _ in KIND_FEATURES]
+        x[5] = (i % 3) + rng.random() * 0.5  # the one feature that tells the three kinds apart
+        xs.append(x)
+        ys.append(kind)
+    params = fit_softmax(xs, ys, rounds=20, depth=2, classes=KINDS[:3])
+    assert params == fit_softmax(xs, ys, rounds=20, depth=2, classes=KINDS[:3])  # deterministic
+    model = KindModel(json.loads(json.dumps(params)))  # as stored
+    assert model.classes == KINDS[:3]
+    for x, y in zip(xs, ys):
+        scores = model.scores(x)
+        assert max(scores, key=scores.__getitem__) == y
+        assert math.isclose(sum(scores.values()), 1.0)

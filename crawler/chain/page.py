@@ -33,7 +33,8 @@ class Page:
     Written by: the chain (``response``, ``item``), decode (``kind``,
     ``robots`` from X-Robots-Tag, ``text``), parse and render (``tree``,
     ``analysis``, ``text``, ``navigations``), read (``links``, ``contexts``, ``refresh``; the item's
-    title, text, abstract and links), check (``checked``), type (``typed``,
+    title, text, abstract and links), check (``checked``), kind (``kind_scores``;
+    the item's kind), type (``typed``,
     ``keys``, ``blocks``), variants (``canonical_request``,
     ``canonical_copy``, ``language_followed``), store (``kept``). ``fields`` holds what users'
     own steps extract: stored with the page (its ``extra`` field).
@@ -60,6 +61,9 @@ class Page:
     keys: list[str] | None = None
     checked: Checked | None = None
     typed: Typed | None = None
+    # The page's kinds' probabilities (crawler/pagetypes/kind.py), by the
+    # kind step; the type step types a page alone by them (None: not read).
+    kind_scores: dict[str, float] | None = None
     # The request for the page's canonical URL when it is a copy (queued
     # after the page's item: the store step yields it), and whether its
     # links are to be left alone (its canonical on the same site is trusted).

@@ -22,17 +22,18 @@ if TYPE_CHECKING:
 __all__ = ["Parse", "read_html"]
 
 
-def read_html(html: str, url: str, contexts: bool) -> tuple[Any, Analysis]:
-    """The tree of ``html`` and its analysis."""
+def read_html(html: str, url: str, contexts: bool, content: bool = True) -> tuple[Any, Analysis]:
+    """The tree of ``html`` and its analysis (with ``content``, its main content)."""
     tree = parse_html(html)
-    return tree, analyze(tree, url, link_context=contexts)
+    return tree, analyze(tree, url, link_context=contexts, content=content)
 
 
 class Parse(PartStep):
     def __init__(self, parts: Parts) -> None:
         super().__init__(parts)
         self.contexts = parts.topic is not None
+        self.content = parts.main_content
 
     def process_page(self, page: Page) -> None:
         if page.kind == HTML:
-            page.tree, page.analysis = read_html(page.text, page.url, self.contexts)
+            page.tree, page.analysis = read_html(page.text, page.url, self.contexts, self.content)

@@ -48,6 +48,8 @@ class Parts:
     typer: PageTyper
     topic: Topic | None
     max_text_chars: int
+    # MAIN_CONTENT: the page's text is its main content, with its Markdown.
+    main_content: bool
     max_redirects: int
     resolver: LinkResolver
     # The crawl's frontier as the spider's parts see it (``frontier/faces.py``).
@@ -79,6 +81,7 @@ class Parts:
                    renderer=Renderer(crawler, follower, resolver), documents=Documents(crawler),
                    typer=PageTyper(crawler, follower.frontier), topic=topic,
                    max_text_chars=settings.getint("STORE_MAX_TEXT_CHARS"),
+                   main_content=settings.getbool("MAIN_CONTENT"),
                    max_redirects=settings.getint("REDIRECT_MAX_TIMES"), resolver=resolver, frontier=follower.frontier,
                    encodings=EncodingHints())
 

@@ -37,7 +37,7 @@ class Render(PartStep):
         trees: list[Any] = []
 
         def extract(html: str) -> Analysis:
-            tree, analysis = read_html(html, page.url, self.contexts)
+            tree, analysis = read_html(html, page.url, self.contexts, self.parts.main_content)
             trees.append(tree)
             return analysis
 

@@ -232,6 +232,7 @@ SPECS: dict[str, Check] = {
     "CRAWL_PROCESSES": lambda v: None if isinstance(v, str) and v.strip().lower() == "auto"
     else (None if _number(int, 1, 256)(v) is None else "must be a number of processes from 1 to 256, or auto"),
     "STORE_PATH": _path,
+    "MAIN_CONTENT": _bool,
     "STORE_SPILL_PATH": _path,
     # WARC output (crawler/warc/)
     "WARC_DIR": _path,

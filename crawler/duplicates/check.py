@@ -101,8 +101,10 @@ class PageCheck:
         # Not read in __init__: Scrapy sets crawler.stats when the crawl starts.
         return self.crawler.stats
 
-    async def check(self, item: PageItem, keys: list[str] | None) -> Checked:
-        """Fingerprint ``item`` (its ``content_hash`` and ``simhash`` set),
+    async def check(self, item: PageItem, keys: list[str] | None, text: str | None = None) -> Checked:
+        """Fingerprint ``item``'s ``text`` (or the given ``text``: an HTML
+        page's every block but navigation, crawler/chain/check.py) (its
+        ``content_hash`` and ``simhash`` set),
         ask the cluster whether it is a copy (``dup_of``, ``mirror_of`` set),
         and count its block ``keys`` (None: no template count) in its
         site's evidence in the same round trip; while Redis is full, once
@@ -114,7 +116,7 @@ class PageCheck:
             sent: list[Any] = []
             try:
                 duplicate = self._duplicate(item, (item.site, keys) if keys is not None and not answer else None,
-                                            sent)
+                                            sent, item.text if text is None else text)
                 break
             except redis.RedisError as exc:  # Redis is full: _duplicate passes over any other error
                 service.refused_for_memory(exc)
@@ -129,23 +131,24 @@ class PageCheck:
         template, young = self._template(item.site, keys, answer)
         return Checked(duplicate, template, young)
 
-    def _duplicate(self, item: PageItem, template: tuple[str, list[str]] | None, answer: list[Any]) -> bool:
-        if not item.text and not item.links:
+    def _duplicate(self, item: PageItem, template: tuple[str, list[str]] | None, answer: list[Any],
+                   text: str) -> bool:
+        if not text and not item.links:
             return False
-        item.content_hash = content_hash(item.text)
+        item.content_hash = content_hash(text)
         key = item.content_hash
         fp: int | None = None
         sketch: Sketch | None = None
-        if len(item.text) >= self.min_chars:
-            fp, sketch = fingerprints(item.text, self.sketch_bits)
+        if len(text) >= self.min_chars:
+            fp, sketch = fingerprints(text, self.sketch_bits)
             item.simhash = signed(fp)
         else:
             self.stats.inc_value("simhash/skipped_short")
             key = content_hash(item.content_hash + "\n" + "\n".join(sorted(x["url"] for x in item.links)))
-            if item.text:
+            if text:
                 # Stored for the re-crawl's change detection; too short to
                 # decide near duplicates by (fp stays None).
-                item.simhash = signed(simhash(item.text))
+                item.simhash = signed(simhash(text))
         frontier = self.frontier
         also = [frontier.templates.call(*template)] if template is not None else []
         try:

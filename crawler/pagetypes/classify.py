@@ -24,7 +24,11 @@ leave-one-source-out. ``data/classifier_page.json`` types a page alone (a
 site's first pages; its features are the first 39), fitted on WCXB's
 training part (898 single pages of many sites) by ``python -m
 tools.pagetypes.page_model``, which scores it on WCXB's 427 held-out
-pages, 112 of which are kept in ``tests/data/pagetypes``. Each model's
+pages, 112 of which are kept in ``tests/data/pagetypes``. A page typed
+alone in a crawl is typed by that model's score together with its kind's
+index probability (``alone_score``: ``crawler.pagetypes.kind``, fitted on
+all of WCXB's dev split, weight and threshold chosen there by
+cross-validation; ``python -m tools.pagetypes.kind_model``). Each model's
 threshold is the one with the best cross-validated balanced accuracy that
 keeps index recall at least 0.93: a missed index page costs coverage, a
 missed info page only a few extra requests.
@@ -57,13 +61,15 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.reading.extract import analyze
 from crawler.pagetypes.features import FEATURES, assemble, page_features
+from crawler.pagetypes.kind import index_score, kind_model, kind_scores
 from crawler.pagetypes.rules import INDEX, INFO, RULE_AT, RuleTrust, bare_navigation, decide, term_index, thin_navigation
 from crawler.pagetypes.template import BlockStat, block_stats, contents_list, stat_features
 
 if TYPE_CHECKING:
     from crawler.reading.extract import Page
 
-__all__ = ["Model", "classify", "classify_stats", "classify_vector", "model", "model_for", "page_model", "page_type"]
+__all__ = ["Model", "alone_by_kind", "alone_score", "classify", "classify_stats", "classify_vector", "model",
+           "model_for", "page_model", "page_type"]
 
 
 Tree = "float | list[Any]"  # leaf value, or [feature, threshold, left, right]
@@ -125,13 +131,15 @@ def classify(url: str, page: Page, threshold: float | None = None,
     (None: the page is typed alone, by ``page_model`` and
     ``thin_navigation``)."""
     stats = block_stats(page.blocks, keyed=template is not None)  # keys only to set the template aside
-    return classify_stats(page_features(url, page), stats, template, threshold, thin_navigation(page),
-                          terms=term_index(page.blocks))
+    base = page_features(url, page)
+    kind = kind_scores(page, url, base) if template is None else None
+    return classify_stats(base, stats, template, threshold, thin_navigation(page),
+                          terms=term_index(page.blocks), kind=kind)
 
 
 def classify_stats(base: list[float], stats: Sequence[BlockStat], template: frozenset[str] | None,
                    threshold: float | None = None, thin: bool = False, trust: RuleTrust | None = None,
-                   site: str = "", terms: bool = False) -> str:
+                   site: str = "", terms: bool = False, kind: dict[str, float] | None = None) -> str:
     """``classify`` from a page's ``page_features`` and ``block_stats``
     (what is kept of a site's first pages to type them again once the
     site's template is known); ``thin``: the page's ``thin_navigation``,
@@ -143,7 +151,11 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     a page whose own content is mostly a contents list is an index page
     (``crawler.pagetypes.template.contents_list``), with the template known only;
     ``terms``: the page is an index of terms (``term_index``), an index
-    page whatever the model says (counted in ``trust.terms``).
+    page whatever the model says (counted in ``trust.terms``); ``kind``:
+    the page's kinds' probabilities (``crawler.pagetypes.kind.kind_scores``),
+    which type a page alone with the page-only model's score
+    (``alone_by_kind``); without them a page alone is typed by the
+    page-only model alone.
     ``classify_vector`` is the model alone."""
     if terms:
         if trust is not None:
@@ -154,10 +166,29 @@ def classify_stats(base: list[float], stats: Sequence[BlockStat], template: froz
     own = stat_features(stats, template)
     x = assemble(base, own)
     if template is None:
+        if kind is not None:
+            return alone_by_kind(x, kind, threshold)
         return classify_vector(x, template, threshold)
     m = model()
     return decide(m.score(x), m.threshold if threshold is None else threshold, own[RULE_AT], trust, site,
                   bare_navigation(own), lambda: contents_list(stats, template))
+
+
+def alone_by_kind(x: list[float], kind: dict[str, float], threshold: float | None = None) -> str:
+    """A page typed alone by the page-only model's score of its features
+    ``x`` and its kinds' probabilities together: index when ``alone_score``
+    is at least the kind model's ``index_threshold``."""
+    t = kind_model().index_threshold if threshold is None else threshold
+    return INDEX if alone_score(x, kind) >= t else INFO
+
+
+def alone_score(x: list[float], kind: dict[str, float]) -> float:
+    """The page-only model's score and the kind's index probability
+    (``crawler.pagetypes.kind.index_score``), weighed by the kind model's
+    ``index_weight`` (the page-only model's share), both chosen by
+    ``python -m tools.pagetypes.kind_model`` on WCXB's dev split."""
+    w = kind_model().index_weight
+    return w * page_model().score(x) + (1.0 - w) * index_score(kind)
 
 
 def classify_vector(x: list[float], template: frozenset[str] | None, threshold: float | None = None) -> str:

@@ -3,8 +3,9 @@ re-typing of a site's first pages once its template is known.
 
 Each HTML page is typed by ``crawler.pagetypes.classify`` against its site's template
 (``CLASSIFIER_TEMPLATE``; the page check counts it: ``crawler/duplicates/check.py``),
-or alone while the site has too few pages counted. ``CLASSIFIER_THRESHOLD``
-overrides the model's threshold. With the template known, the model's close
+or alone while the site has too few pages counted (by its kind's
+probabilities: ``crawler.pagetypes.kind``). ``CLASSIFIER_THRESHOLD``
+overrides the models' thresholds. With the template known, the model's close
 calls go to the link-density rule on a site where it has held
 (``pagerules.RuleTrust``: this worker's count, at most 4,096 sites); a page
 with next to nothing of its own, a contents list and an index of terms are
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.pagetypes.classify import classify_stats
 from crawler.duplicates.check import template_evidence
 from crawler.pagetypes.features import page_features
+from crawler.pagetypes.kind import kind_scores
 from crawler.pagetypes.rules import INFO, RuleTrust, term_index, thin_navigation
 from crawler.requestmeta import SHAPE_RUN, TRAP_EVIDENCE
 from crawler.pagetypes.template import BlockStat, FirstPages, block_stats, stat_keys, template_of
@@ -125,21 +127,25 @@ class PageTyper:
         return blocks, stat_keys(blocks) if self.use_template and blocks else None
 
     def type_page(self, url: str, page: Page, blocks: list[BlockStat], keys: list[str] | None,
-                  template: frozenset[str] | None, site: str) -> Typed:
-        """The page's type, with its site's ``template`` (None: alone)."""
+                  template: frozenset[str] | None, site: str, kind: dict[str, float] | None = None) -> Typed:
+        """The page's type, with its site's ``template`` (None: alone, by
+        the probabilities of its ``kind``: the kind step's, read here when
+        that step did not run)."""
         base: list[float] = []
         # An index of terms (A ... Z, each entry a link) is an index page,
         # template or not.
         terms = bool(page.features) and term_index(page.blocks)
         if page.features:
             base = page_features(url, page)
-            kind = classify_stats(base, blocks, template, self.threshold, thin_navigation(page), self.trust, site,
-                                  terms)
+            if template is None and kind is None:
+                kind = kind_scores(page, url, base)
+            page_type = classify_stats(base, blocks, template, self.threshold, thin_navigation(page), self.trust,
+                                       site, terms, kind)
             self._count_rule()
         else:
-            kind = INFO
-        self.stats.inc_value(f"classifier/page_type/{kind}")
-        return Typed(kind, blocks, keys, base, terms)
+            page_type = INFO
+        self.stats.inc_value(f"classifier/page_type/{page_type}")
+        return Typed(page_type, blocks, keys, base, terms)
 
     def other_type(self) -> str:
         """A response that is no HTML page (a PDF, an image): information."""

@@ -33,6 +33,9 @@ import lxml.etree
 from crawler.reading.html import UNSAFE, clean, parse_html, scrub, scrub_tree
 from crawler.reading.head import read_head
 from crawler.reading.content import main_content
+from crawler.reading.figures import LONG_BLOCK
+from crawler.reading.figures import abstract as _abstract
+from crawler.reading.figures import page_figures as _features
 from crawler.reading.metadata import read_metadata
 from crawler.reading.links import MAX_NAVIGATION, in_page, is_navigation, link_contexts, own_file
 
@@ -66,7 +69,6 @@ _SUFFIX_HINTS = ("USD", "EUR", "GBP", "€")  # what _PRICE's second branch need
 _PREFIX_HINTS = ("$", "£", "¥")  # and its first, besides "€"
 REPEAT_TAGS = frozenset({"li", "div", "article", "tr", "section"})
 NOSCRIPT_PAGE = 500  # characters of text that make a <noscript> the page's own content
-LONG_BLOCK = 150  # characters of non-link text that make a block a "paragraph"
 
 
 @dataclass(slots=True)
@@ -213,8 +215,8 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
         scrub_tree(root)
     if content:
         # Before the links and blocks are marked below: the markers are not text.
-        main = main_content(root, url)
-        page.main, page.markdown = main.text, main.markdown
+        rendered = main_content(root, url)
+        page.main, page.markdown = rendered.text, rendered.markdown
 
     counts: dict[str, int] = {}
     repeats: dict[tuple[str, str], int] = {}
@@ -365,57 +367,3 @@ def _blocks(flat: str, plain: bool = False) -> tuple[list[Block], int]:
         blocks.append(Block(text, link_chars, in_boiler, "h1" if is_h1 else "", min(frag_chars, link_chars),
                             lead_link, own))
     return blocks, h1_before_para
-
-
-def _abstract(description: str, text: str, limit: int = 300) -> str:
-    if len(description) >= 40:
-        source = description
-    else:
-        source = text.replace("\n", " ")
-    if len(source) <= limit:
-        return source
-    cut = source.rfind(" ", 0, limit)
-    return source[: cut if cut > limit // 2 else limit].rstrip() + "…"
-
-
-def _features(blocks: list[Block], main_chars: int, counts: dict[str, int],
-              n_links: int) -> dict[str, float]:
-    text_chars = sum(len(b.text) for b in blocks)
-    link_chars = sum(b.link_chars for b in blocks)
-    own = [len(b.text) - b.link_chars for b in blocks]
-    long_blocks = [b for b, n in zip(blocks, own) if n >= LONG_BLOCK and b.link_chars * 3 < len(b.text)]
-    linky_blocks = sum(1 for b in blocks if b.link_chars * 2 >= len(b.text))
-    # Longest run of prose: consecutive link-poor blocks; a link-heavy block
-    # (a teaser title, a menu) ends the run. Articles have one long run,
-    # listings many short ones.
-    run = best_run = 0
-    for b in blocks:
-        if b.link_chars * 5 < len(b.text) and not b.boiler:
-            run += len(b.text) - b.link_chars
-            best_run = max(best_run, run)
-        elif len(b.text) >= 30 or b.link_chars:
-            run = 0
-    return {
-        "text_chars": float(text_chars),
-        "link_chars": float(link_chars),
-        "link_density": link_chars / text_chars if text_chars else 1.0,
-        "n_links": float(n_links),
-        "longest_block": float(max(own, default=0)),
-        "n_long_blocks": float(len(long_blocks)),
-        "long_chars": float(sum(len(b.text) for b in long_blocks)),
-        "main_chars": float(main_chars),
-        "n_blocks": float(len(blocks)),
-        "linky_block_share": linky_blocks / len(blocks) if blocks else 1.0,
-        "n_article": float(counts.get("article", 0)),
-        "n_time": float(counts.get("time", 0)),
-        "n_img": float(counts.get("img", 0)),
-        "n_heading_links": float(counts.get("heading_link", 0)),
-        "n_h1": float(counts.get("h1", 0)),
-        "n_li": float(counts.get("li", 0)),
-        "n_input": float(counts.get("input", 0)),
-        "h1_before_para": float(counts.get("h1_before_para", 0)),
-        "n_cart": float(counts.get("cart", 0)),
-        "n_price": float(counts.get("price", 0)),
-        "max_repeat": float(counts.get("repeat", 0)),
-        "best_run": float(best_run),
-    }

@@ -328,6 +328,12 @@ STORE_SPILL_PATH = None
 # Stored main text is cut at this many characters (the page itself is capped
 # by DOWNLOAD_MAXSIZE).
 STORE_MAX_TEXT_CHARS = 1_000_000
+# A page's text is its main content (crawler/reading/content.py: navigation,
+# headers, footers, sidebars, readers' comments, promotions and link lists left
+# out), stored as text and as Markdown (the same words). False: the page's text
+# as the crawler read it before (every block that is not navigation or mostly
+# links) and no Markdown; the main content is not computed.
+MAIN_CONTENT = True
 
 # --- Pages built by scripts (-a render=auto|always, crawler/render/) ----------
 # The Chromium Playwright drives: a path or a name on PATH; unset, the first of

@@ -75,8 +75,11 @@ PAGE_STEPS_BASE = {
     "crawler.chain.parse.Parse": 400,  # the tree and its analysis (crawler/reading/extract.py)
     "crawler.chain.render.Render": 500,  # -a render: the DOM after scripts
     "crawler.chain.read.Read": 600,  # text, links, head onto the record (a PDF's too)
+    "crawler.chain.content.Content": 610,  # the main content: text and Markdown
+    "crawler.chain.metadata.Metadata": 620,  # JSON-LD, microdata, RDFa, OpenGraph onto the record
     "crawler.chain.focus.Focus": 650,  # -a topic: the page's topic score
     "crawler.chain.check.Check": 700,  # duplicate + template count, one round trip
+    "crawler.chain.kind.Kind": 750,  # article, forum, product, collection, listing, documentation ...
     "crawler.chain.classify.Classify": 800,  # index or information page
     "crawler.chain.variants.Variants": 900,  # canonical copy? language?
     "crawler.chain.store.Store": 1000,  # yielded to the pipelines; first pages typed again

@@ -35,7 +35,7 @@ PAGE_FIELDS = (
     "referer", "change_rate", "changed_at", "history", "gone_count", "content_length", "evidence",
     "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq", "lang", "alternates",
     "importance", "indegree", "mirror_degree", "warc_file", "warc_offset", "warc_date", "warc_digest",
-    "dup_order", "content_type", "rendered", "extra",
+    "dup_order", "content_type", "rendered", "extra", "markdown", "metadata", "kind",
 )
 # Fields the stores set from the sitemaps' listings, not from the page.
 SITEMAP_FIELDS = ("in_sitemap", "lastmod", "changefreq")

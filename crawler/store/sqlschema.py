@@ -62,7 +62,10 @@ _REVISIT_COLUMNS = {"change_rate": "REAL", "changed_at": "REAL", "history": "TEX
                     # and what the page was: its media type, rendered or not (crawler/render/)
                     "content_type": "TEXT", "rendered": "INTEGER",
                     # and what users' own page steps extracted (crawler/chain/)
-                    "extra": "TEXT"}
+                    "extra": "TEXT",
+                    # and what a page yields (issue 50): its main content as Markdown,
+                    # its metadata (JSON), its kind (crawler/reading/, crawler/pagetypes/)
+                    "markdown": "TEXT", "metadata": "TEXT", "kind": "TEXT"}
 
 # Stores written before sites.links existed gain the column, counted once.
 _MIGRATE_SITES_LINKS = """
@@ -111,7 +114,7 @@ def column_value(name: str, value: Any) -> Any:
     return value
 
 
-_JSON: dict[str, Any] = {"history": [], "evidence": None, "alternates": None, "extra": None}  # JSON columns, and what a missing or unreadable one reads as
+_JSON: dict[str, Any] = {"history": [], "evidence": None, "alternates": None, "extra": None, "metadata": None}  # JSON columns, and what a missing or unreadable one reads as
 
 
 def page_of(row: sqlite3.Row) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """Labelling and training that produce the crawler's page-type models,
 ``crawler/data/classifier_page.json`` (a page typed alone) and
-``crawler/data/classifier.json`` (a page typed with its site's template).
+``crawler/data/classifier.json`` (a page typed with its site's template),
+and ``crawler/data/kind.json`` (the page's kind, which a page typed alone
+is typed with too).
 
 Commands (from the repository root)::
 
@@ -10,6 +12,7 @@ Commands (from the repository root)::
     python -m tools.pagetypes.template_model --trees /tmp/pagetypes ... \\
         --wcxb ../shared/data/pagetypes --write                      # classifier.json
     python -m tools.pagetypes.replay /tmp/folds                       # decision variants on dumped folds
+    python -m tools.pagetypes.kind_model --wcxb WCXB_DIR --write      # kind.json (page kinds, lone pages)
 
 Public API, by step:
 

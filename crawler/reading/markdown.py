@@ -4,22 +4,41 @@ of its tree. Pure logic, no Scrapy.
 ``render(elements, url)`` walks the given elements (the main content's
 containers, in page order, chosen by ``crawler.reading.content``) and
 leaves out every element marked ``SKIP`` (an attribute the content step
-sets on boilerplate inside them). It returns the Markdown and the text;
-the words of the one are the words of the other.
+sets on boilerplate inside them) with its subtree, keeping its tail. It
+returns the Markdown and the text; the words of the one are the words of
+the other: the Markdown is built from the same pieces of text, with its
+syntax written as private characters that the text drops (and the
+Markdown turns into syntax once its text is escaped).
+
+The walk is lxml's ``iterwalk`` (no recursion, so no nesting depth can
+overflow it); the output stops at ``MAX_CHARS``; any tree renders (a
+failure of the walk falls back to the plain text).
 
 No settings, no stats.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
-__all__ = ["SKIP", "Rendered", "render"]
+import lxml.etree
+
+from crawler.reading.html import clean
+from crawler.reading.mdparts import (
+    BR, EM, LINK_OPEN, LINK_URL, URL_END, IMAGE, TICK, lang_of, md_of, protect, table_markdown, tx_of,
+)
+
+__all__ = ["MAX_CHARS", "SKIP", "Rendered", "render"]
 
 # The attribute crawler.reading.content sets on an element left out of the main content.
 SKIP = "data-crawler-skip"
+MAX_CHARS = 1_000_000  # of Markdown; the walk stops at the block that reaches it
+MAX_CONTAINERS = 16  # nested list items and quotes indented; deeper ones are plain blocks
+MAX_INLINE = 16  # nested emphasis, links and code spans; deeper ones are plain text
 
 
 @dataclass(slots=True)
@@ -28,16 +47,431 @@ class Rendered:
     text: str = ""
 
 
+# What an element does at its start and its end (an int: one dict lookup an element).
+(INLINE, BLOCK, SEP, HEADING, LIST, ITEM, QUOTE, PRE, CODE, EMPH, STRONG, LINK, IMG, BR_, HR, TABLE, ROW,
+ CELL, CAPTION, DT, DD, TAIL, FRAME, DEFLIST) = range(24)
+
+_DISPATCH: dict[Any, int] = {}
+for _tags, _code in (
+    ("address article aside body center details dialog div fieldset figcaption figure footer form header hgroup "
+     "html main nav p search section summary legend thead tbody tfoot dl", BLOCK),
+    ("h1 h2 h3 h4 h5 h6", HEADING), ("ul ol menu dir", LIST), ("li", ITEM), ("blockquote", QUOTE),
+    ("pre listing xmp plaintext", PRE), ("code kbd samp tt var", CODE), ("em i cite dfn", EMPH),
+    ("strong b", STRONG), ("a", LINK), ("img", IMG), ("br", BR_), ("hr", HR), ("table", TABLE), ("tr", ROW),
+    ("td th", CELL), ("caption", CAPTION), ("dt", DT), ("dd", DD),
+):
+    for _tag in _tags.split():
+        _DISPATCH[_tag] = _code
+_DISPATCH["dl"] = DEFLIST
+_HEADINGS = {f"h{n}": "#" * n + " " for n in range(1, 7)}
+_BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
+_NEEDS_QUOTE = re.compile(r"[\s()<>]")
+
+
+class _Full(Exception):
+    """The Markdown reached MAX_CHARS."""
+
+
 def render(elements: Sequence[Any], url: str | None = None) -> Rendered:
-    """Stub: plain text only, blocks on their own lines (to be replaced)."""
-    parts: list[str] = []
-    for root in elements:
-        for el in root.iter():
-            if el.get(SKIP) is not None:
-                continue
-            if el.text and el.text.strip() and not any(a.get(SKIP) is not None for a in el.iterancestors()):
-                parts.append(el.text.strip())
-            if el.tail and el.tail.strip() and el is not root:
-                parts.append(el.tail.strip())
-    text = "\n".join(parts)
-    return Rendered(text, text)
+    try:
+        return _Walk(url).run(elements)
+    except Exception:  # any tree renders: fall back to its plain text
+        text = "\n".join(t for el in elements if (t := _plain(el)))
+        return Rendered(md_of(text), text)
+
+
+def _plain(el: Any) -> str:
+    try:
+        return clean(lxml.etree.tostring(el, method="text", encoding=str, with_tail=False))[:MAX_CHARS]
+    except Exception:
+        return ""
+
+
+class _Walk:
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+        self.urls: dict[str, str | None] = {}
+        self.md: list[str] = []  # finished blocks, separators included
+        self.tx: list[str] = []
+        self.size = 0
+        self.parts: list[str] = []  # the open line: text and syntax characters
+        self.frames: list[list[Any]] = []  # open inline spans: [start in parts, kind, data]
+        self.ctx: list[list[Any]] = []  # open containers: [first prefix, next prefix, used, in a list]
+        self.lists: list[list[int]] = []  # open lists: [ordered, next number]
+        self.tables: list[Any] = []  # open tables: a _Table, or None for a layout table
+        self.capture = 0  # inside a heading or a table cell: blocks are spaces
+        self.raw = 0  # inside pre or code: no inline syntax
+        self.pre: list[list[Any]] = []  # open pre blocks: [language]
+        self.prev_listy = False
+        self.prev_dt = False
+
+    # ---- output
+
+    def url_of(self, href: str | None) -> str | None:
+        if not href:
+            return None
+        got = self.urls.get(href, "")
+        if got != "":
+            return got
+        out: str | None = href.strip()
+        if not out or _BAD_SCHEME.match(out):
+            out = None
+        elif self.url and not out.startswith(("http://", "https://")):
+            try:
+                out = urljoin(self.url, out)
+            except ValueError:
+                out = None
+        if out is not None and _NEEDS_QUOTE.search(out):
+            out = out.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C") \
+                .replace(">", "%3E").replace("\n", "").replace("\t", "").replace("\r", "")
+        if out is not None:
+            out = protect(out)
+        if len(self.urls) < 10_000:
+            self.urls[href] = out
+        return out
+
+    def emit(self, md: str, text: str, tight: bool = True, dt: bool = False) -> None:
+        ctx = self.ctx
+        if ctx:
+            first = "".join(f[1] if f[2] else f[0] for f in ctx)
+            cont = "".join(f[1] for f in ctx)
+            blank = "".join(f[1] for f in ctx if f[2]).rstrip()  # quotes the last block was in too
+            listy = False
+            for f in ctx:
+                f[2] = True
+                listy = listy or f[3]
+            if "\n" in md:
+                md = md.replace("\n", "\n" + cont)
+        else:
+            first = cont = blank = ""
+            listy = False
+        if self.md:
+            tight = tight and listy and (self.prev_listy or self.prev_dt)
+            self.md.append(("\n" if tight else "\n" + blank + "\n") + first + md)
+        else:
+            self.md.append(first + md)
+        if text:
+            self.tx.append(text)
+        self.prev_listy = listy
+        self.prev_dt = dt
+        self.size += len(first) + len(md)
+        if self.size >= MAX_CHARS:
+            raise _Full
+
+    def close_frames(self) -> None:
+        for f in reversed(self.frames):
+            self.wrap(f)
+        for f in self.frames:
+            f[0] = 0
+
+    def wrap(self, f: list[Any]) -> None:
+        """Puts the open line's text since ``f`` opened inside its syntax."""
+        parts = self.parts
+        start, kind, data = f
+        seg = "".join(parts[start:])
+        del parts[start:]
+        core = seg.strip()
+        if not core:
+            if seg:
+                parts.append(" ")
+            return
+        if kind == CODE:
+            core = clean(core.replace(BR, " "))
+            ticks = 1
+            if "`" in core:
+                ticks = max(len(r) for r in re.findall("`+", core)) + 1
+                if core[0] == "`" or core[-1] == "`":
+                    core = " " + core + " "
+            piece = TICK * ticks + protect(core) + TICK * ticks
+        elif kind == LINK:
+            piece = LINK_OPEN + core + LINK_URL + data + URL_END
+        else:
+            piece = data + core + data
+        parts.append((" " if seg[0].isspace() else "") + piece + (" " if seg[-1].isspace() else ""))
+
+    def flush(self, head: str = "", dt: bool = False) -> None:
+        """Ends the open line: a paragraph (a heading with ``head``)."""
+        if self.frames:
+            self.close_frames()
+        parts = self.parts
+        if not parts:
+            return
+        line = "".join(parts)
+        parts.clear()
+        if BR in line:
+            pieces = [p for p in map(clean, line.split(BR)) if p]
+            if head:
+                pieces = [" ".join(pieces)] if pieces else []
+        else:
+            line = clean(line)
+            pieces = [line] if line else []
+        if not pieces:
+            return
+        room = MAX_CHARS - self.size
+        if sum(map(len, pieces)) > room:
+            pieces = [p[:room].rsplit(" ", 1)[0] for p in pieces[:1]]
+        self.emit(head + "\\\n".join(map(md_of, pieces)), "\n".join(map(tx_of, pieces)), dt=dt)
+
+    def cell_text(self) -> tuple[str, str]:
+        line = clean("".join(self.parts).replace(BR, " "))
+        self.parts.clear()
+        return md_of(line).replace("|", "\\|"), tx_of(line)
+
+    # ---- the walk
+
+    def run(self, elements: Sequence[Any]) -> Rendered:
+        try:
+            for root in elements:
+                self.walk(root)
+            self.flush()
+        except _Full:
+            pass
+        return Rendered("".join(self.md)[:MAX_CHARS], "\n".join(self.tx)[:MAX_CHARS])
+
+    def walk(self, root: Any) -> None:
+        if not isinstance(root.tag, str) or root.get(_SKIP_ATTR) is not None:
+            return
+        skips = set(root.xpath(_SKIP_PATH))
+        parts = self.parts
+        ends: list[int] = []
+        dispatch = _DISPATCH
+        walker = lxml.etree.iterwalk(root, events=("start", "end"))
+        for ev, el in walker:
+            if ev == "start":
+                code = dispatch.get(el.tag, INLINE)
+                if skips and el in skips:
+                    walker.skip_subtree()
+                    ends.append(TAIL)
+                    continue
+                if code == INLINE:
+                    t = el.text
+                    if t:
+                        parts.append(t)
+                    ends.append(INLINE)
+                    continue
+                code = self.start(el, code)
+                ends.append(code)
+                t = el.text
+                if t and code != TAIL:
+                    parts.append(t)
+            else:
+                code = ends.pop()
+                if code > INLINE:
+                    self.end(el, code)
+                t = el.tail
+                if t and ends:
+                    parts.append(t)
+        self.flush()
+
+    def start(self, el: Any, code: int) -> int:
+        parts = self.parts
+        if code == BLOCK or code == DEFLIST:
+            if self.capture:
+                parts.append(" ")
+                return SEP
+            if self.pre:
+                if parts and not parts[-1].endswith("\n"):
+                    parts.append("\n")
+                return SEP
+            self.flush()
+            return BLOCK
+        if code == EMPH or code == STRONG or code == LINK or code == CODE:
+            if self.raw or len(self.frames) >= MAX_INLINE:
+                if code == CODE and self.pre and self.pre[-1][0] is None:
+                    self.pre[-1][0] = lang_of(el)
+                return INLINE
+            if code == LINK:
+                if any(f[1] == LINK for f in self.frames):
+                    return INLINE
+                href = self.url_of(el.get("href"))
+                if href is None:
+                    return INLINE
+                self.frames.append([len(parts), LINK, href])
+            else:
+                if code == CODE:
+                    self.raw += 1
+                self.frames.append([len(parts), code, EM if code == EMPH else EM + EM])
+            return FRAME
+        if code == IMG:
+            alt = el.get("alt")
+            if alt and not self.raw and (alt := clean(alt)):
+                src = self.url_of(el.get("src") or el.get("data-src"))
+                parts.append(f" {IMAGE}{LINK_OPEN}{alt}{LINK_URL}{src}{URL_END} " if src else f" {alt} ")
+            return INLINE
+        if code == BR_:
+            parts.append("\n" if self.pre else " " if self.capture else BR)
+            return INLINE
+        if self.capture or self.pre:  # every other block: a space in a cell, a line in pre
+            parts.append(" " if self.capture else "\n")
+            return SEP
+        if code == HEADING:
+            self.flush()
+            self.capture += 1
+            return HEADING
+        if code == LIST:
+            self.flush()
+            start = 1
+            if el.tag == "ol":
+                try:
+                    start = min(max(int(el.get("start") or 1), 0), 10**9)
+                except ValueError:
+                    pass
+            self.lists.append([el.tag == "ol", start])
+            return LIST
+        if code in (ITEM, QUOTE, DD, DT):
+            self.flush()
+            if code == DT or len(self.ctx) >= MAX_CONTAINERS:
+                return DT if code == DT else BLOCK
+            if code == QUOTE:
+                self.ctx.append(["> ", "> ", False, False])
+            elif code == DD:
+                self.ctx.append([": ", "  ", False, True])
+            else:
+                mark = "- "
+                if self.lists and self.lists[-1][0]:
+                    mark = f"{self.lists[-1][1]}. "
+                    self.lists[-1][1] += 1
+                self.ctx.append([mark, " " * len(mark), False, True])
+            return ITEM
+        if code == HR:
+            self.flush()
+            self.emit("---", "", tight=False)
+            return INLINE
+        if code == PRE:
+            self.flush()
+            self.raw += 1
+            self.pre.append([lang_of(el)])
+            return PRE
+        if code == TABLE:
+            self.flush()
+            if _is_data_table(el):
+                self.tables.append(_Table(self.frames))
+                self.frames = []
+            else:
+                self.tables.append(None)
+            return TABLE
+        table = self.tables[-1] if self.tables else None
+        if table is None:  # a layout table's rows and cells (or strays): blocks
+            self.flush()
+            return BLOCK
+        parts.clear()
+        if code == ROW:
+            table.end_row()
+            return ROW
+        if code == CAPTION:
+            self.capture += 1
+            return CAPTION
+        self.capture += 1
+        table.span = (_span(el.get("colspan")), _span(el.get("rowspan")))
+        return CELL
+
+    def end(self, el: Any, code: int) -> None:
+        if code == BLOCK:
+            self.flush()
+        elif code == FRAME:
+            f = self.frames.pop()
+            if f[1] == CODE:
+                self.raw -= 1
+            self.wrap(f)
+        elif code == SEP:
+            self.parts.append("\n" if self.pre else " ")
+        elif code == HEADING:
+            self.capture -= 1
+            self.flush(_HEADINGS.get(el.tag, "# "))
+        elif code == ITEM:
+            self.flush()
+            self.ctx.pop()
+        elif code == DT:
+            self.flush(dt=True)
+        elif code == LIST:
+            self.flush()
+            self.lists.pop()
+            if not self.lists:  # the next block is not an item of this list
+                self.prev_listy = False
+        elif code == PRE:
+            self.raw -= 1
+            lang = self.pre.pop()[0]
+            code_text = "".join(self.parts)
+            self.parts.clear()
+            lines = code_text.replace(BR, "\n").split("\n")
+            while lines and not lines[-1].strip():
+                lines.pop()
+            lines.reverse()
+            while lines and not lines[-1].strip():
+                lines.pop()
+            lines.reverse()
+            if lines:
+                body = "\n".join(lines)
+                fence = "```"
+                if "```" in body:
+                    fence = "`" * (max(len(r) for r in re.findall("`+", body)) + 1)
+                self.emit(f"{fence}{lang or ''}\n{body}\n{fence}",
+                          "\n".join(t for t in map(clean, lines) if t), tight=False)
+        elif code == TABLE:
+            table = self.tables.pop()
+            self.parts.clear()
+            if table is not None:
+                self.frames = table.frames
+                table.end_row()
+                for md, text in table.blocks():
+                    self.emit(md, text, tight=False)
+            else:
+                self.flush()
+        elif code == ROW:
+            if self.tables and self.tables[-1] is not None:
+                self.tables[-1].end_row()
+        elif code == CELL or code == CAPTION:
+            self.capture -= 1
+            if self.tables and self.tables[-1] is not None:
+                self.tables[-1].add(code == CAPTION, *self.cell_text())
+
+
+_SKIP_ATTR = SKIP
+_SKIP_PATH = f".//*[@{SKIP}]"
+
+
+def _span(value: str | None) -> int:
+    try:
+        return min(max(int(value or 1), 1), 1000)
+    except ValueError:
+        return 1
+
+
+def _is_data_table(el: Any) -> bool:
+    """A table of data, not of layout: no table inside, two columns or more."""
+    if el.find(".//table") is not None or (el.get("role") or "").lower() in ("presentation", "none"):
+        return False
+    return any(len(tr) > 1 for tr in el.iter("tr"))
+
+
+class _Table:
+    __slots__ = ("frames", "rows", "row", "caption", "span")
+
+    def __init__(self, frames: list[list[Any]]) -> None:
+        self.frames = frames  # the inline spans open around the table, reopened after it
+        self.rows: list[list[tuple[str, str, int, int]]] = []
+        self.row: list[tuple[str, str, int, int]] | None = None
+        self.caption: list[tuple[str, str]] = []
+        self.span = (1, 1)
+
+    def end_row(self) -> None:
+        if self.row:
+            self.rows.append(self.row)
+        self.row = None
+
+    def add(self, caption: bool, md: str, text: str) -> None:
+        if caption:
+            if text:
+                self.caption.append((md, text))
+            return
+        if self.row is None:
+            self.row = []
+        self.row.append((md, text, *self.span))
+        self.span = (1, 1)
+
+    def blocks(self) -> list[tuple[str, str]]:
+        out = list(self.caption)
+        got = table_markdown(self.rows)
+        if got is not None:
+            out.append(got)
+        return out

@@ -29,7 +29,7 @@ import lxml.etree
 
 from crawler.reading.html import clean
 from crawler.reading.mdparts import (
-    BR, EM, LINK_OPEN, LINK_URL, URL_END, IMAGE, TICK, lang_of, md_of, protect, table_markdown, tx_of,
+    BR, EM, LINK_OPEN, LINK_URL, URL_END, IMAGE, PAD, TICK, lang_of, md_of, protect, table_markdown, tx_of,
 )
 
 __all__ = ["MAX_CHARS", "SKIP", "Rendered", "render"]
@@ -65,7 +65,8 @@ for _tags, _code in (
 _DISPATCH["dl"] = DEFLIST
 _HEADINGS = {f"h{n}": "#" * n + " " for n in range(1, 7)}
 _BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
-_NEEDS_QUOTE = re.compile(r"[\s()<>]")
+_NEEDS_QUOTE = re.compile("[\\s()<>\ufdd0-\ufdef]")
+_PRIVATE = re.compile("[\ufdd0-\ufdef]")  # the syntax characters: none in URLs and alt texts
 
 
 class _Full(Exception):
@@ -122,6 +123,7 @@ class _Walk:
             except ValueError:
                 out = None
         if out is not None and _NEEDS_QUOTE.search(out):
+            out = _PRIVATE.sub("", out)
             out = out.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C") \
                 .replace(">", "%3E").replace("\n", "").replace("\t", "").replace("\r", "")
         if out is not None:
@@ -147,16 +149,17 @@ class _Walk:
             listy = False
         if self.md:
             tight = tight and listy and (self.prev_listy or self.prev_dt)
-            self.md.append(("\n" if tight else "\n" + blank + "\n") + first + md)
+            md = ("\n" if tight else "\n" + blank + "\n") + first + md
         else:
-            self.md.append(first + md)
+            md = first + md
+        self.size += len(md)
+        if self.size > MAX_CHARS:
+            raise _Full
+        self.md.append(md)
         if text:
             self.tx.append(text)
         self.prev_listy = listy
         self.prev_dt = dt
-        self.size += len(first) + len(md)
-        if self.size >= MAX_CHARS:
-            raise _Full
 
     def close_frames(self) -> None:
         for f in reversed(self.frames):
@@ -181,7 +184,7 @@ class _Walk:
             if "`" in core:
                 ticks = max(len(r) for r in re.findall("`+", core)) + 1
                 if core[0] == "`" or core[-1] == "`":
-                    core = " " + core + " "
+                    core = PAD + core + PAD
             piece = TICK * ticks + protect(core) + TICK * ticks
         elif kind == LINK:
             piece = LINK_OPEN + core + LINK_URL + data + URL_END
@@ -207,10 +210,14 @@ class _Walk:
             pieces = [line] if line else []
         if not pieces:
             return
-        room = MAX_CHARS - self.size
-        if sum(map(len, pieces)) > room:
-            pieces = [p[:room].rsplit(" ", 1)[0] for p in pieces[:1]]
-        self.emit(head + "\\\n".join(map(md_of, pieces)), "\n".join(map(tx_of, pieces)), dt=dt)
+        room = (MAX_CHARS - self.size) // 2 - 100  # escapes at most double a line
+        full = sum(map(len, pieces)) > room
+        if full:  # the part of the last block that fits
+            pieces = [p[:room].rsplit(" ", 1)[0] for p in pieces[:1] if room > 0]
+        if pieces:
+            self.emit(head + "\\\n".join(map(md_of, pieces)), "\n".join(map(tx_of, pieces)), dt=dt)
+        if full:
+            raise _Full
 
     def cell_text(self) -> tuple[str, str]:
         line = clean("".join(self.parts).replace(BR, " "))
@@ -294,7 +301,7 @@ class _Walk:
             return FRAME
         if code == IMG:
             alt = el.get("alt")
-            if alt and not self.raw and (alt := clean(alt)):
+            if alt and not self.raw and (alt := clean(_PRIVATE.sub("", alt))):
                 src = self.url_of(el.get("src") or el.get("data-src"))
                 parts.append(f" {IMAGE}{LINK_OPEN}{alt}{LINK_URL}{src}{URL_END} " if src else f" {alt} ")
             return INLINE
@@ -409,8 +416,8 @@ class _Walk:
                           "\n".join(t for t in map(clean, lines) if t), tight=False)
         elif code == TABLE:
             table = self.tables.pop()
-            self.parts.clear()
             if table is not None:
+                self.parts.clear()
                 self.frames = table.frames
                 table.end_row()
                 for md, text in table.blocks():

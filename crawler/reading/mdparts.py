@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["BR", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "TICK", "URL_END", "lang_of", "md_of", "protect",
+__all__ = ["BR", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "lang_of", "md_of", "protect",
            "table_markdown", "tx_of"]
 
 # Syntax, as noncharacters (crawler.reading.html.scrub takes them out of a
@@ -24,7 +24,8 @@ LINK_URL = "\ufdd3"  # ](   the URL that follows, up to URL_END, is not text
 URL_END = "\ufdd4"  # )
 IMAGE = "\ufdd5"  # !
 TICK = "\ufdd6"  # `
-_SYNTAX = {BR: "\\\n", EM: "*", LINK_OPEN: "[", LINK_URL: "](", URL_END: ")", IMAGE: "!", TICK: "`"}
+PAD = "\ufdd7"  # a space inside a code span's ticks
+_SYNTAX = {BR: "\\\n", EM: "*", LINK_OPEN: "[", LINK_URL: "](", URL_END: ")", IMAGE: "!", TICK: "`", PAD: " "}
 # Characters of code spans and URLs, kept from escaping as noncharacters.
 _KEPT = "\\`*_[]<>&!"
 _PROTECT = {ord(c): chr(0xFDE0 + i) for i, c in enumerate(_KEPT)}
@@ -123,7 +124,7 @@ _LANG_OK = re.compile(r"[\w+#.-]{1,30}")
 def lang_of(el: Any) -> str | None:
     """The language a code block's markup names (on it, or on the two
     elements around it for a pre: Sphinx's highlight-x)."""
-    for _ in range(3):
+    for _ in range(3 if el.tag == "pre" else 1):
         for name in ("data-lang", "data-language"):
             value = el.get(name)
             if value and _LANG_OK.fullmatch(value.strip()):
@@ -131,8 +132,6 @@ def lang_of(el: Any) -> str | None:
         cls = el.get("class")
         if cls and (m := _LANG.search(cls)) is not None:
             return m.group(1)
-        if el.tag != "pre":
-            break
         el = el.getparent()
         if el is None:
             break

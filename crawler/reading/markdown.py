@@ -29,7 +29,8 @@ import lxml.etree
 
 from crawler.reading.html import clean
 from crawler.reading.mdparts import (
-    BR, EM, LINK_OPEN, LINK_URL, URL_END, IMAGE, PAD, TICK, lang_of, md_of, protect, table_markdown, tx_of,
+    BR, BSL, EM, IMAGE, LINK_OPEN, LINK_URL, PAD, TICK, URL_END, finish_md, finish_tx, lang_of, lead, protect,
+    table_markdown,
 )
 
 __all__ = ["MAX_CHARS", "SKIP", "Rendered", "render"]
@@ -64,6 +65,8 @@ for _tags, _code in (
         _DISPATCH[_tag] = _code
 _DISPATCH["dl"] = DEFLIST
 _HEADINGS = {f"h{n}": "#" * n + " " for n in range(1, 7)}
+_LEADS = frozenset("#>=+-~0123456789")  # what a line that lead() escapes starts with
+_ORIGIN = re.compile(r"https?://[^/?#\\]+")
 _BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
 _NEEDS_QUOTE = re.compile("[\\s()<>\ufdd0-\ufdef]")
 _PRIVATE = re.compile("[\ufdd0-\ufdef]")  # the syntax characters: none in URLs and alt texts
@@ -78,7 +81,7 @@ def render(elements: Sequence[Any], url: str | None = None) -> Rendered:
         return _Walk(url).run(elements)
     except Exception:  # any tree renders: fall back to its plain text
         text = "\n".join(t for el in elements if (t := _plain(el)))
-        return Rendered(md_of(text), text)
+        return Rendered(finish_md("\n".join(map(lead, text.split("\n")))), text)
 
 
 def _plain(el: Any) -> str:
@@ -91,6 +94,8 @@ def _plain(el: Any) -> str:
 class _Walk:
     def __init__(self, url: str | None) -> None:
         self.url = url
+        m = _ORIGIN.match(url or "")
+        self.origin = m.group() if m else ""  # scheme://host of url: the base of "/x"
         self.urls: dict[str, str | None] = {}
         self.md: list[str] = []  # finished blocks, separators included
         self.tx: list[str] = []
@@ -102,6 +107,7 @@ class _Walk:
         self.tables: list[Any] = []  # open tables: a _Table, or None for a layout table
         self.capture = 0  # inside a heading or a table cell: blocks are spaces
         self.raw = 0  # inside pre or code: no inline syntax
+        self.links = 0  # open links (of frames)
         self.pre: list[list[Any]] = []  # open pre blocks: [language]
         self.prev_listy = False
         self.prev_dt = False
@@ -115,9 +121,15 @@ class _Walk:
         if got != "":
             return got
         out: str | None = href.strip()
-        if not out or _BAD_SCHEME.match(out):
+        if not out:
             out = None
-        elif self.url and not out.startswith(("http://", "https://")):
+        elif out.startswith(("http://", "https://")):
+            pass
+        elif self.origin and out[0] == "/" and out[1:2] != "/" and "/." not in out:
+            out = self.origin + out
+        elif _BAD_SCHEME.match(out):
+            out = None
+        elif self.url:
             try:
                 out = urljoin(self.url, out)
             except ValueError:
@@ -156,8 +168,7 @@ class _Walk:
         if self.size > MAX_CHARS:
             raise _Full
         self.md.append(md)
-        if text:
-            self.tx.append(text)
+        self.tx.append(text)
         self.prev_listy = listy
         self.prev_dt = dt
 
@@ -194,13 +205,15 @@ class _Walk:
 
     def flush(self, head: str = "", dt: bool = False) -> None:
         """Ends the open line: a paragraph (a heading with ``head``)."""
+        parts = self.parts
         if self.frames:
             self.close_frames()
-        parts = self.parts
-        if not parts:
+        elif not parts:
             return
         line = "".join(parts)
         parts.clear()
+        if not line or line.isspace():  # most lines: the white space between two blocks
+            return
         if BR in line:
             pieces = [p for p in map(clean, line.split(BR)) if p]
             if head:
@@ -211,18 +224,31 @@ class _Walk:
         if not pieces:
             return
         room = (MAX_CHARS - self.size) // 2 - 100  # escapes at most double a line
-        full = sum(map(len, pieces)) > room
+        full = len(line) > room and sum(map(len, pieces)) > room
         if full:  # the part of the last block that fits
             pieces = [p[:room].rsplit(" ", 1)[0] for p in pieces[:1] if room > 0]
-        if pieces:
-            self.emit(head + "\\\n".join(map(md_of, pieces)), "\n".join(map(tx_of, pieces)), dt=dt)
+        if len(pieces) == 1:
+            text = pieces[0]
+            self.emit(head + (lead(text) if text[0] in _LEADS else text), text, dt=dt)
+        elif pieces:
+            self.emit(head + (BSL + "\n").join(map(lead, pieces)), "\n".join(pieces), dt=dt)
         if full:
             raise _Full
+
+    def end_line(self) -> None:
+        """flush(), quicker for the most common line: white space between two blocks."""
+        parts = self.parts
+        if len(parts) == 1 and parts[0].isspace() or "".join(parts).isspace():
+            parts.clear()
+            for f in self.frames:
+                f[0] = 0
+        else:
+            self.flush()
 
     def cell_text(self) -> tuple[str, str]:
         line = clean("".join(self.parts).replace(BR, " "))
         self.parts.clear()
-        return md_of(line).replace("|", "\\|"), tx_of(line)
+        return line.replace("|", BSL + "|"), line
 
     # ---- the walk
 
@@ -233,7 +259,12 @@ class _Walk:
             self.flush()
         except _Full:
             pass
-        return Rendered("".join(self.md)[:MAX_CHARS], "\n".join(self.tx)[:MAX_CHARS])
+        md = finish_md("".join(self.md))
+        n = len(self.md)
+        while len(md) > MAX_CHARS:  # escapes made it longer: the blocks that fit
+            n = n * 9 // 10
+            md = finish_md("".join(self.md[:n]))
+        return Rendered(md, finish_tx("\n".join(t for t in self.tx[:n] if t)))
 
     def walk(self, root: Any) -> None:
         if not isinstance(root.tag, str) or root.get(_SKIP_ATTR) is not None:
@@ -256,6 +287,14 @@ class _Walk:
                         parts.append(t)
                     ends.append(INLINE)
                     continue
+                if code == BLOCK and not self.capture and not self.pre:  # start() inlined: the most common
+                    if parts:
+                        self.end_line()
+                    ends.append(BLOCK)
+                    t = el.text
+                    if t:
+                        parts.append(t)
+                    continue
                 code = self.start(el, code)
                 ends.append(code)
                 t = el.text
@@ -263,7 +302,10 @@ class _Walk:
                     parts.append(t)
             else:
                 code = ends.pop()
-                if code > INLINE:
+                if code == BLOCK:
+                    if parts:
+                        self.end_line()
+                elif code > INLINE:
                     self.end(el, code)
                 t = el.tail
                 if t and ends:
@@ -288,11 +330,12 @@ class _Walk:
                     self.pre[-1][0] = lang_of(el)
                 return INLINE
             if code == LINK:
-                if any(f[1] == LINK for f in self.frames):
+                if self.links:  # a link in a link
                     return INLINE
                 href = self.url_of(el.get("href"))
                 if href is None:
                     return INLINE
+                self.links += 1
                 self.frames.append([len(parts), LINK, href])
             else:
                 if code == CODE:
@@ -379,6 +422,8 @@ class _Walk:
             f = self.frames.pop()
             if f[1] == CODE:
                 self.raw -= 1
+            elif f[1] == LINK:
+                self.links -= 1
             self.wrap(f)
         elif code == SEP:
             self.parts.append("\n" if self.pre else " ")
@@ -409,10 +454,10 @@ class _Walk:
             lines.reverse()
             if lines:
                 body = "\n".join(lines)
-                fence = "```"
+                ticks = 3
                 if "```" in body:
-                    fence = "`" * (max(len(r) for r in re.findall("`+", body)) + 1)
-                self.emit(f"{fence}{lang or ''}\n{body}\n{fence}",
+                    ticks = max(len(r) for r in re.findall("`+", body)) + 1
+                self.emit(f"{TICK * ticks}{protect(lang or '')}\n{protect(body)}\n{TICK * ticks}",
                           "\n".join(t for t in map(clean, lines) if t), tight=False)
         elif code == TABLE:
             table = self.tables.pop()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["BR", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "lang_of", "md_of", "protect",
-           "table_markdown", "tx_of"]
+__all__ = ["BR", "BSL", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "finish_md",
+           "finish_tx", "lang_of", "lead", "protect", "table_markdown"]
 
 # Syntax, as noncharacters (crawler.reading.html.scrub takes them out of a
 # page's text): a line's text is escaped first, then these become syntax in
@@ -25,52 +25,63 @@ URL_END = "\ufdd4"  # )
 IMAGE = "\ufdd5"  # !
 TICK = "\ufdd6"  # `
 PAD = "\ufdd7"  # a space inside a code span's ticks
-_SYNTAX = {BR: "\\\n", EM: "*", LINK_OPEN: "[", LINK_URL: "](", URL_END: ")", IMAGE: "!", TICK: "`", PAD: " "}
+BSL = "\ufdd8"  # a backslash: a hard line break, an escape at a line's start or of a cell's pipe
+_SYNTAX = {BR: "\n", EM: "*", LINK_OPEN: "[", LINK_URL: "](", URL_END: ")", IMAGE: "!", TICK: "`", PAD: " ",
+           BSL: "\\"}
 # Characters of code spans and URLs, kept from escaping as noncharacters.
 _KEPT = "\\`*_[]<>&!"
-_PROTECT = {ord(c): chr(0xFDE0 + i) for i, c in enumerate(_KEPT)}
-_MD = {**_SYNTAX, **{chr(0xFDE0 + i): c for i, c in enumerate(_KEPT)}}
-_TX = {**{k: "" for k in _SYNTAX}, BR: "\n", **{chr(0xFDE0 + i): c for i, c in enumerate(_KEPT)}}
-_PRIVATE = re.compile("[\ufdd0-\ufdef]")
-_TX_PRIVATE = re.compile(f"{LINK_URL}[^{URL_END}]*{URL_END}|[\ufdd0-\ufdef]")
-_NEEDS_PROTECT = re.compile(r"[\\`*_\[\]<>&!]")
+_PROTECT_PAIRS = [(c, chr(0xFDE0 + i)) for i, c in enumerate(_KEPT)]
+_KEPT_PAIRS = [(chr(0xFDE0 + i), c) for i, c in enumerate(_KEPT)]
+_MD_PAIRS = [*_SYNTAX.items(), *_KEPT_PAIRS]
+_TX_PAIRS = [*((k, "\n" if k == BR else "") for k in _SYNTAX), *_KEPT_PAIRS]
+_URL_PART = re.compile(f"{LINK_URL}[^{URL_END}]*{URL_END}")
 # Text that would be syntax: backslashes, emphasis, code, brackets, "_" at
 # a word's edge, "<" that could open a tag, "&" that could be an entity, "!"
 # before a link.
-_ESCAPE = re.compile(r"[\\`*\[\]]|_(?![^\W_])|(?<![^\W_])_|<(?=[A-Za-z/!?])|&(?=#?\w+;)|!(?=\ufdd2)")
+_ESCAPE_IF = [("_", re.compile(r"_(?:(?![^\W_])|(?<![^\W_]_))")), ("<", re.compile("<(?=[A-Za-z/!?])")),
+              ("&", re.compile(r"&(?=#?\w+;)")), ("!", re.compile("!(?=\ufdd2)"))]
 # ... and at the start of a line: a heading, quote, list item, rule or fence.
 _LEAD = re.compile(r"#{1,6}(?=\s|$)|>|[-+](?=\s|-|$)|=|~~~|(\d{1,9})(?=[.)](?:\s|$))")
 
 
 def protect(s: str) -> str:
-    return s.translate(_PROTECT) if _NEEDS_PROTECT.search(s) else s
+    for char, private in _PROTECT_PAIRS:
+        if char in s:
+            s = s.replace(char, private)
+    return s
 
 
-def md_of(line: str) -> str:
-    """A line of text and syntax characters as Markdown."""
-    line = _ESCAPE.sub(r"\\\g<0>", line)
+def lead(line: str) -> str:
+    """A line whose start would be syntax escaped (the rest is escaped by finish_md)."""
     m = _LEAD.match(line)
-    if m is not None:
-        cut = m.end(1) if m.group(1) else 0
-        line = line[:cut] + "\\" + line[cut:]
-    if _PRIVATE.search(line) is not None:
-        line = _PRIVATE.sub(_md_char, line)
-    return line
-
-
-def _md_char(m: re.Match[str]) -> str:
-    return _MD.get(m.group(), "")
-
-
-def tx_of(line: str) -> str:
-    """A line of text and syntax characters as text."""
-    if _PRIVATE.search(line) is None:
+    if m is None:
         return line
-    return _TX_PRIVATE.sub(_tx_char, line)
+    cut = m.end(1) if m.group(1) else 0
+    return line[:cut] + BSL + line[cut:]
 
 
-def _tx_char(m: re.Match[str]) -> str:
-    return _TX.get(m.group(), "") if len(m.group()) == 1 else ""
+def finish_md(doc: str) -> str:
+    """Blocks of text and syntax characters as Markdown: the text escaped, the syntax written."""
+    for char in "\\`*[]":  # always syntax: a plain replace is many times faster than a regex
+        if char in doc:
+            doc = doc.replace(char, "\\" + char)
+    for char, pattern in _ESCAPE_IF:
+        if char in doc:
+            doc = pattern.sub(r"\\\g<0>", doc)
+    for private, char in _MD_PAIRS:
+        if private in doc:
+            doc = doc.replace(private, char)
+    return doc
+
+
+def finish_tx(doc: str) -> str:
+    """Blocks of text and syntax characters as text: URLs and syntax left out."""
+    if LINK_URL in doc:
+        doc = _URL_PART.sub("", doc)
+    for private, char in _TX_PAIRS:
+        if private in doc:
+            doc = doc.replace(private, char)
+    return doc
 
 
 MAX_CELLS = 200_000  # cells of a table, spans filled in; a larger one is rows of text

@@ -38,14 +38,16 @@ def md(html: str, url: str | None = URL) -> Rendered:
 
 _FENCE = re.compile(r"^[ >]*(?:[-+:]\s|\d{1,9}[.)]\s)?[ >]*(```+|~~~+)")
 _LEADS = re.compile(r"^(?:\s*(?:>|[-+]\s|\d{1,9}[.)]\s|:\s|#{1,6}\s))*")
-_CODE = re.compile(r"(?<![\\`])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
-# An escape (its character is text), an image's "![", a link's "](url)", emphasis and brackets.
-_SYNTAX = re.compile(r"\\([!-/:-@\[-`{-~])|!\[|\]\([^)\s]*\)|[*\[\]]")
+# Left to right, as a reader of Markdown: an escape (its character is text), a code span (taken as
+# written), an image's "![", a link's "](url)", emphasis and brackets.
+_INLINE = re.compile(r"\\([!-/:-@\[-`{-~])|(`+)(.+?)(?<!`)\2(?!`)|!\[|\]\([^)\s]*\)|[*\[\]]")
 _WORD = re.compile(r"\w+")
 
 
-def _plain(segment: str) -> str:
-    return _SYNTAX.sub(lambda m: m.group(1) or "", segment)
+def _text(m: re.Match[str]) -> str:
+    if m.group(3) is not None:
+        return m.group(3).replace("\\|", "|")
+    return m.group(1) or ""
 
 
 def md_words(markdown: str) -> Counter[str]:
@@ -64,14 +66,7 @@ def md_words(markdown: str) -> Counter[str]:
         if m:
             fence = m.group(1)
             continue
-        line = _LEADS.sub("", line)
-        pos = 0
-        plain = []
-        for c in _CODE.finditer(line):
-            plain += [_plain(line[pos:c.start()]), c.group(2).replace("\\|", "|")]
-            pos = c.end()
-        plain.append(_plain(line[pos:]))
-        words.update(_WORD.findall("".join(plain)))
+        words.update(_WORD.findall(_INLINE.sub(_text, _LEADS.sub("", line))))
     return words
 
 
@@ -144,6 +139,15 @@ def test_code_blocks_with_language_and_inline_code() -> None:
                             "```js\na\nb\n```\n\n```sql\nSELECT 1;\n```\n\n````\n```\nfenced\n```\n````\n\n"
                             "Use `a_b*c`, `` `x` `` and ``` `` ```.")
     assert out.text == "def f(x):\nreturn x * 2\nfn main() {}\na\nb\nSELECT 1;\n```\nfenced\n```\nUse a_b*c, `x` and ``."
+
+
+def test_adjacent_code_spans_and_odd_urls() -> None:
+    out = md('<p>Press <kbd>Ctrl</kbd><kbd>K</kbd>, <code>a</code> <code>b</code>; '
+             '<a href="/x/9.57\u202fAM (1).jpg">shot</a> <a href=" /y\n z ">y</a></p>')
+    assert out.markdown == ("Press `Ctrl`K, `a` `b`; [shot](http://example.com/x/9.57%E2%80%AFAM%20%281%29.jpg) "
+                            "[y](http://example.com/y%20z)")
+    assert out.text == "Press CtrlK, a b; shot y"
+    assert same_words(out)
 
 
 def test_quotes_rules_definitions_images() -> None:

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin
 
 import lxml.etree
 
@@ -69,6 +69,13 @@ _LEADS = frozenset("#>=+-~0123456789")  # what a line that lead() escapes starts
 _ORIGIN = re.compile(r"https?://[^/?#\\]+")
 _BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
 _NEEDS_QUOTE = re.compile("[\\s()<>\ufdd0-\ufdef]")
+_QUOTED = re.compile(r"[\s()<>]")  # percent-encoded in a link's URL: what would end it
+
+
+def _quote(m: re.Match[str]) -> str:
+    return quote(m.group(), safe="")
+
+
 _PRIVATE = re.compile("[\ufdd0-\ufdef]")  # the syntax characters: none in URLs and alt texts
 
 
@@ -136,8 +143,7 @@ class _Walk:
                 out = None
         if out is not None and _NEEDS_QUOTE.search(out):
             out = _PRIVATE.sub("", out)
-            out = out.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C") \
-                .replace(">", "%3E").replace("\n", "").replace("\t", "").replace("\r", "")
+            out = _QUOTED.sub(_quote, out.replace("\n", "").replace("\t", "").replace("\r", ""))
         if out is not None:
             out = protect(out)
         if len(self.urls) < 10_000:
@@ -197,6 +203,8 @@ class _Walk:
                 if core[0] == "`" or core[-1] == "`":
                     core = PAD + core + PAD
             piece = TICK * ticks + protect(core) + TICK * ticks
+            if start and parts[start - 1].endswith(TICK):  # `a``b` would be one span: the second as text
+                piece = protect(core.replace(PAD, ""))
         elif kind == LINK:
             piece = LINK_OPEN + core + LINK_URL + data + URL_END
         else:

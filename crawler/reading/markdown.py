@@ -1,18 +1,13 @@
 """The main content of a page as Markdown and as plain text, from one walk
 of its tree. Pure logic, no Scrapy.
 
-``render(elements, url)`` walks the given elements (the main content's
-containers, in page order, chosen by ``crawler.reading.content``) and
-leaves out every element marked ``SKIP`` (an attribute the content step
-sets on boilerplate inside them) with its subtree, keeping its tail. It
-returns the Markdown and the text; the words of the one are the words of
-the other: the Markdown is built from the same pieces of text, with its
-syntax written as private characters that the text drops (and the
-Markdown turns into syntax once its text is escaped).
-
-The walk is lxml's ``iterwalk`` (no recursion, so no nesting depth can
-overflow it); the output stops at ``MAX_CHARS``; any tree renders (a
-failure of the walk falls back to the plain text).
+``render(elements, url)`` walks the main content's containers (in page
+order, chosen by ``crawler.reading.content``), leaving out every element
+marked ``SKIP`` with its subtree but its tail. The words of the Markdown
+are the words of the text: both come from one line of text pieces and
+syntax characters (crawler.reading.mdparts) that the text drops. The walk
+is lxml's ``iterwalk``: no nesting depth can overflow it; the output stops
+at ``MAX_CHARS``; a tree that breaks the walk renders as its plain text.
 
 No settings, no stats.
 """
@@ -23,15 +18,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urljoin
 
 import lxml.etree
 
 from crawler.reading.html import clean
 from crawler.reading.mdparts import (
-    BR, BSL, EM, IMAGE, LINK_OPEN, LINK_URL, PAD, TICK, URL_END, finish_md, finish_tx, lang_of, lead, protect,
-    table_markdown,
+    BLOCK, BR, BR_, BSL, CAPTION, CELL, CODE, DD, DEFLIST, DISPATCH, DT, EM, EMPH, FRAME, HEADING, HEADINGS, HR,
+    IMAGE, IMG, INLINE, ITEM, LINK, LINK_OPEN, LINK_URL, LIST, PRE, QUOTE, ROW, SEP, STRONG, TABLE, TAIL, TICK,
+    URL_END, Urls, code_block, code_span, finish_md, finish_tx, lang_of, lead,
 )
+from crawler.reading.mdtable import Table, bounded, is_data_table
 
 __all__ = ["MAX_CHARS", "SKIP", "Rendered", "render"]
 
@@ -48,34 +44,7 @@ class Rendered:
     text: str = ""
 
 
-# What an element does at its start and its end (an int: one dict lookup an element).
-(INLINE, BLOCK, SEP, HEADING, LIST, ITEM, QUOTE, PRE, CODE, EMPH, STRONG, LINK, IMG, BR_, HR, TABLE, ROW,
- CELL, CAPTION, DT, DD, TAIL, FRAME, DEFLIST) = range(24)
-
-_DISPATCH: dict[Any, int] = {}
-for _tags, _code in (
-    ("address article aside body center details dialog div fieldset figcaption figure footer form header hgroup "
-     "html main nav p search section summary legend thead tbody tfoot dl", BLOCK),
-    ("h1 h2 h3 h4 h5 h6", HEADING), ("ul ol menu dir", LIST), ("li", ITEM), ("blockquote", QUOTE),
-    ("pre listing xmp plaintext", PRE), ("code kbd samp tt var", CODE), ("em i cite dfn", EMPH),
-    ("strong b", STRONG), ("a", LINK), ("img", IMG), ("br", BR_), ("hr", HR), ("table", TABLE), ("tr", ROW),
-    ("td th", CELL), ("caption", CAPTION), ("dt", DT), ("dd", DD),
-):
-    for _tag in _tags.split():
-        _DISPATCH[_tag] = _code
-_DISPATCH["dl"] = DEFLIST
-_HEADINGS = {f"h{n}": "#" * n + " " for n in range(1, 7)}
 _LEADS = frozenset("#>=+-~0123456789")  # what a line that lead() escapes starts with
-_ORIGIN = re.compile(r"https?://[^/?#\\]+")
-_BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
-_NEEDS_QUOTE = re.compile("[\\s()<>\ufdd0-\ufdef]")
-_QUOTED = re.compile(r"[\s()<>]")  # percent-encoded in a link's URL: what would end it
-
-
-def _quote(m: re.Match[str]) -> str:
-    return quote(m.group(), safe="")
-
-
 _PRIVATE = re.compile("[\ufdd0-\ufdef]")  # the syntax characters: none in URLs and alt texts
 
 
@@ -100,10 +69,7 @@ def _plain(el: Any) -> str:
 
 class _Walk:
     def __init__(self, url: str | None) -> None:
-        self.url = url
-        m = _ORIGIN.match(url or "")
-        self.origin = m.group() if m else ""  # scheme://host of url: the base of "/x"
-        self.urls: dict[str, str | None] = {}
+        self.url_of = Urls(url).url_of
         self.md: list[str] = []  # finished blocks, separators included
         self.tx: list[str] = []
         self.size = 0
@@ -118,37 +84,6 @@ class _Walk:
         self.pre: list[list[Any]] = []  # open pre blocks: [language]
         self.prev_listy = False
         self.prev_dt = False
-
-    # ---- output
-
-    def url_of(self, href: str | None) -> str | None:
-        if not href:
-            return None
-        got = self.urls.get(href, "")
-        if got != "":
-            return got
-        out: str | None = href.strip()
-        if not out:
-            out = None
-        elif out.startswith(("http://", "https://")):
-            pass
-        elif self.origin and out[0] == "/" and out[1:2] != "/" and "/." not in out:
-            out = self.origin + out
-        elif _BAD_SCHEME.match(out):
-            out = None
-        elif self.url:
-            try:
-                out = urljoin(self.url, out)
-            except ValueError:
-                out = None
-        if out is not None and _NEEDS_QUOTE.search(out):
-            out = _PRIVATE.sub("", out)
-            out = _QUOTED.sub(_quote, out.replace("\n", "").replace("\t", "").replace("\r", ""))
-        if out is not None:
-            out = protect(out)
-        if len(self.urls) < 10_000:
-            self.urls[href] = out
-        return out
 
     def emit(self, md: str, text: str, tight: bool = True, dt: bool = False) -> None:
         ctx = self.ctx
@@ -196,15 +131,7 @@ class _Walk:
                 parts.append(" ")
             return
         if kind == CODE:
-            core = clean(core.replace(BR, " "))
-            ticks = 1
-            if "`" in core:
-                ticks = max(len(r) for r in re.findall("`+", core)) + 1
-                if core[0] == "`" or core[-1] == "`":
-                    core = PAD + core + PAD
-            piece = TICK * ticks + protect(core) + TICK * ticks
-            if start and parts[start - 1].endswith(TICK):  # `a``b` would be one span: the second as text
-                piece = protect(core.replace(PAD, ""))
+            piece = code_span(clean(core.replace(BR, " ")), bool(start) and parts[start - 1].endswith(TICK))
         elif kind == LINK:
             piece = LINK_OPEN + core + LINK_URL + data + URL_END
         else:
@@ -258,8 +185,6 @@ class _Walk:
         self.parts.clear()
         return line.replace("|", BSL + "|"), line
 
-    # ---- the walk
-
     def run(self, elements: Sequence[Any]) -> Rendered:
         try:
             for root in elements:
@@ -275,12 +200,12 @@ class _Walk:
         return Rendered(md, finish_tx("\n".join(t for t in self.tx[:n] if t)))
 
     def walk(self, root: Any) -> None:
-        if not isinstance(root.tag, str) or root.get(_SKIP_ATTR) is not None:
+        if not isinstance(root.tag, str) or root.get(SKIP) is not None:
             return
         skips = set(root.xpath(_SKIP_PATH))
         parts = self.parts
         ends: list[int] = []
-        dispatch = _DISPATCH
+        dispatch = DISPATCH
         walker = lxml.etree.iterwalk(root, events=("start", "end"))
         for ev, el in walker:
             if ev == "start":
@@ -368,13 +293,7 @@ class _Walk:
             return HEADING
         if code == LIST:
             self.flush()
-            start = 1
-            if el.tag == "ol":
-                try:
-                    start = min(max(int(el.get("start") or 1), 0), 10**9)
-                except ValueError:
-                    pass
-            self.lists.append([el.tag == "ol", start])
+            self.lists.append([el.tag == "ol", bounded(el.get("start"), 0, 10**9)])
             return LIST
         if code in (ITEM, QUOTE, DD, DT):
             self.flush()
@@ -402,8 +321,8 @@ class _Walk:
             return PRE
         if code == TABLE:
             self.flush()
-            if _is_data_table(el):
-                self.tables.append(_Table(self.frames))
+            if is_data_table(el):
+                self.tables.append(Table(self.frames))
                 self.frames = []
             else:
                 self.tables.append(None)
@@ -420,7 +339,7 @@ class _Walk:
             self.capture += 1
             return CAPTION
         self.capture += 1
-        table.span = (_span(el.get("colspan")), _span(el.get("rowspan")))
+        table.span = (bounded(el.get("colspan"), 1, 1000), bounded(el.get("rowspan"), 1, 1000))
         return CELL
 
     def end(self, el: Any, code: int) -> None:
@@ -437,7 +356,7 @@ class _Walk:
             self.parts.append("\n" if self.pre else " ")
         elif code == HEADING:
             self.capture -= 1
-            self.flush(_HEADINGS.get(el.tag, "# "))
+            self.flush(HEADINGS.get(el.tag, "# "))
         elif code == ITEM:
             self.flush()
             self.ctx.pop()
@@ -450,23 +369,10 @@ class _Walk:
                 self.prev_listy = False
         elif code == PRE:
             self.raw -= 1
-            lang = self.pre.pop()[0]
-            code_text = "".join(self.parts)
+            got = code_block("".join(self.parts).replace(BR, "\n"), self.pre.pop()[0])
             self.parts.clear()
-            lines = code_text.replace(BR, "\n").split("\n")
-            while lines and not lines[-1].strip():
-                lines.pop()
-            lines.reverse()
-            while lines and not lines[-1].strip():
-                lines.pop()
-            lines.reverse()
-            if lines:
-                body = "\n".join(lines)
-                ticks = 3
-                if "```" in body:
-                    ticks = max(len(r) for r in re.findall("`+", body)) + 1
-                self.emit(f"{TICK * ticks}{protect(lang or '')}\n{protect(body)}\n{TICK * ticks}",
-                          "\n".join(t for t in map(clean, lines) if t), tight=False)
+            if got is not None:
+                self.emit(*got, tight=False)
         elif code == TABLE:
             table = self.tables.pop()
             if table is not None:
@@ -486,52 +392,6 @@ class _Walk:
                 self.tables[-1].add(code == CAPTION, *self.cell_text())
 
 
-_SKIP_ATTR = SKIP
 _SKIP_PATH = f".//*[@{SKIP}]"
 
 
-def _span(value: str | None) -> int:
-    try:
-        return min(max(int(value or 1), 1), 1000)
-    except ValueError:
-        return 1
-
-
-def _is_data_table(el: Any) -> bool:
-    """A table of data, not of layout: no table inside, two columns or more."""
-    if el.find(".//table") is not None or (el.get("role") or "").lower() in ("presentation", "none"):
-        return False
-    return any(len(tr) > 1 for tr in el.iter("tr"))
-
-
-class _Table:
-    __slots__ = ("frames", "rows", "row", "caption", "span")
-
-    def __init__(self, frames: list[list[Any]]) -> None:
-        self.frames = frames  # the inline spans open around the table, reopened after it
-        self.rows: list[list[tuple[str, str, int, int]]] = []
-        self.row: list[tuple[str, str, int, int]] | None = None
-        self.caption: list[tuple[str, str]] = []
-        self.span = (1, 1)
-
-    def end_row(self) -> None:
-        if self.row:
-            self.rows.append(self.row)
-        self.row = None
-
-    def add(self, caption: bool, md: str, text: str) -> None:
-        if caption:
-            if text:
-                self.caption.append((md, text))
-            return
-        if self.row is None:
-            self.row = []
-        self.row.append((md, text, *self.span))
-        self.span = (1, 1)
-
-    def blocks(self) -> list[tuple[str, str]]:
-        out = list(self.caption)
-        got = table_markdown(self.rows)
-        if got is not None:
-            out.append(got)
-        return out

@@ -1,7 +1,7 @@
 """The pieces of crawler.reading.markdown: the private characters its walk
-writes Markdown syntax with, and what turns a line of them into Markdown
-(escaped) or into text; GitHub tables; the language of a code block. Pure
-logic, no Scrapy.
+writes Markdown syntax with, and what turns them into Markdown (the text
+escaped) or into text; links' URLs; code spans and blocks and their
+language. Pure logic, no Scrapy.
 
 No settings, no stats.
 """
@@ -10,9 +10,32 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote, urljoin
 
-__all__ = ["BR", "BSL", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "finish_md",
-           "finish_tx", "lang_of", "lead", "protect", "table_markdown"]
+from crawler.reading.html import clean
+
+__all__ = ["BLOCK", "BR_", "CAPTION", "CELL", "CODE", "DD", "DEFLIST", "DISPATCH", "DT", "EMPH", "FRAME",
+           "HEADING", "HEADINGS", "HR", "IMG", "INLINE", "ITEM", "LINK", "LIST", "PRE", "QUOTE", "ROW", "SEP",
+           "STRONG", "TABLE", "TAIL", "BR", "BSL", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "Urls", "code_block",
+           "code_span", "finish_md", "finish_tx", "lang_of", "lead", "protect"]
+
+# What an element does at its start and its end (an int: one dict lookup an element).
+(INLINE, BLOCK, SEP, HEADING, LIST, ITEM, QUOTE, PRE, CODE, EMPH, STRONG, LINK, IMG, BR_, HR, TABLE, ROW,
+ CELL, CAPTION, DT, DD, TAIL, FRAME, DEFLIST) = range(24)
+
+DISPATCH: dict[Any, int] = {}
+for _tags, _code in (
+    ("address article aside body center details dialog div fieldset figcaption figure footer form header hgroup "
+     "html main nav p search section summary legend thead tbody tfoot dl", BLOCK),
+    ("h1 h2 h3 h4 h5 h6", HEADING), ("ul ol menu dir", LIST), ("li", ITEM), ("blockquote", QUOTE),
+    ("pre listing xmp plaintext", PRE), ("code kbd samp tt var", CODE), ("em i cite dfn", EMPH),
+    ("strong b", STRONG), ("a", LINK), ("img", IMG), ("br", BR_), ("hr", HR), ("table", TABLE), ("tr", ROW),
+    ("td th", CELL), ("caption", CAPTION), ("dt", DT), ("dd", DD),
+):
+    for _tag in _tags.split():
+        DISPATCH[_tag] = _code
+DISPATCH["dl"] = DEFLIST
+HEADINGS = {f"h{n}": "#" * n + " " for n in range(1, 7)}
 
 # Syntax, as noncharacters (crawler.reading.html.scrub takes them out of a
 # page's text): a line's text is escaped first, then these become syntax in
@@ -84,50 +107,6 @@ def finish_tx(doc: str) -> str:
     return doc
 
 
-MAX_CELLS = 200_000  # cells of a table, spans filled in; a larger one is rows of text
-
-
-def table_markdown(rows: list[list[tuple[str, str, int, int]]]) -> tuple[str, str] | None:
-    """A GitHub table of rows of (markdown, text, colspan, rowspan) cells,
-    the spans filled with empty cells, the first row its header; and its
-    text (a line a row). None when no cell has text."""
-    grid: list[list[tuple[str, str]]] = []
-    below: dict[int, int] = {}  # column -> rows a rowspan still covers
-    empty = ("", "")
-    cells = 0
-    for row in rows:
-        out: list[tuple[str, str]] = []
-        for md, text, colspan, rowspan in row:
-            while below.get(len(out)):
-                below[len(out)] -= 1
-                out.append(empty)
-            if rowspan > 1:
-                for c in range(len(out), len(out) + colspan):
-                    below[c] = rowspan - 1
-            out.append((md, text))
-            out.extend([empty] * (colspan - 1))
-        for c in sorted(below):
-            if c >= len(out) and below[c]:
-                below[c] -= 1
-                out.extend([empty] * (c - len(out)) + [empty])
-        cells += len(out)
-        grid.append(out)
-        if cells > MAX_CELLS:
-            break
-    text = "\n".join(line for r in grid if (line := " ".join(t for _, t in r if t)))
-    if not text:
-        return None
-    width = max(map(len, grid))
-    if width * len(grid) > MAX_CELLS:  # hostile spans: the rows as lines
-        return "\n\n".join(" ".join(m for m, _ in r if m) for r in grid if any(m for m, _ in r)), text
-    lines = []
-    for i, r in enumerate(grid):
-        lines.append("| " + " | ".join([m for m, _ in r] + [""] * (width - len(r))) + " |")
-        if i == 0:
-            lines.append("|" + " --- |" * width)
-    return "\n".join(lines), text
-
-
 _LANG = re.compile(r"(?:^|\s)(?:lang(?:uage)?-|highlight-(?:source-)?|brush:\s*)([\w+#.-]{1,30})", re.I)
 _LANG_OK = re.compile(r"[\w+#.-]{1,30}")
 
@@ -147,3 +126,85 @@ def lang_of(el: Any) -> str | None:
         if el is None:
             break
     return None
+
+
+def code_span(core: str, after_span: bool) -> str:
+    """Inline code: ``core`` between enough ticks (as text right after another
+    span: `a``b` would be one span)."""
+    ticks = 1
+    if "`" in core:
+        ticks = max(map(len, re.findall("`+", core))) + 1
+        if core[0] == "`" or core[-1] == "`":
+            core = PAD + core + PAD
+    if after_span:
+        return protect(core.replace(PAD, ""))
+    return TICK * ticks + protect(core) + TICK * ticks
+
+
+def code_block(code: str, lang: str | None) -> tuple[str, str] | None:
+    """A fenced code block of a pre's text, and its text (a line a line)."""
+    lines = code.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    first = 0
+    while first < len(lines) and not lines[first].strip():
+        first += 1
+    if first == len(lines):
+        return None
+    body = "\n".join(lines[first:])
+    ticks = 3
+    if "```" in body:
+        ticks = max(map(len, re.findall("`+", body))) + 1
+    return (f"{TICK * ticks}{protect(lang or '')}\n{protect(body)}\n{TICK * ticks}",
+            "\n".join(t for t in map(clean, lines[first:]) if t))
+
+
+_ORIGIN = re.compile(r"https?://[^/?#\\]+")
+_BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
+_NEEDS_QUOTE = re.compile("[\\s()<>\ufdd0-\ufdef]")
+_QUOTED = re.compile(r"[\s()<>]")  # percent-encoded in a link's URL: what would end it
+_PRIVATE = re.compile("[\ufdd0-\ufdef]")
+
+
+def _quote(m: re.Match[str]) -> str:
+    return quote(m.group(), safe="")
+
+
+class Urls:
+    """Links' and images' URLs resolved against a page's, as Markdown
+    writes them (None for none and for javascript:, data: ...)."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+        m = _ORIGIN.match(url or "")
+        self.origin = m.group() if m else ""  # scheme://host of url: the base of "/x"
+        self.urls: dict[str, str | None] = {}
+
+    def url_of(self, href: str | None) -> str | None:
+        if not href:
+            return None
+        got = self.urls.get(href, "")
+        if got != "":
+            return got
+        out: str | None = href.strip()
+        if not out:
+            out = None
+        elif out.startswith(("http://", "https://")):
+            pass
+        elif self.origin and out[0] == "/" and out[1:2] != "/" and "/." not in out:
+            out = self.origin + out
+        elif _BAD_SCHEME.match(out):
+            out = None
+        elif self.url:
+            try:
+                out = urljoin(self.url, out)
+            except ValueError:
+                out = None
+        if out is not None and _NEEDS_QUOTE.search(out):
+            out = _PRIVATE.sub("", out)
+            out = _QUOTED.sub(_quote, out.replace("\n", "").replace("\t", "").replace("\r", ""))
+        if out is not None:
+            out = protect(out)
+        if len(self.urls) < 10_000:
+            self.urls[href] = out
+        return out

@@ -225,7 +225,7 @@ class _Walk:
                         self.end_line()
                     ends.append(BLOCK)
                     t = el.text
-                    if t:
+                    if t and not t.isspace():  # white space at a line's start is nothing
                         parts.append(t)
                     continue
                 code = self.start(el, code)
@@ -235,12 +235,15 @@ class _Walk:
                     parts.append(t)
             else:
                 code = ends.pop()
+                t = el.tail
                 if code == BLOCK:
                     if parts:
                         self.end_line()
-                elif code > INLINE:
+                    if t and ends and not t.isspace():  # as above
+                        parts.append(t)
+                    continue
+                if code > INLINE:
                     self.end(el, code)
-                t = el.tail
                 if t and ends:
                     parts.append(t)
         self.flush()

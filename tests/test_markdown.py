@@ -9,6 +9,7 @@ import re
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import lxml.etree
 import pytest
@@ -21,7 +22,7 @@ DATA = Path(__file__).parent / "data"
 URL = "http://example.com/docs/page.html"
 
 
-def body(html: str | bytes) -> object:
+def body(html: str | bytes) -> Any:
     """The tree the content step hands over: parsed, its scripts and such stripped."""
     root = parse_html(html)
     assert root is not None
@@ -195,7 +196,7 @@ def test_text_is_clean_and_cells_do_not_glue() -> None:
 
 # ---- hostile trees
 
-def nested(tag: str, depth: int, text: str = "x") -> object:
+def nested(tag: str, depth: int, text: str = "x") -> Any:
     root = lxml.etree.Element("body")
     el = root
     for _ in range(depth):

@@ -259,4 +259,4 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
             prose, k = sums[el][0], sums[el][1]
             if k > 0 and k >= 2 * prose and prose < 200:
                 el.set(SKIP, "")
-    return render([container], url)
+    return render([container], url, images=False)

@@ -1,13 +1,13 @@
 """The main content of a page as Markdown and as plain text, from one walk
 of its tree. Pure logic, no Scrapy.
 
-``render(elements, url)`` walks the main content's containers (in page
-order, chosen by ``crawler.reading.content``), leaving out every element
-marked ``SKIP`` with its subtree but its tail. The words of the Markdown
-are the words of the text: both come from one line of text pieces and
-syntax characters (crawler.reading.mdparts) that the text drops. The walk
-is lxml's ``iterwalk``: no nesting depth can overflow it; the output stops
-at ``MAX_CHARS``; a tree that breaks the walk renders as its plain text.
+``render(elements, url)`` walks the main content's containers (in page order,
+chosen by ``crawler.reading.content``), leaving out every element marked ``SKIP``
+with its subtree but its tail. The words of the Markdown are the words of the
+text: both come from one line of text pieces and syntax characters
+(crawler.reading.mdparts) that the text drops. The walk is lxml's ``iterwalk``:
+no depth overflows it; output stops at ``MAX_CHARS``; a tree that breaks the
+walk renders as its plain text.
 
 No settings, no stats.
 """
@@ -22,11 +22,10 @@ from typing import Any
 import lxml.etree
 
 from crawler.reading.html import clean
-from crawler.reading.mdparts import (
-    BLOCK, BR, BR_, BSL, CAPTION, CELL, CODE, DD, DEFLIST, DISPATCH, DT, EM, EMPH, FRAME, HEADING, HEADINGS, HR,
-    IMAGE, IMG, INLINE, ITEM, LINK, LINK_OPEN, LINK_URL, LIST, PRE, QUOTE, ROW, SEP, STRONG, TABLE, TAIL, TICK,
-    URL_END, Urls, code_block, code_span, finish_md, finish_tx, lang_of, lead,
-)
+from crawler.reading.mdparts import (BLOCK, BR, BR_, BSL, CAPTION, CELL, CODE, DD, DEFLIST, DISPATCH, DT, EM, EMPH,
+                                     FRAME, HEADING, HEADINGS, HR, IMAGE, IMG, INLINE, ITEM, LINK, LINK_OPEN,
+                                     LINK_URL, LIST, PRE, QUOTE, ROW, SEP, STRONG, TABLE, TAIL, TICK, URL_END, Urls,
+                                     code_block, code_span, finish_md, finish_tx, lang_of, lead)
 from crawler.reading.mdtable import Table, bounded, is_data_table
 
 __all__ = ["MAX_CHARS", "SKIP", "Rendered", "render"]
@@ -52,9 +51,10 @@ class _Full(Exception):
     """The Markdown reached MAX_CHARS."""
 
 
-def render(elements: Sequence[Any], url: str | None = None) -> Rendered:
+def render(elements: Sequence[Any], url: str | None = None, images: bool = True) -> Rendered:
+    """``images`` False: images left out (a product grid's alt texts repeat its names)."""
     try:
-        return _Walk(url).run(elements)
+        return _Walk(url, images).run(elements)
     except Exception:  # any tree renders: fall back to its plain text
         text = "\n".join(t for el in elements if (t := _plain(el)))
         return Rendered(finish_md("\n".join(map(lead, text.split("\n")))), text)
@@ -68,8 +68,9 @@ def _plain(el: Any) -> str:
 
 
 class _Walk:
-    def __init__(self, url: str | None) -> None:
+    def __init__(self, url: str | None, images: bool = True) -> None:
         self.url_of = Urls(url).url_of
+        self.images = images
         self.md: list[str] = []  # finished blocks, separators included
         self.tx: list[str] = []
         self.size = 0
@@ -280,7 +281,7 @@ class _Walk:
             return FRAME
         if code == IMG:
             alt = el.get("alt")
-            if alt and not self.raw and (alt := clean(_PRIVATE.sub("", alt))):
+            if alt and self.images and not self.raw and (alt := clean(_PRIVATE.sub("", alt))):
                 src = self.url_of(el.get("src") or el.get("data-src"))
                 parts.append(f" {IMAGE}{LINK_OPEN}{alt}{LINK_URL}{src}{URL_END} " if src else f" {alt} ")
             return INLINE

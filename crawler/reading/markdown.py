@@ -25,7 +25,8 @@ from crawler.reading.html import clean
 from crawler.reading.mdparts import (BLOCK, BR, BR_, BSL, CAPTION, CELL, CODE, DD, DEFLIST, DISPATCH, DT, EM, EMPH,
                                      FRAME, HEADING, HEADINGS, HR, IMAGE, IMG, INLINE, ITEM, LINK, LINK_OPEN,
                                      LINK_URL, LIST, PRE, QUOTE, ROW, SEP, STRONG, TABLE, TAIL, TICK, URL_END, Urls,
-                                     code_block, code_span, finish_md, finish_tx, lang_of, lead)
+                                     code_block, code_span, finish_md, finish_tx, lang_of, lead,
+                                     plain_text)
 from crawler.reading.mdtable import Table, bounded, is_data_table
 
 __all__ = ["MAX_CHARS", "SKIP", "Rendered", "render"]
@@ -56,15 +57,8 @@ def render(elements: Sequence[Any], url: str | None = None, images: bool = True)
     try:
         return _Walk(url, images).run(elements)
     except Exception:  # any tree renders: fall back to its plain text
-        text = "\n".join(t for el in elements if (t := _plain(el)))
+        text = "\n".join(t for el in elements if (t := plain_text(el, MAX_CHARS)))
         return Rendered(finish_md("\n".join(map(lead, text.split("\n")))), text)
-
-
-def _plain(el: Any) -> str:
-    try:
-        return clean(lxml.etree.tostring(el, method="text", encoding=str, with_tail=False))[:MAX_CHARS]
-    except Exception:
-        return ""
 
 
 class _Walk:

@@ -12,11 +12,13 @@ import re
 from typing import Any
 from urllib.parse import quote, urljoin
 
+import lxml.etree
+
 from crawler.reading.html import clean
 
 __all__ = ["BLOCK", "BR_", "CAPTION", "CELL", "CODE", "DD", "DEFLIST", "DISPATCH", "DT", "EMPH", "FRAME",
            "HEADING", "HEADINGS", "HR", "IMG", "INLINE", "ITEM", "LINK", "LIST", "PRE", "QUOTE", "ROW", "SEP",
-           "STRONG", "TABLE", "TAIL", "BR", "BSL", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "Urls", "code_block",
+           "STRONG", "plain_text", "TABLE", "TAIL", "BR", "BSL", "EM", "IMAGE", "LINK_OPEN", "LINK_URL", "PAD", "TICK", "URL_END", "Urls", "code_block",
            "code_span", "finish_md", "finish_tx", "lang_of", "lead", "protect"]
 
 # What an element does at its start and its end (an int: one dict lookup an element).
@@ -208,3 +210,11 @@ class Urls:
         if len(self.urls) < 10_000:
             self.urls[href] = out
         return out
+
+
+def plain_text(el: Any, limit: int) -> str:
+    """An element's text, whitespace folded, at most ``limit`` characters ("" where it cannot be read)."""
+    try:
+        return clean(lxml.etree.tostring(el, method="text", encoding=str, with_tail=False))[:limit]
+    except Exception:
+        return ""

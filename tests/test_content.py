@@ -128,3 +128,15 @@ def test_hostile_nesting_does_not_overflow():
     assert "Paragraph 1." in main(page("<div>" * 1500 + para(1) + "</div>" * 1500))
     # Deeper, the parser keeps 2,048 levels and drops the rest: nothing raises.
     assert main(page("<div>" * 20000 + para(1) + "</div>" * 20000)) == ""
+
+
+def test_a_reply_quoting_the_post_it_answers_keeps_the_words_once():
+    first = "The first post asks whether the harbour ferry still runs on Sundays in the winter months."
+    html = page(f"<main><div class='post'><p>{first}</p></div><div class='post'><blockquote>{first}</blockquote>"
+                "<p>It does, twice a day, from the north pier. " + PARA + "</p></div>"
+                "<article><blockquote>A quotation found nowhere else on the page, kept as it is.</blockquote>"
+                + para(1) + "</article></main>")
+    text = main(html)
+    assert text.count("The first post asks") == 1
+    assert "It does, twice a day" in text
+    assert "A quotation found nowhere else" in text

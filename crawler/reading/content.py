@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import lxml.etree
 
@@ -191,6 +191,23 @@ class _Scan:
             sums[el] = (n, k, m, ml)
 
 
+_STRING = lxml.etree.XPath("string()", smart_strings=False)
+_QUOTED = 40  # characters of a quotation that make finding it twice telling
+
+
+def _quotes_again(container: Any) -> None:
+    """A quotation of what the page says elsewhere (a forum reply quoting
+    the post it answers) is left out: the words are the page's once."""
+    quotes = [el for el in container.iter("blockquote") if el.get(SKIP) is None]
+    if not quotes:
+        return
+    whole = " ".join(cast(str, _STRING(container)).split())
+    for el in quotes:
+        quoted = " ".join(cast(str, _STRING(el)).split())
+        if len(quoted) >= _QUOTED and whole.count(quoted) >= 2:
+            el.set(SKIP, "")
+
+
 def main_content(root: Any, url: str | None = None) -> Rendered:
     body = root.find("body")
     if body is None:
@@ -259,4 +276,5 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
             prose, k = sums[el][0], sums[el][1]
             if k > 0 and k >= 2 * prose and prose < 200:
                 el.set(SKIP, "")
+    _quotes_again(container)
     return render([container], url, images=False)

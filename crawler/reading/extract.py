@@ -184,13 +184,15 @@ _HEADING_LINKS = lxml.etree.XPath(
 
 
 def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool = False,
-            content: bool = True, metadata: bool = True) -> Page:
+            content: bool = True, metadata: bool = True, source: str | None = None) -> Page:
     """Analyse a page given as text, bytes or an lxml root (which is modified).
     With the page's ``url``, links to its own URL with a fragment count as
     in-page links (``Block.frag_chars``), as ``#x`` links always do. With
     ``link_context``, each link's surroundings too (``Page.link_contexts``:
     a focused crawl reads them). With ``content``, the main content
-    (``Page.main``, ``Page.markdown``); with ``metadata``, ``Page.metadata``."""
+    (``Page.main``, ``Page.markdown``); with ``metadata``, ``Page.metadata``
+    (``source``: the HTML a given tree was parsed from, which spares the
+    metadata a search of the tree where it names no microdata or RDFa)."""
     root = parse_html(html) if isinstance(html, (str, bytes)) else html
     page = Page()
     if root is None:
@@ -201,7 +203,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     page.canonical, page.lang, page.alternates = head.canonical, head.lang, head.alternates
     page.navigation = head.navigation
     if metadata:
-        page.metadata = read_metadata(root, url)
+        page.metadata = read_metadata(root, url, html if isinstance(html, str) else source)
     # What a client without scripts is shown: a <noscript> holding a page's
     # worth of text (Discourse serves its topics' posts so) is the page; the
     # rest ("enable JavaScript", a tracking pixel) goes with the scripts.

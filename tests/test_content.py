@@ -140,3 +140,15 @@ def test_a_reply_quoting_the_post_it_answers_keeps_the_words_once():
     assert text.count("The first post asks") == 1
     assert "It does, twice a day" in text
     assert "A quotation found nowhere else" in text
+
+
+def test_items_named_alike_but_numbered_are_items_and_buttons_are_not_content():
+    # Page builders number each widget in its class; the trails are the page.
+    trails = "".join(f"<div class='elementor-element elementor-element-{i:x}7a elementor-cta'><h3>Trail {i}</h3>"
+                     f"<p>Trail {i} winds through the pines for five miles and suits riders of every level.</p></div>"
+                     for i in range(6))
+    html = page(NAV + f"<main><h1>Trails</h1>{trails}<p>" + PARA + "<a class='btn btn-primary' href='/join'>Join "
+                "now</a></p></main>" + FOOTER)
+    text = main(html)
+    assert all(f"Trail {i} winds" in text for i in range(6))
+    assert "Join now" not in text

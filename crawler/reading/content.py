@@ -54,7 +54,7 @@ _BOILER_WORDS = frozenset(
     "sharing social socials related toolbar masthead pagination pager comment comments commentlist respond disqus "
     "newsletter subscribe subscription signup promo promos advert adverts ad ads adslot advertisement sponsor "
     "sponsored popup modal overlay skiplink screenreadertext sronly visuallyhidden authorbio tags tagcloud readmore "
-    "recommended morestories trending popular".split())
+    "recommended morestories trending popular btn button buttons cta".split())
 _SEPARATORS = str.maketrans("-_", "  ")
 # Readers' comments: boilerplate of an article however long, unless, all
 # named alike, they are most of the page (a forum's posts).
@@ -191,6 +191,14 @@ class _Scan:
             sums[el] = (n, k, m, ml)
 
 
+def _kind_of_name(el: Any) -> str:
+    """An element's class (else id) without the words that number it
+    ("elementor-element-6e4d78d", "post-1234"): what names it alike with
+    its siblings."""
+    value = el.get("class") or el.get("id") or ""
+    return " ".join(sorted(w for w in value.split() if not any(c.isdigit() for c in w)))
+
+
 _STRING = lxml.etree.XPath("string()", smart_strings=False)
 _QUOTED = 40  # characters of a quotation that make finding it twice telling
 
@@ -257,15 +265,15 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     # listing's cards ("promo"), a product's tabs.
     # Items of prose, that is: a menu's entries are links.
     by_name: dict[str, list[int]] = {}
-    for el in cued:
-        name = el.get("class") or el.get("id") or ""
+    names = [_kind_of_name(el) for el in cued]
+    for el, name in zip(cued, names):
         group = by_name.setdefault(name, [0, 0, 0])
         figures = sums[el]
         group[0] += weight(el)
         group[1] += figures[2]
         group[2] += figures[3]
-    for el in cued:
-        total_weight, total_prose, total_links = by_name[el.get("class") or el.get("id") or ""]
+    for el, name in zip(cued, names):
+        total_weight, total_prose, total_links = by_name[name]
         if total_weight * _CUE_SHARE < inside or total_prose < total_links:
             el.set(SKIP, "")
     # Link lists inside the container, unless the container is itself a list of links (a listing's items).

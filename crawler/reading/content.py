@@ -54,7 +54,7 @@ _BOILER_WORDS = frozenset(
     "sharing social socials related toolbar masthead pagination pager comment comments commentlist respond disqus "
     "newsletter subscribe subscription signup promo promos advert adverts ad ads adslot advertisement sponsor "
     "sponsored popup modal overlay skiplink screenreadertext sronly visuallyhidden authorbio tags tagcloud readmore "
-    "recommended morestories trending popular btn button buttons cta".split())
+    "recommended morestories trending popular btn button buttons cta userinfo postprofile signature userstats".split())
 _SEPARATORS = str.maketrans("-_", "  ")
 # Readers' comments: boilerplate of an article however long, unless, all
 # named alike, they are most of the page (a forum's posts).

@@ -59,7 +59,7 @@ _SEPARATORS = str.maketrans("-_", "  ")
 # Readers' comments: boilerplate of an article however long, unless, all
 # named alike, they are most of the page (a forum's posts).
 _COMMENTS = re.compile(
-    r"^(?:[\w-]*[_-])?(?:comments?|commentlist|comment-?list|respond|disqus_thread|"
+    r"^(?:[\w-]*[_-])?(?:comments?|commentlist|comment-?list|respond|disqus_thread|reviews|review-?list|"
     r"comments?-?(?:area|section|wrapper|container|block|thread|list|item|body|content|text))$", re.I)
 _CUE_SHARE = 3  # a class-named element is boilerplate below a third of the container's prose
 
@@ -185,7 +185,8 @@ class _Scan:
                         if value and len(value) < 512:
                             if _boiler_attr(value):
                                 self.cues.add(el)
-                            if ("omment" in value or "respond" in value or "disqus" in value) and _comments_name(value):
+                            if ("omment" in value or "respond" in value or "disqus" in value or "eview" in value) \
+                                    and _comments_name(value):
                                 self.comments.setdefault(value, []).append(el)
                                 break
             sums[el] = (n, k, m, ml)

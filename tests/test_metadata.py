@@ -216,7 +216,8 @@ def test_the_source_spares_the_scope_search_and_never_hides_a_scope():
             '</span></div><p typeof="schema:Book"><span property="schema:name">A Book</span></p></body></html>')
     root = parse_html(html)
     assert read_metadata(root, "https://example.org/", html) == read_metadata(root, "https://example.org/")
-    assert read_metadata(root, "https://example.org/", html)["microdata"] == [{"@type": "https://schema.org/Person", "name": "Ann Lee"}]
+    assert read_metadata(root, "https://example.org/", html)["microdata"] == [
+        {"@type": "https://schema.org/Person", "name": "Ann Lee"}]
     assert "rdfa" in read_metadata(root, "https://example.org/", html)
     # A source naming neither attribute: the tree is not searched (nothing to find in a real page's tree).
     assert "microdata" not in read_metadata(root, "https://example.org/", "<html><body></body></html>")

@@ -35,8 +35,9 @@ from crawler.reading.markdown import SKIP, Rendered, render
 __all__ = ["main_content"]
 
 # Boilerplate by what it is: navigation, asides, footers, controls, dialogs, what is hidden.
+# (a figure's caption: its credit and its gloss, not the text's words).
 _DROP_TAGS = frozenset({"nav", "footer", "aside", "menu", "form", "header", "button", "dialog", "select", "label",
-                        "input", "option"})
+                        "input", "option", "figcaption"})
 _DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "menu", "menubar", "dialog",
                          "alertdialog", "search", "toolbar", "tablist"})
 # ... of which a footer is never the page's wrapper, whatever it holds (an empty
@@ -70,7 +71,8 @@ def _boiler_attr(value: str) -> bool:
     if not _BOILER_WORDS.isdisjoint(words):
         return True
     for i in range(len(words) - 1):
-        if words[i] + words[i + 1] in _BOILER_WORDS or words[i] + words[i + 1] + "".join(words[i + 2:i + 3]) in _BOILER_WORDS:
+        pair = words[i] + words[i + 1]
+        if pair in _BOILER_WORDS or pair + "".join(words[i + 2:i + 3]) in _BOILER_WORDS:
             return True
     return False
 

@@ -105,49 +105,21 @@ def _comments_name(value: str) -> bool:
 Sums = tuple[int, int, int, int]
 
 
-def _sums(elements: list[Any], boiler: set[Any]) -> dict[Any, Sums]:
-    """Each element's figures, bottom-up, in one pass."""
-    sums: dict[Any, Sums] = {}
-    for el in reversed(elements):
-        text = el.text
-        n = len(text.strip()) if text else 0
-        k = 0
-        m = n
-        ml = 0
-        for child in el:
-            cn, ck, cm, cml = sums[child]
-            n += cn
-            k += ck
-            m += cm
-            ml += cml
-            tail = child.tail
-            if tail:
-                c = len(tail.strip())
-                n += c
-                m += c
-        if el.tag == "a":
-            k += n
-            n = m = 0
-            ml = k
-        if el in boiler:
-            m = ml = 0
-        sums[el] = (n, k, m, ml)
-    return sums
-
-
 class _Scan:
-    """The first pass over the page: each element's figures with
+    """The pass over the page: each element's figures (``sums``) with
     boilerplate by tag, role and hiding left out (``boiler``), and the
     elements whose class or id names readers' comments (``comments``) or
-    boilerplate (``cues``)."""
+    boilerplate (``cues``). Given its ``boiler``, the figures again with it
+    left out (the names are not read again)."""
 
     __slots__ = ("elements", "sums", "boiler", "comments", "cues")
 
-    def __init__(self, body: Any) -> None:
-        self.elements = elements = list(body.iter(lxml.etree.Element))
+    def __init__(self, body: Any, boiler: set[Any] | None = None, elements: list[Any] | None = None) -> None:
+        self.elements = elements = list(body.iter(lxml.etree.Element)) if elements is None else elements
         sums: dict[Any, Sums] = {}
-        boiler: set[Any] = set()
-        self.sums, self.boiler = sums, boiler
+        read = boiler is None
+        self.boiler = boiler = set() if boiler is None else boiler
+        self.sums = sums
         self.comments: dict[str, list[Any]] = {}
         self.cues: set[Any] = set()
         for el in reversed(elements):
@@ -172,26 +144,32 @@ class _Scan:
                 k += n
                 n = m = 0
                 ml = k
-            if tag in _DROP_TAGS:
-                boiler.add(el)
+            if read:
+                self._names(el, tag)
+            if el in boiler:
                 m = ml = 0
-            names = el.keys()
-            if names:
-                if "role" in names and el not in boiler and _strong(el, tag):
-                    boiler.add(el)
-                    m = ml = 0
-                if ("style" in names or "hidden" in names or "aria-hidden" in names) and _hidden(el):
-                    self.cues.add(el)
-                if "class" in names or "id" in names:
-                    for value in (el.get("class"), el.get("id")):
-                        if value and len(value) < 512:
-                            if _boiler_attr(value):
-                                self.cues.add(el)
-                            if ("omment" in value or "respond" in value or "disqus" in value or "eview" in value) \
-                                    and _comments_name(value):
-                                self.comments.setdefault(value, []).append(el)
-                                break
             sums[el] = (n, k, m, ml)
+
+    def _names(self, el: Any, tag: str) -> None:
+        boiler = self.boiler
+        if tag in _DROP_TAGS:
+            boiler.add(el)
+        names = el.keys()
+        if not names:
+            return
+        if "role" in names and el not in boiler and _strong(el, tag):
+            boiler.add(el)
+        if ("style" in names or "hidden" in names or "aria-hidden" in names) and _hidden(el):
+            self.cues.add(el)
+        if "class" in names or "id" in names:
+            for value in (el.get("class"), el.get("id")):
+                if value and len(value) < 512:
+                    if _boiler_attr(value):
+                        self.cues.add(el)
+                    if ("omment" in value or "respond" in value or "disqus" in value or "eview" in value) \
+                            and _comments_name(value):
+                        self.comments.setdefault(value, []).append(el)
+                        break
 
 
 def _kind_of_name(el: Any) -> str:
@@ -231,14 +209,14 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     wrappers = {el for el in boiler if sums[el][0] * 2 >= total and el.tag not in _NEVER_PAGE}
     if wrappers:
         boiler -= wrappers
-        sums = _sums(elements, boiler)
+        sums = _Scan(body, boiler, elements).sums
     if scan.comments:
         before = len(boiler)
         for group in scan.comments.values():
             if sum(sums[el][2] for el in group) * 2 < sums[body][2]:
                 boiler.update(group)
         if len(boiler) > before:
-            sums = _sums(elements, boiler)
+            sums = _Scan(body, boiler, elements).sums
     # The main container: the deepest element holding most of the page's
     # weight (its prose, and half its link text: a listing's items are links).
     def weight(el: Any) -> int:

@@ -152,3 +152,11 @@ def test_items_named_alike_but_numbered_are_items_and_buttons_are_not_content():
     text = main(html)
     assert all(f"Trail {i} winds" in text for i in range(6))
     assert "Join now" not in text
+
+
+def test_a_paragraph_said_again_word_for_word_is_kept_once():
+    promo = "<p>Free delivery on every order over fifty euros, all year round.</p>"
+    html = page(f"<main>{promo}{para(1)}{promo}{para(2)}{promo}<ul><li>{promo}</li></ul></main>")
+    text = main(html)
+    assert text.count("Free delivery on every order") == 1
+    assert "Paragraph 1." in text and "Paragraph 2." in text

@@ -197,6 +197,25 @@ def _quotes_again(container: Any) -> None:
             el.set(SKIP, "")
 
 
+_LEAVES = ("p",)
+
+
+def _said_again(container: Any) -> None:
+    """A block of text the main content says again word for word (a
+    promotion repeated, a card shown twice) is kept once."""
+    seen: set[str] = set()
+    for el in container.iter(_LEAVES):
+        if el.get(SKIP) is not None:
+            continue
+        said = " ".join(cast(str, _STRING(el)).split())
+        if len(said) < 20:
+            continue
+        if said in seen:
+            el.set(SKIP, "")
+        else:
+            seen.add(said)
+
+
 def main_content(root: Any, url: str | None = None) -> Rendered:
     body = root.find("body")
     if body is None:
@@ -266,4 +285,5 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
             if k > 0 and k >= 2 * prose and prose < 200:
                 el.set(SKIP, "")
     _quotes_again(container)
+    _said_again(container)
     return render([container], url, images=False)

@@ -210,14 +210,3 @@ def test_hostile_markup_costs_little_and_is_bounded():
     assert found[2]["microdata"] == [{"name": ("word " * 401)[:MAX_STRING]}] and found[2]["cut"] == 1
     assert found[2]["title"] == "H" and "author" not in found[2]  # 200,000 words are no name
 
-
-def test_the_source_spares_the_scope_search_and_never_hides_a_scope():
-    html = ('<html><body><div ItemScope itemtype="https://schema.org/Person"><span itemprop="name">Ann Lee'
-            '</span></div><p typeof="schema:Book"><span property="schema:name">A Book</span></p></body></html>')
-    root = parse_html(html)
-    assert read_metadata(root, "https://example.org/", html) == read_metadata(root, "https://example.org/")
-    assert read_metadata(root, "https://example.org/", html)["microdata"] == [
-        {"@type": "https://schema.org/Person", "name": "Ann Lee"}]
-    assert "rdfa" in read_metadata(root, "https://example.org/", html)
-    # A source naming neither attribute: the tree is not searched (nothing to find in a real page's tree).
-    assert "microdata" not in read_metadata(root, "https://example.org/", "<html><body></body></html>")

@@ -22,5 +22,6 @@ class Classify(PartStep):
         assert page.analysis is not None and page.checked is not None
         item = page.item
         page.typed = self.parts.typer.type_page(item.url, page.analysis, page.blocks, page.keys,
-                                                page.checked.template, item.site, page.kind_scores)
+                                                page.checked.template, item.site, page.kind_scores,
+                                                page.base_features)
         item.page_type = page.typed.page_type

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from crawler.chain.page import HTML, Page
 from crawler.chain.parts import PartStep
+from crawler.pagetypes.features import page_features
 from crawler.pagetypes.kind import OTHER, kind_of, kind_scores
 
 __all__ = ["Kind"]
@@ -27,6 +28,7 @@ class Kind(PartStep):
         if analysis is None or not analysis.features:  # nothing read of it (unparsable)
             item.kind = OTHER
         else:
-            page.kind_scores = kind_scores(analysis, item.url)
+            page.base_features = page_features(item.url, analysis)
+            page.kind_scores = kind_scores(analysis, item.url, page.base_features)
             item.kind = kind_of(page.kind_scores)
         self.parts.stats.inc_value(f"kind/{item.kind}")

@@ -64,6 +64,9 @@ class Page:
     # The page's kinds' probabilities (crawler/pagetypes/kind.py), by the
     # kind step; the type step types a page alone by them (None: not read).
     kind_scores: dict[str, float] | None = None
+    # The page's type features (crawler.pagetypes.features.page_features),
+    # read once by the kind step for the kind and the type.
+    base_features: list[float] | None = None
     # The request for the page's canonical URL when it is a copy (queued
     # after the page's item: the store step yields it), and whether its
     # links are to be left alone (its canonical on the same site is trusted).

@@ -25,7 +25,7 @@ __all__ = ["Parse", "read_html"]
 def read_html(html: str, url: str, contexts: bool, content: bool = True) -> tuple[Any, Analysis]:
     """The tree of ``html`` and its analysis (with ``content``, its main content)."""
     tree = parse_html(html)
-    return tree, analyze(tree, url, link_context=contexts, content=content, source=html)
+    return tree, analyze(tree, url, link_context=contexts, content=content)
 
 
 class Parse(PartStep):

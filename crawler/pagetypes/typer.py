@@ -127,16 +127,18 @@ class PageTyper:
         return blocks, stat_keys(blocks) if self.use_template and blocks else None
 
     def type_page(self, url: str, page: Page, blocks: list[BlockStat], keys: list[str] | None,
-                  template: frozenset[str] | None, site: str, kind: dict[str, float] | None = None) -> Typed:
+                  template: frozenset[str] | None, site: str, kind: dict[str, float] | None = None,
+                  features: list[float] | None = None) -> Typed:
         """The page's type, with its site's ``template`` (None: alone, by
         the probabilities of its ``kind``: the kind step's, read here when
-        that step did not run)."""
+        that step did not run). ``features``: the page's ``page_features``
+        when the kind step read them."""
         base: list[float] = []
         # An index of terms (A ... Z, each entry a link) is an index page,
         # template or not.
         terms = bool(page.features) and term_index(page.blocks)
         if page.features:
-            base = page_features(url, page)
+            base = page_features(url, page) if features is None else features
             if template is None and kind is None:
                 kind = kind_scores(page, url, base)
             page_type = classify_stats(base, blocks, template, self.threshold, thin_navigation(page), self.trust,

@@ -30,6 +30,7 @@ from typing import Any, cast
 
 import lxml.etree
 
+from crawler.reading.html import STRING
 from crawler.reading.markdown import SKIP, Rendered, render
 
 __all__ = ["main_content"]
@@ -180,7 +181,6 @@ def _kind_of_name(el: Any) -> str:
     return " ".join(sorted(w for w in value.split() if not any(c.isdigit() for c in w)))
 
 
-_STRING = lxml.etree.XPath("string()", smart_strings=False)
 _QUOTED = 40  # characters of a quotation that make finding it twice telling
 
 
@@ -190,9 +190,9 @@ def _quotes_again(container: Any) -> None:
     quotes = [el for el in container.iter("blockquote") if el.get(SKIP) is None]
     if not quotes:
         return
-    whole = " ".join(cast(str, _STRING(container)).split())
+    whole = " ".join(cast(str, STRING(container)).split())
     for el in quotes:
-        quoted = " ".join(cast(str, _STRING(el)).split())
+        quoted = " ".join(cast(str, STRING(el)).split())
         if len(quoted) >= _QUOTED and whole.count(quoted) >= 2:
             el.set(SKIP, "")
 
@@ -207,7 +207,7 @@ def _said_again(container: Any) -> None:
     for el in container.iter(_LEAVES):
         if el.get(SKIP) is not None:
             continue
-        said = " ".join(cast(str, _STRING(el)).split())
+        said = " ".join(cast(str, STRING(el)).split())
         if len(said) < 20:
             continue
         if said in seen:

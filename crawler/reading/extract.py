@@ -30,7 +30,7 @@ from typing import Any, cast
 
 import lxml.etree
 
-from crawler.reading.html import UNSAFE, clean, parse_html, scrub, scrub_tree
+from crawler.reading.html import STRING, UNSAFE, clean, parse_html, scrub, scrub_tree
 from crawler.reading.head import read_head
 from crawler.reading.content import main_content
 from crawler.reading.figures import LONG_BLOCK
@@ -176,7 +176,6 @@ _FRAG_OPEN, _FRAG_CLOSE = "\ufdd6", "\ufdd7"  # a link to a place on the same pa
 _LINK_SPLIT = re.compile("([\ufdd1\ufdd2\ufdd6\ufdd7])")
 _EDGE = " \t\n\r\f\v\ufdd3\ufdd4\ufdd5"
 
-_STRING = lxml.etree.XPath("string()", smart_strings=False)
 _HEADING_LINKS = lxml.etree.XPath(
     "count(//h1//a[@href] | //h2//a[@href] | //h3//a[@href] | //h4//a[@href] | "
     "//h5//a[@href] | //h6//a[@href])"
@@ -184,15 +183,13 @@ _HEADING_LINKS = lxml.etree.XPath(
 
 
 def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool = False,
-            content: bool = True, metadata: bool = True, source: str | None = None) -> Page:
+            content: bool = True, metadata: bool = True) -> Page:
     """Analyse a page given as text, bytes or an lxml root (which is modified).
     With the page's ``url``, links to its own URL with a fragment count as
     in-page links (``Block.frag_chars``), as ``#x`` links always do. With
     ``link_context``, each link's surroundings too (``Page.link_contexts``:
     a focused crawl reads them). With ``content``, the main content
-    (``Page.main``, ``Page.markdown``); with ``metadata``, ``Page.metadata``
-    (``source``: the HTML a given tree was parsed from, which spares the
-    metadata a search of the tree where it names no microdata or RDFa)."""
+    (``Page.main``, ``Page.markdown``); with ``metadata``, ``Page.metadata``."""
     root = parse_html(html) if isinstance(html, (str, bytes)) else html
     page = Page()
     if root is None:
@@ -203,17 +200,17 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
     page.canonical, page.lang, page.alternates = head.canonical, head.lang, head.alternates
     page.navigation = head.navigation
     if metadata:
-        page.metadata = read_metadata(root, url, html if isinstance(html, str) else source)
+        page.metadata = read_metadata(root, url)
     # What a client without scripts is shown: a <noscript> holding a page's
     # worth of text (Discourse serves its topics' posts so) is the page; the
     # rest ("enable JavaScript", a tracking pixel) goes with the scripts.
     for el in root.iter("noscript"):
-        if len(cast(str, _STRING(el))) >= NOSCRIPT_PAGE:
+        if len(cast(str, STRING(el))) >= NOSCRIPT_PAGE:
             el.tag = "div"
     lxml.etree.strip_elements(root, *SKIP_TAGS, with_tail=False)
     # One check of all the text, and the rare page that needs it cleaned:
     # cheaper than checking each string written back below.
-    if UNSAFE.search(cast(str, _STRING(root))) is not None:
+    if UNSAFE.search(cast(str, STRING(root))) is not None:
         scrub_tree(root)
     if content:
         # Before the links and blocks are marked below: the markers are not text.
@@ -244,7 +241,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
         if el.tag == "area":
             links.append((href, clean(scrub(el.get("alt") or ""))))
             continue
-        text = el.text if len(el) == 0 else cast(str, _STRING(el))
+        text = el.text if len(el) == 0 else cast(str, STRING(el))
         rel = el.get("rel")
         if (rel is not None and len(page.navigation) < MAX_NAVIGATION and is_navigation(rel)
                 and href not in page.navigation):
@@ -270,7 +267,7 @@ def analyze(html: str | bytes | Any, url: str | None = None, link_context: bool 
         el.text = opening + (el.text or "")
         el.tail = closing + (el.tail or "")
 
-    blocks, h1_before_para = _blocks(cast(str, _STRING(root)), link_context)
+    blocks, h1_before_para = _blocks(cast(str, STRING(root)), link_context)
     counts["h1_before_para"] = h1_before_para
     page.blocks = blocks
     main = [b for b in blocks if not b.boiler and b.link_chars * 2 < len(b.text)]

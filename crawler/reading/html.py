@@ -24,7 +24,10 @@ import lxml.etree
 
 from crawler.reading.encoding import decode_html
 
-__all__ = ["UNSAFE", "clean", "parse_html", "scrub", "scrub_tree"]
+__all__ = ["STRING", "UNSAFE", "clean", "parse_html", "scrub", "scrub_tree"]
+
+# An element's text, its descendants' included, in one call into lxml's C code.
+STRING = lxml.etree.XPath("string()", smart_strings=False)
 
 # lxml.etree's parser, not lxml.html's: the latter calls back into Python to
 # pick an element class for every element touched, which cost more than all

@@ -76,9 +76,6 @@ _OG_PREFIXES = ("og:", "article:", "product:", "book:", "profile:", "music:", "v
 # The one scan for microdata and RDFa (most pages have neither; the tag
 # walk below cannot see attributes): the attribute nodes of both.
 _SCOPES = lxml.etree.XPath("//@itemscope|//@typeof")
-# How those attributes are written (HTML's names are case-insensitive; these
-# are the spellings pages use): a source without any has neither.
-_SCOPE_NAMES = ("itemscope", "typeof", "itemScope", "typeOf", "ITEMSCOPE", "TYPEOF", "ItemScope", "TypeOf")
 _ITEMPROPS = lxml.etree.XPath("//*[@itemprop]")
 _PROPERTIES = lxml.etree.XPath("//*[@property]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -138,25 +135,18 @@ class _Read:
         return "_" + key if key.startswith("$") else key
 
 
-def read_metadata(root: Any, url: str | None = None, source: str | None = None) -> dict[str, Any]:
-    """The page's metadata (see the module's docstring); ``{}`` for None.
-    ``source``: the HTML the tree was parsed from, if at hand: a page whose
-    text names no ``itemscope`` or ``typeof`` has no microdata or RDFa, and
-    the tree is not searched for them (a search of every node)."""
+def read_metadata(root: Any, url: str | None = None) -> dict[str, Any]:
+    """The page's metadata (see the module's docstring); ``{}`` for None."""
     if root is None:
         return {}
     read = _Read()
     try:
-        return _read(root, url, read, source)
+        return _read(root, url, read)
     except Exception:  # a bug must not cost the page: counted instead
         return {"errors": read.errors + 1}
 
 
-def _scoped(source: str | None) -> bool:
-    return source is None or any(name in source for name in _SCOPE_NAMES)
-
-
-def _read(root: Any, url: str | None, read: _Read, source: str | None = None) -> dict[str, Any]:
+def _read(root: Any, url: str | None, read: _Read) -> dict[str, Any]:
     opengraph: dict[str, Any] = {}
     twitter: dict[str, Any] = {}
     meta: dict[str, str] = {}
@@ -210,7 +200,7 @@ def _read(root: Any, url: str | None, read: _Read, source: str | None = None) ->
     jsonld = [item for text in scripts for item in _jsonld(text, read)]
     microdata: list[Any] = []
     rdfa: list[Any] = []
-    found = cast(list[Any], _SCOPES(root)) if _scoped(source) else []
+    found = cast(list[Any], _SCOPES(root))
     if found:
         micro = [a.getparent() for a in found if a.attrname == "itemscope"]
         typed = [a.getparent() for a in found if a.attrname == "typeof"]

@@ -160,3 +160,19 @@ def test_a_paragraph_said_again_word_for_word_is_kept_once():
     text = main(html)
     assert text.count("Free delivery on every order") == 1
     assert "Paragraph 1." in text and "Paragraph 2." in text
+
+
+def test_a_byline_a_disclaimer_and_footnotes_are_left_out_and_an_entry_keeps_its_post_classes():
+    # An entry (microformats' "hentry") is named after its tags and author as
+    # well ("tag-social", "author-jo"): those are what it is about, not boilerplate.
+    entries = "".join(f"<div class='entry hentry tag-social category-news author-jo'><h3>Entry {i}</h3>"
+                      f"<p>Entry {i} says what the harbour board decided about the ferry timetable.</p></div>"
+                      for i in range(2))
+    html = page("<article><h1>The title</h1><div class='post-byline'>By Jo Smith</div>" + para(1)
+                + "<p class='affiliate-disclaimer'>We may earn a commission from links on this page.</p>" + para(2)
+                + entries + "<section class='footnotes'><ol><li>A note on the second paragraph.</li></ol></section>"
+                "</article>")
+    body = (PARA * 2).strip()
+    said = "says what the harbour board decided about the ferry timetable."
+    assert main(html).split("\n") == ["The title", f"Paragraph 1. {body}", f"Paragraph 2. {body}",
+                                      "Entry 0", f"Entry 0 {said}", "Entry 1", f"Entry 1 {said}"]

@@ -56,7 +56,8 @@ _BOILER_WORDS = frozenset(
     "sharing social socials related toolbar masthead pagination pager comment comments commentlist respond disqus "
     "newsletter subscribe subscription signup promo promos advert adverts ad ads adslot advertisement sponsor "
     "sponsored popup modal overlay skiplink screenreadertext sronly visuallyhidden authorbio tags tagcloud readmore "
-    "recommended morestories trending popular btn button buttons cta userinfo postprofile signature userstats".split())
+    "recommended morestories trending popular btn button buttons cta userinfo postprofile signature userstats "
+    "byline disclaimer footnotes".split())
 _SEPARATORS = str.maketrans("-_", "  ")
 # Readers' comments: boilerplate of an article however long, unless, all
 # named alike, they are most of the page (a forum's posts).
@@ -69,6 +70,8 @@ _CUE_SHARE = 3  # a class-named element is boilerplate below a third of the cont
 @lru_cache(maxsize=16384)
 def _boiler_attr(value: str) -> bool:
     words = value.lower().translate(_SEPARATORS).split()
+    if "hentry" in words:  # an entry (microformats), named after its tags and author too: "tag-social"
+        return False
     if not _BOILER_WORDS.isdisjoint(words):
         return True
     for i in range(len(words) - 1):

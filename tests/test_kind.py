@@ -162,6 +162,23 @@ def test_the_model_reads_only_numbers_and_its_own_features():
         KindModel(dict(data, features=list(KIND_FEATURES)[:-1]))
 
 
+@pytest.mark.parametrize("url, pager, slash, last", [
+    ("https://example.com/blog/page/2/", 1.0, 1.0, 1.0),
+    ("https://example.com/news?page=3", 1.0, 0.0, 4.0),
+    ("https://example.com/shop/shoes?start=40&sort=new", 1.0, 0.0, 5.0),
+    ("https://example.com/forum/p12", 1.0, 0.0, 3.0),
+    ("https://example.com/2024/05/how-we-rebuilt-our-search-index", 0.0, 0.0, 31.0),
+    ("https://example.com/category/garden/", 0.0, 1.0, 6.0),
+    ("https://example.com/p/" + "x" * 200, 0.0, 0.0, 80.0),
+    ("https://example.com/pages/page-two", 0.0, 0.0, 8.0),
+    ("https://example.com/", 0.0, 1.0, 0.0),
+])
+def test_the_urls_listing_page_number_trailing_slash_and_last_parts_length(url, pager, slash, last):
+    page = analyze(doc("A page", "<p>Some words of the page.</p>"), url)
+    x = dict(zip(KIND_FEATURES, kind_vector(page, url)))
+    assert (x["url_pager"], x["url_slash"], x["url_last_len"]) == (pager, slash, last)
+
+
 def test_a_huge_page_is_read_in_bounded_time():
     url = "https://example.com/" + "a/" * 5000 + "x"
     html = "<title>" + "t" * 100000 + "</title>" + "<div><a href='/x'>Reply</a></div>" * 20000

@@ -14,7 +14,8 @@ reads what the crawler's analysis of the page already has
 (``kind_vector``): the page-type features (``crawler.pagetypes.features``:
 link density, long paragraphs, schema.org and Open Graph types, the URL's
 shape), finer JSON-LD and Open Graph types, where the URL points (``/forum``,
-``/product``, ``/docs``, ``/services`` ...), the title's words, and the
+``/product``, ``/docs``, ``/services`` ...) and its shape (a listing's
+later page, a trailing "/", the length of its last part), the title's words, and the
 words of the page's short blocks (buttons and labels: "Add to cart",
 "Reply", "Edit this page", "Get a quote", "Read more"), in the first
 ``SHORT_BLOCKS`` of them.
@@ -28,7 +29,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from crawler.pagetypes.features import FEATURES, page_features
 from crawler.pagetypes.template import OWN_FEATURES
@@ -100,6 +101,9 @@ _HOST_NAMES = {
     "host_shop": frozenset({"amazon", "ebay", "etsy", "walmart", "shopify", "target", "bestbuy"}),
 }
 _URL_SPLIT = re.compile(r"[/._\-]+")
+# A listing's later pages: "/page/2/", "/p3", "?page=2", "?start=20".
+_PAGER = re.compile(r"(?:^|/)(?:page|p|pg)[/=_-]?\d+(?:/|$)")
+_PAGER_QUERY = frozenset({"page", "p", "pg", "paged", "start", "offset"})
 _YEAR = re.compile(r"(?:^|[/._-])(?:19|20)\d\d(?:$|[/._-])")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+|v\d+")
 _TITLE_CUES = {
@@ -136,7 +140,8 @@ _SHORT_GROUPS = ("forum", "product", "docs", "service", "listing")
 
 KIND_FEATURES: tuple[str, ...] = (
     *FEATURES[:_PAGE_ONLY], "text_log", "blocks_log", "h1_count", "inputs_log", "rel_navigation",
-    *_LD, *_URL_CUES, *_HOST_FIRST, "url_year", "url_version", *_TITLE_CUES, *(f"short_{g}" for g in _SHORT_GROUPS), "short_share",
+    *_LD, *_URL_CUES, *_HOST_FIRST, "url_year", "url_version",
+    "url_pager", "url_slash", "url_last_len", *_TITLE_CUES, *(f"short_{g}" for g in _SHORT_GROUPS), "short_share",
     "digits_title", "path_depth_raw",
 )
 
@@ -157,6 +162,13 @@ def _url_cues(url: str) -> tuple[float, ...]:
         *(1.0 if first in _HOST_FIRST[h] or not names.isdisjoint(_HOST_NAMES[h]) else 0.0 for h in _HOST_FIRST),
         1.0 if _YEAR.search(path) else 0.0,
         1.0 if _VERSION.search(path) else 0.0,
+        # A listing's later page; a path ending in "/" (a section's
+        # address) and how long its last part is (an article's or a
+        # product's slug is long, a section's name short).
+        1.0 if _PAGER.search(path) or not _PAGER_QUERY.isdisjoint(
+            k.lower() for k, _ in parse_qsl(parts.query[:512], keep_blank_values=True)) else 0.0,
+        1.0 if path.endswith("/") else 0.0,
+        float(min(len(path.rstrip("/").rsplit("/", 1)[-1]), 80)),
     )
 
 

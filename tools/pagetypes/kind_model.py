@@ -165,9 +165,9 @@ INDEX_KINDS = frozenset({"listing", "collection"})
 INFO_KINDS = frozenset({"article", "product", "forum", "documentation"})
 MIN_INDEX_RECALL = 0.93  # as tools.pagetypes.page_model chooses its threshold
 # The page-only model's share of a lone page's index score. Shares from 0.2
-# to 0.7 score the same in cross-validation on the dev split (balanced
-# accuracy 0.932-0.935, the kind alone 0.933, the page-only model alone
-# 0.919); at 0.6 the start pages of ten documentation trees of the
+# to 0.6 score about the same in cross-validation on the dev split (balanced
+# accuracy 0.935-0.938, the kind alone 0.933, the page-only model alone
+# 0.924); at 0.6 the start pages of ten documentation trees of the
 # page-type fit (tools.pagetypes.sources: cmake, gtk3, junit4, cppunit,
 # flask, gio, jsoup, maxima, sphinx, flex) are typed as the page-only model
 # types them (8 of 10 index: a crawl follows their links), where the kind

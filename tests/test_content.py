@@ -176,3 +176,19 @@ def test_a_byline_a_disclaimer_and_footnotes_are_left_out_and_an_entry_keeps_its
     said = "says what the harbour board decided about the ferry timetable."
     assert main(html).split("\n") == ["The title", f"Paragraph 1. {body}", f"Paragraph 2. {body}",
                                       "Entry 0", f"Entry 0 {said}", "Entry 1", f"Entry 1 {said}"]
+
+
+def test_a_section_headed_as_other_things_on_offer_is_left_out():
+    # A shop's product page: the description is the content; "Similar
+    # items" and "Customers also bought" carousels offer other things. A
+    # heading that only mentions such things inside the description stays.
+    cards = "".join(f"<li><h4>Lamp {i}</h4><p>A brass lamp with a linen shade, model {i}.</p></li>" for i in range(4))
+    html = page("<main><h1>Reading lamp</h1><div class='description'><p>A reading lamp of walnut and brass with a "
+                "dimmer in its base, made by hand in Porto. " + PARA + "</p><h2>Compare with similar products</h2>"
+                "<p>It gives twice the light of the desk lamp for the same power.</p></div>"
+                f"<section><div class='title'><h2>Similar items</h2></div><ul>{cards}</ul></section>"
+                "<div><h3>Customers also bought</h3><p>A linen shade in sand, a spare bulb, a walnut stand.</p></div>"
+                "</main>")
+    assert main(html) == ("Reading lamp\nA reading lamp of walnut and brass with a dimmer in its base, made by hand "
+                          "in Porto. " + PARA.strip() + "\nCompare with similar products\nIt gives twice the light of "
+                          "the desk lamp for the same power.")

@@ -219,6 +219,38 @@ def _said_again(container: Any) -> None:
             seen.add(said)
 
 
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# A heading that offers other things than the page's own: a shop's "similar
+# items", "customers also bought", a forum's "similar threads".
+_OTHERS = re.compile(
+    r"\b(?:(?:similar|related|recommended) (?:items?|products?|accessories|threads)"
+    r"|also (?:viewed|bought|purchased|like)|more like this|(?:customers|people) (?:also|who viewed)"
+    r"|items to explore)\b", re.I)
+
+
+def _others_offered(container: Any, inside: int, weight: Any) -> None:
+    """A section headed as an offer of other things (``_OTHERS``) is left
+    out: the heading's ancestors up to the last one it leads and that holds
+    no other heading of its rank or above (its items' own are below), so
+    long as that is a small part of the container."""
+    for heading in container.iter(_HEADINGS):
+        if heading.get(SKIP) is not None:
+            continue
+        title = cast(str, STRING(heading)).strip()
+        if not _OTHERS.search(title):
+            continue
+        section = None
+        rank = heading.tag
+        parent = heading.getparent()
+        while parent is not None and parent is not container and weight(parent) * _CUE_SHARE < inside \
+                and not any(other.tag <= rank and other is not heading for other in parent.iter(_HEADINGS)) \
+                and cast(str, STRING(parent)).lstrip().startswith(title):
+            section = parent
+            parent = parent.getparent()
+        if section is not None:
+            section.set(SKIP, "")
+
+
 def main_content(root: Any, url: str | None = None) -> Rendered:
     body = root.find("body")
     if body is None:
@@ -287,6 +319,7 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
             prose, k = sums[el][0], sums[el][1]
             if k > 0 and k >= 2 * prose and prose < 200:
                 el.set(SKIP, "")
+    _others_offered(container, inside, weight)
     _quotes_again(container)
     _said_again(container)
     return render([container], url, images=False)

@@ -176,3 +176,18 @@ def test_a_byline_a_disclaimer_and_footnotes_are_left_out_and_an_entry_keeps_its
     said = "says what the harbour board decided about the ferry timetable."
     assert main(html).split("\n") == ["The title", f"Paragraph 1. {body}", f"Paragraph 2. {body}",
                                       "Entry 0", f"Entry 0 {said}", "Entry 1", f"Entry 1 {said}"]
+
+
+def test_an_article_leaves_out_its_author_box_and_a_list_keeps_each_item_author():
+    # Said once or twice, an author's name and box are the article's
+    # boilerplate; said for each item, each is the item's own.
+    box = ("<div class='author-box'><h4 class='author-name'>Jo Smith</h4>"
+           "<p>Jo Smith writes about harbours and ferries for the paper.</p></div>")
+    html = page("<article><h1>The title</h1><span class='post-author'>Jo Smith</span>" + para(1) + para(2)
+                + box + "</article>")
+    body = (PARA * 2).strip()
+    assert main(html).split("\n") == ["The title", f"Paragraph 1. {body}", f"Paragraph 2. {body}"]
+    posts = "".join(f"<div class='post'><span class='post-author'>Writer {i}</span>" + para(i) + "</div>"
+                    for i in range(3))
+    assert main(page("<main>" + posts + "</main>")).split("\n") == [
+        line for i in range(3) for line in (f"Writer {i}", f"Paragraph {i}. {body}")]

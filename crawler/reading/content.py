@@ -277,11 +277,10 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
     cued = []
     named_authors: dict[str, list[Any]] = {}
     for el in container.iter(lxml.etree.Element):
-        if el is container or not 0 < weight(el) * _CUE_SHARE < inside:
-            continue
         if el in cues:
-            cued.append(el)
-        elif el in authors:
+            if el is not container and 0 < weight(el) * _CUE_SHARE < inside:
+                cued.append(el)
+        elif el in authors and el is not container and 0 < weight(el) * _CUE_SHARE < inside:
             named_authors.setdefault(_kind_of_name(el), []).append(el)
     # Authors said once or twice (an article's byline, its author's box).
     for group in named_authors.values():

@@ -192,3 +192,18 @@ def test_a_section_headed_as_other_things_on_offer_is_left_out():
     assert main(html) == ("Reading lamp\nA reading lamp of walnut and brass with a dimmer in its base, made by hand "
                           "in Porto. " + PARA.strip() + "\nCompare with similar products\nIt gives twice the light of "
                           "the desk lamp for the same power.")
+
+
+def test_an_article_leaves_out_its_author_box_and_a_list_keeps_each_item_author():
+    # Said once or twice, an author's name and box are the article's
+    # boilerplate; said for each item, each is the item's own.
+    box = ("<div class='author-box'><h4 class='author-name'>Jo Smith</h4>"
+           "<p>Jo Smith writes about harbours and ferries for the paper.</p></div>")
+    html = page("<article><h1>The title</h1><span class='post-author'>Jo Smith</span>" + para(1) + para(2)
+                + box + "</article>")
+    body = (PARA * 2).strip()
+    assert main(html).split("\n") == ["The title", f"Paragraph 1. {body}", f"Paragraph 2. {body}"]
+    posts = "".join(f"<div class='post'><span class='post-author'>Writer {i}</span>" + para(i) + "</div>"
+                    for i in range(3))
+    assert main(page("<main>" + posts + "</main>")).split("\n") == [
+        line for i in range(3) for line in (f"Writer {i}", f"Paragraph {i}. {body}")]

@@ -67,18 +67,26 @@ _COMMENTS = re.compile(
 _CUE_SHARE = 3  # a class-named element is boilerplate below a third of the container's prose
 
 
+# An author's box or name: boilerplate of an article, where it is said once
+# or twice, not of a forum's or a listing's items, each with its author.
+_AUTHOR = "author"
+BOILER, AUTHOR = 1, 2
+
+
 @lru_cache(maxsize=16384)
-def _boiler_attr(value: str) -> bool:
+def _boiler_attr(value: str) -> int:
+    """Whether a class or id names boilerplate (``BOILER``), an author
+    (``AUTHOR``) or neither (0)."""
     words = value.lower().translate(_SEPARATORS).split()
     if "hentry" in words:  # an entry (microformats), named after its tags and author too: "tag-social"
-        return False
+        return 0
     if not _BOILER_WORDS.isdisjoint(words):
-        return True
+        return BOILER
     for i in range(len(words) - 1):
         pair = words[i] + words[i + 1]
         if pair in _BOILER_WORDS or pair + "".join(words[i + 2:i + 3]) in _BOILER_WORDS:
-            return True
-    return False
+            return BOILER
+    return AUTHOR if _AUTHOR in words else 0
 
 
 def _strong(el: Any, tag: str) -> bool:
@@ -116,7 +124,7 @@ class _Scan:
     boilerplate (``cues``). Given its ``boiler``, the figures again with it
     left out (the names are not read again)."""
 
-    __slots__ = ("elements", "sums", "boiler", "comments", "cues")
+    __slots__ = ("elements", "sums", "boiler", "comments", "cues", "authors")
 
     def __init__(self, body: Any, boiler: set[Any] | None = None, elements: list[Any] | None = None) -> None:
         self.elements = elements = list(body.iter(lxml.etree.Element)) if elements is None else elements
@@ -126,6 +134,7 @@ class _Scan:
         self.sums = sums
         self.comments: dict[str, list[Any]] = {}
         self.cues: set[Any] = set()
+        self.authors: set[Any] = set()
         for el in reversed(elements):
             tag = el.tag
             text = el.text
@@ -168,8 +177,11 @@ class _Scan:
         if "class" in names or "id" in names:
             for value in (el.get("class"), el.get("id")):
                 if value and len(value) < 512:
-                    if _boiler_attr(value):
+                    said = _boiler_attr(value)
+                    if said == BOILER:
                         self.cues.add(el)
+                    elif said == AUTHOR:
+                        self.authors.add(el)
                     if ("omment" in value or "respond" in value or "disqus" in value or "eview" in value) \
                             and _comments_name(value):
                         self.comments.setdefault(value, []).append(el)
@@ -293,8 +305,19 @@ def main_content(root: Any, url: str | None = None) -> Rendered:
         el.set(SKIP, "")
     inside = weight(container)
     cues = scan.cues
-    cued = [el for el in container.iter(lxml.etree.Element)
-            if el in cues and el is not container and 0 < weight(el) * _CUE_SHARE < inside]
+    authors = scan.authors
+    cued = []
+    named_authors: dict[str, list[Any]] = {}
+    for el in container.iter(lxml.etree.Element):
+        if el in cues:
+            if el is not container and 0 < weight(el) * _CUE_SHARE < inside:
+                cued.append(el)
+        elif el in authors and el is not container and 0 < weight(el) * _CUE_SHARE < inside:
+            named_authors.setdefault(_kind_of_name(el), []).append(el)
+    # Authors said once or twice (an article's byline, its author's box).
+    for group in named_authors.values():
+        if len(group) <= 2:
+            cued.extend(group)
     # Elements named alike that together hold much of the container are its
     # items, whatever their name says: a forum's posts ("comment"), a
     # listing's cards ("promo"), a product's tabs.

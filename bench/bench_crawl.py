@@ -151,6 +151,10 @@ def main() -> None:
                   f"{ours['response_received_count']} pages ({stored} stored, {hrefs:.0f} hrefs and {links:.0f} distinct links a page) in "
                   f"{ours['elapsed_time_seconds']:.2f}s = {o:.1f} pages/s | ratio {o / p:.2f}x | "
                   f"{ours.get('frontier/redis_round_trips', 0) / n:.2f} Redis round trips a page", flush=True)
+            steps = sorted(((k.rsplit("/", 1)[1], v) for k, v in ours.items() if k.startswith("page/step_ms/")),
+                           key=lambda x: -x[1])
+            print(f"run {i + 1}, ours' page steps, CPU ms a page ({sum(v for _, v in steps):.2f} in all): "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in steps), flush=True)
             wp, wo = whole(plain, plain["response_received_count"]), whole(ours, ours["response_received_count"])
             whole_plain, whole_ours = max(whole_plain, wp), max(whole_ours, wo)
             print(f"run {i + 1}, whole process: plain {plain['wall']:.2f}s = {wp:.1f} pages/s | ours "

@@ -42,8 +42,8 @@ import time
 from pathlib import Path
 
 from bench.harness import (
-    COMMON, LOOPBACK, ROOT, check_mongo, check_store, cpu_ms, loopback_hosts, plain_crawl, rate, run, scrapy_crawl, serve,
-    store_path, whole)
+    COMMON, LOOPBACK, ROOT, check_mongo, check_store, cpu_ms, loopback_hosts, plain_crawl, query, rate, run,
+    scrapy_crawl, serve, settings_args, store_path, whole)
 
 
 def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None, processes: int = 1) -> tuple[dict, int]:
@@ -87,6 +87,13 @@ def make_variant(root: Path, out: Path, n: int) -> None:
             shutil.copyfile(path, target)
 
 
+def crawl_floor(urls: Path, work: Path) -> dict:
+    """The do-nothing spider (bench/floor_spider.py) over every page ours fetched."""
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/floor_spider.py"), "-a", f"urls={urls}",
+           *settings_args(COMMON)]
+    return run(cmd, work)
+
+
 def crawl_plain(seed: str, work: Path) -> dict:
     return run(plain_crawl(seed, COMMON), work)  # outside the project: none of our settings apply
 
@@ -95,6 +102,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/python3.11/html"))
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--floor", action="store_true",
+                    help="also run a do-nothing Scrapy spider over the same pages (bench/floor_spider.py): the "
+                         "CPU a page Scrapy itself costs, and ours / floor")
     ap.add_argument("--hosts", type=int, default=1,
                     help="serve --root on N loopback hosts (127.0.0.2 ...), each a variant of its own (its words "
                          "changed, so that no host's pages are copies of another's): N sites crawled at once")
@@ -129,7 +139,7 @@ def main() -> None:
         seed = server.url("/index.html")
     best_ours = best_plain = best_mongo = 0.0
     whole_ours = whole_plain = whole_multi = 0.0
-    cpu_ours = cpu_plain = float("inf")
+    cpu_ours = cpu_plain = cpu_floor = float("inf")
     mongo_uri, mongo_proc = os.environ.get("MONGO_URI"), None
     if args.mongo and not mongo_uri:
         from tests.support.servers import start_secantus
@@ -163,6 +173,14 @@ def main() -> None:
             cpu_plain, cpu_ours = min(cpu_plain, cp), min(cpu_ours, co)
             print(f"run {i + 1}, CPU a page (start-up included): plain {cp:.2f} ms | ours {co:.2f} ms | "
                   f"ratio {cp / co:.2f}x", flush=True)
+            if args.floor:
+                urls = work / "urls.txt"
+                urls.write_text("\n".join(u for (u,) in query(store_path(work / "ours"), "SELECT url FROM pages")))
+                floor = crawl_floor(urls, work)
+                cf = cpu_ms(floor, floor["response_received_count"])
+                cpu_floor = min(cpu_floor, cf)
+                print(f"run {i + 1}, CPU a page: floor (do-nothing spider, {floor['response_received_count']} "
+                      f"pages) {cf:.2f} ms | ours / floor {co / cf:.2f}x | plain / floor {cp / cf:.2f}x", flush=True)
             if args.processes > 1:
                 multi, stored = crawl_ours(seed, work, processes=args.processes)
                 wm = whole(multi, stored)
@@ -191,6 +209,9 @@ def main() -> None:
           + (f"; ours with CRAWL_PROCESSES={args.processes} {whole_multi:.1f} pages/s, ratio "
              f"{whole_multi / whole_plain:.2f}x" if args.processes > 1 else ""))
     print(f"best, CPU a page: plain {cpu_plain:.2f} ms, ours {cpu_ours:.2f} ms, ratio {cpu_plain / cpu_ours:.2f}x")
+    if args.floor:
+        print(f"best, CPU a page: floor {cpu_floor:.2f} ms, ours / floor {cpu_ours / cpu_floor:.2f}x "
+              "(target at most 1.6x)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Single-machine crawl speed: our full pipeline against plain Scrapy.
 
-    python -m bench.bench_crawl [--root /usr/share/doc/python3.11/html] [--runs 2] [--mongo]
+    python -m bench.bench_crawl [--root /usr/share/doc/python3.11/html] [--runs 2] [--mongo] [--hosts N]
 
 Serves ``--root`` (real HTML documentation: ``apt-get install python3.11-doc``)
 from a local HTTP server on 127.0.0.1 and crawls it, in the same run:
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -41,8 +42,8 @@ import time
 from pathlib import Path
 
 from bench.harness import (
-    COMMON, LOOPBACK, ROOT, check_mongo, check_store, cpu_ms, plain_crawl, rate, run, scrapy_crawl, serve, store_path,
-    whole)
+    COMMON, LOOPBACK, ROOT, check_mongo, check_store, cpu_ms, loopback_hosts, plain_crawl, query, rate, run,
+    scrapy_crawl, serve, settings_args, store_path, whole)
 
 
 def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None, processes: int = 1) -> tuple[dict, int]:
@@ -60,6 +61,39 @@ def crawl_ours(seed: str, work: Path, mongo_uri: str | None = None, processes: i
     return stats, check_store(store_path(crawl_dir))
 
 
+_TEXT = re.compile(r">([^<]+)<")
+_WORD = re.compile(r"\b([A-Za-z]{3,})\b")
+
+
+def make_variant(root: Path, out: Path, n: int) -> None:
+    """A copy of ``root``'s tree whose HTML text has one word in three
+    changed (``n``'s own suffix): every word 3-shingle differs from the
+    other variants', so no host's page is a near copy of another host's
+    (the duplicate check would leave a mirror's links unfollowed); the
+    markup, links and sizes stay as they were."""
+    def words(m: re.Match[str]) -> str:
+        count = iter(range(1 << 30))
+        return ">" + _WORD.sub(lambda w: w.group(1) + f"v{n}" if next(count) % 3 == 0 else w.group(1), m.group(1)) + "<"
+
+    for path in root.rglob("*"):
+        target = out / path.relative_to(root)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif path.suffix in (".html", ".htm"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(_TEXT.sub(words, path.read_text(errors="replace")))
+        elif path.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
+def crawl_floor(urls: Path, work: Path) -> dict:
+    """The do-nothing spider (bench/floor_spider.py) over every page ours fetched."""
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/floor_spider.py"), "-a", f"urls={urls}",
+           *settings_args(COMMON)]
+    return run(cmd, work)
+
+
 def crawl_plain(seed: str, work: Path) -> dict:
     return run(plain_crawl(seed, COMMON), work)  # outside the project: none of our settings apply
 
@@ -68,6 +102,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=Path("/usr/share/doc/python3.11/html"))
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--floor", action="store_true",
+                    help="also run a do-nothing Scrapy spider over the same pages (bench/floor_spider.py): the "
+                         "CPU a page Scrapy itself costs, and ours / floor")
+    ap.add_argument("--hosts", type=int, default=1,
+                    help="serve --root on N loopback hosts (127.0.0.2 ...), each a variant of its own (its words "
+                         "changed, so that no host's pages are copies of another's): N sites crawled at once")
     ap.add_argument("--mongo", action="store_true",
                     help="also crawl into MongoDB (a SecantusDB server started here, or $MONGO_URI)")
     ap.add_argument("--processes", type=int, default=1,
@@ -88,11 +128,18 @@ def main() -> None:
     # would compile every module again at every launch).
     compileall.compile_dir(ROOT / "crawler", quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bench-"))
-    server = serve(work, args.root)
-    seed = server.url("/index.html")
+    if args.hosts > 1:
+        hosts = loopback_hosts(args.hosts)
+        for i, host in enumerate(hosts):
+            make_variant(args.root, work / "www" / host, i)
+        server = serve(work, work / "www", hosts)
+        seed = ",".join(server.url("/index.html", host=host) for host in hosts)
+    else:
+        server = serve(work, args.root)
+        seed = server.url("/index.html")
     best_ours = best_plain = best_mongo = 0.0
     whole_ours = whole_plain = whole_multi = 0.0
-    cpu_ours = cpu_plain = float("inf")
+    cpu_ours = cpu_plain = cpu_floor = float("inf")
     mongo_uri, mongo_proc = os.environ.get("MONGO_URI"), None
     if args.mongo and not mongo_uri:
         from tests.support.servers import start_secantus
@@ -114,6 +161,10 @@ def main() -> None:
                   f"{ours['response_received_count']} pages ({stored} stored, {hrefs:.0f} hrefs and {links:.0f} distinct links a page) in "
                   f"{ours['elapsed_time_seconds']:.2f}s = {o:.1f} pages/s | ratio {o / p:.2f}x | "
                   f"{ours.get('frontier/redis_round_trips', 0) / n:.2f} Redis round trips a page", flush=True)
+            steps = sorted(((k.rsplit("/", 1)[1], v) for k, v in ours.items() if k.startswith("page/step_ms/")),
+                           key=lambda x: -x[1])
+            print(f"run {i + 1}, ours' page steps, CPU ms a page ({sum(v for _, v in steps):.2f} in all): "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in steps), flush=True)
             wp, wo = whole(plain, plain["response_received_count"]), whole(ours, ours["response_received_count"])
             whole_plain, whole_ours = max(whole_plain, wp), max(whole_ours, wo)
             print(f"run {i + 1}, whole process: plain {plain['wall']:.2f}s = {wp:.1f} pages/s | ours "
@@ -122,6 +173,14 @@ def main() -> None:
             cpu_plain, cpu_ours = min(cpu_plain, cp), min(cpu_ours, co)
             print(f"run {i + 1}, CPU a page (start-up included): plain {cp:.2f} ms | ours {co:.2f} ms | "
                   f"ratio {cp / co:.2f}x", flush=True)
+            if args.floor:
+                urls = work / "urls.txt"
+                urls.write_text("\n".join(u for (u,) in query(store_path(work / "ours"), "SELECT url FROM pages")))
+                floor = crawl_floor(urls, work)
+                cf = cpu_ms(floor, floor["response_received_count"])
+                cpu_floor = min(cpu_floor, cf)
+                print(f"run {i + 1}, CPU a page: floor (do-nothing spider, {floor['response_received_count']} "
+                      f"pages) {cf:.2f} ms | ours / floor {co / cf:.2f}x | plain / floor {cp / cf:.2f}x", flush=True)
             if args.processes > 1:
                 multi, stored = crawl_ours(seed, work, processes=args.processes)
                 wm = whole(multi, stored)
@@ -150,6 +209,9 @@ def main() -> None:
           + (f"; ours with CRAWL_PROCESSES={args.processes} {whole_multi:.1f} pages/s, ratio "
              f"{whole_multi / whole_plain:.2f}x" if args.processes > 1 else ""))
     print(f"best, CPU a page: plain {cpu_plain:.2f} ms, ours {cpu_ours:.2f} ms, ratio {cpu_plain / cpu_ours:.2f}x")
+    if args.floor:
+        print(f"best, CPU a page: floor {cpu_floor:.2f} ms, ours / floor {cpu_ours / cpu_floor:.2f}x "
+              "(target at most 1.6x)")
 
 
 if __name__ == "__main__":

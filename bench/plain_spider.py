@@ -1,6 +1,6 @@
 """The anchor: a plain Scrapy CrawlSpider, LinkExtractor, no pipeline.
 
-    scrapy runspider bench/plain_spider.py -a seed=URL
+    scrapy runspider bench/plain_spider.py -a seed=URL[,URL...]
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ class PlainSpider(CrawlSpider):
     name = "plain"
 
     def __init__(self, seed: str, **kwargs):
-        self.start_urls = [seed]
-        self.allowed_domains = [urlsplit(seed).hostname]
+        self.start_urls = seed.split(",")  # several: one site each
+        self.allowed_domains = sorted({urlsplit(u).hostname for u in self.start_urls})
         # LinkExtractor(allow_domains=...) does not match IP hosts; the offsite
         # middleware applies allowed_domains to every request anyway.
         self.rules = (Rule(LinkExtractor(), follow=True),)

@@ -8,11 +8,14 @@ import asyncio
 import json
 import re
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scrapy.http import HtmlResponse, Request
+from scrapy.statscollectors import StatsCollector
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
@@ -104,6 +107,44 @@ def test_a_step_that_stops_ends_the_chain_after_its_outputs():
     assert out == ["a", "b", "d"]
 
 
+class Burns:
+    """20 ms of this thread's CPU."""
+
+    def process_page(self, page: Page) -> None:
+        end = time.thread_time() + 0.02
+        while time.thread_time() < end:
+            pass
+
+
+class Waits:
+    """Waits 0.1 s, in which another task burns 50 ms of the thread's CPU."""
+
+    async def process_page(self, page: Page) -> None:
+        async def other() -> None:
+            end = time.thread_time() + 0.05
+            while time.thread_time() < end:
+                pass
+
+        task = asyncio.get_running_loop().create_task(other())
+        await asyncio.sleep(0.1)
+        await task
+
+
+def test_each_step_is_charged_its_own_cpu_and_an_async_step_not_what_ran_while_it_waited():
+    chain = chain_of({f"{HERE}.Burns": 10, f"{HERE}.Waits": 20})
+    assert chain.crawler is not None
+    crawler_stats = chain.crawler.stats = StatsCollector(chain.crawler)
+    run(chain)
+    run(chain)
+    assert chain.pages == 2
+    assert 0.04 <= chain.cpu["burns"] < 0.06  # two pages' 20 ms
+    assert chain.cpu["waits"] < 0.01  # the other task's 100 ms are not the step's
+    chain.publish()
+    assert 20.0 <= crawler_stats.get_value("page/step_ms/burns") < 30.0  # ms a page
+    assert crawler_stats.get_value("page/step_ms/waits") < 5.0
+    assert crawler_stats.get_value("page/step_pages") == 2
+
+
 def test_a_base_step_set_to_none_is_taken_out_and_from_crawler_builds_a_step():
     chain = chain_of({f"{HERE}.Never": None, f"{HERE}.Built": 5}, base={f"{HERE}.Never": 30, f"{HERE}.First": 10})
     out, page = run(chain)
@@ -187,6 +228,20 @@ def test_the_documented_step_stores_its_field_with_each_page(tmp_path: Path, mon
     with SQLiteStore(result.store_path) as store:
         extra = {p["url"].rsplit("/", 1)[1]: p["extra"] for p in store.iter_pages()}
     assert extra == {"index.html": None, "lamp.html": {"price": "19.99"}, "chair.html": None, "manual.txt": None}
+    # Every step's CPU a page, the user's too, in the stats and in scrapy status.
+    names = {"record", "visit", "redirect", "decode", "parse", "render", "read", "content", "metadata", "focus",
+             "check", "kind", "type", "variants", "price", "store", "follow"}
+    shown = set(re.findall(r"'page/step_ms/(\w+)': \d+\.?\d*", result.log))
+    assert "'page/step_pages': 4" in result.log, [x for x in result.log.splitlines() if "page/" in x]
+    assert shown == names
+    status = subprocess.run([sys.executable, "-m", "scrapy", "status", "--json", "-s",
+                             f"REDIS_URL={frontier_settings['REDIS_URL']}", "-s",
+                             f"CRAWL_NAME={frontier_settings['CRAWL_NAME']}"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    steps = json.loads(status.stdout)["steps"]
+    assert {x["step"] for x in steps} == names
+    costs = [x["ms_a_page"] for x in steps]
+    assert costs == sorted(costs, reverse=True) and costs[0] > 0
 
 
 @pytest.mark.slow

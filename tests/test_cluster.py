@@ -48,6 +48,22 @@ def two_workers(grid_server, redis_url, tmp_path_factory):
     frontier.views.delete_all()
 
 
+def test_a_crawl_without_an_order_reads_the_order_once_it_has_work(two_workers):
+    """Neither worker was given -a order, so none is recorded: the first
+    lease that brings work shows the crawl breadth-first, and the order is
+    not asked for again before every lease batch (it was: one HGET a batch,
+    more than one a page with FRONTIER_MAX_HELD=1)."""
+    a, b, requests, _ = two_workers
+    pages = len(requests)
+    assert pages == sum(EXPECTED.values())
+    assert a.stat("frontier/leased") + b.stat("frontier/leased") >= pages - len(GRID_HOSTS)  # robots.txt not leased
+    for worker in (a, b):
+        # The HGETs of a worker's start (its crawl's choices) and of its
+        # heartbeats before the first lease: 10-14 here; 109 before, one a
+        # lease batch.
+        assert worker.stat("frontier/redis_calls/hget") <= 20
+
+
 def test_two_workers_fetch_every_url_exactly_once(two_workers):
     a, b, requests, _ = two_workers
     assert Counter((str(r["host"]), str(r["path"])) for r in requests) == EXPECTED

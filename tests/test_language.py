@@ -103,3 +103,53 @@ def test_warm_up_loads_the_model_once_in_a_thread_of_its_own():
             "print(loaded.currsize, loaded.misses, l._load.cache_info().misses)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["1", "1", "1"], out.stderr
+
+
+def test_a_site_identified_alike_is_given_its_language_with_spot_checks():
+    from crawler.reading.language import SPOT_CHECK, TRUST_AFTER, IdentificationTrust
+
+    trust = IdentificationTrust(max_sites=2)
+    for _ in range(TRUST_AFTER):
+        assert trust.language("a.org") is None  # identify the page
+        trust.record("a.org", "en")
+    given = [trust.language("a.org") for _ in range(2 * SPOT_CHECK)]
+    assert given.count(None) == 2 and given[SPOT_CHECK - 1] is None  # one in SPOT_CHECK identified
+    assert set(given) == {"en", None}
+    trust.record("a.org", "de")  # a spot check says otherwise: every page identified again
+    assert all(trust.language("a.org") is None for _ in range(5))
+    for _ in range(TRUST_AFTER - 1):
+        trust.record("a.org", "de")
+    assert trust.language("a.org") == "de"
+    trust.record("b.org", "en")
+    trust.record("c.org", "en")  # bounded: a.org, the least recent, forgotten
+    assert trust._sites.keys() == {"b.org", "c.org"}
+
+
+def test_the_model_is_decompressed_once_into_the_cache_and_reads_the_same(tmp_path):
+    """The first load writes the model's arrays under $XDG_CACHE_HOME; a
+    later process reads them and identifies exactly as py3langid's own
+    load does; a cache that cannot be written falls back to that load."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from crawler.reading import language as l\n"
+            "from py3langid.langid import MODEL_FILE, LanguageIdentifier\n"
+            "own = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)\n"
+            "m = l.identifier()\n"
+            f"texts = [{EN[:300]!r}, {DE[:300]!r}, {FR[:300]!r}, 'SELECT 1;']\n"
+            "assert [m.classify(t) for t in texts] == [own.classify(t) for t in texts]\n"
+            "print(l.loaded_from)")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 0 and first.stdout.strip() == "cache", first.stderr
+    [made] = (cache / "site-crawler").iterdir()
+    assert made.name.startswith("py3langid-") and sorted(p.name for p in made.iterdir()) == [
+        "classes.npy", "done", "nextmove.npy", "nextmove_row.npy", "out_feat.npy", "pc.npy", "ptc.npy"]
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0 and again.stdout.strip() == "cache", again.stderr
+    (tmp_path / "ro").write_text("a file, not a directory")
+    fallback = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env={**env, "XDG_CACHE_HOME": str(tmp_path / "ro")})
+    assert fallback.returncode == 0 and fallback.stdout.strip() == "package", fallback.stderr

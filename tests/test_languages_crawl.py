@@ -112,3 +112,35 @@ def test_without_languages_every_alternate_in_scope_is_queued(site, tmp_path):
                                                    "/fr/b.html", "/fr/start.html", "/fr/c.html"])
     finally:
         stop_embedded_redis(crawl_dir)
+
+
+def test_a_site_that_declares_nothing_is_identified_until_its_language_is_clear(tmp_path):
+    """An undeclared English index linking 40 undeclared English pages: the
+    first 20 pages identified, then the site's language given, one page in
+    16 identified again; the same site with ``-a languages=en`` has each of
+    its pages identified."""
+    root = tmp_path / "www"
+    n = 40
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    (root / "index.html").write_text(page(None, f"{EN} index", [f"/p{i}.html" for i in range(n)]))
+    for i in range(n):
+        (root / f"p{i}.html").write_text(page(None, f"{EN} page{i}"))
+    server = start_server(tmp_path, hosts="127.0.0.1", root=root)
+    try:
+        for extra, how in (([], {"lang/identified": 21, "lang/site": 20}), (["languages=en"], {"lang/identified": 41})):
+            crawl_dir = tmp_path / f"crawl{len(extra)}"
+            try:
+                result = run_crawl(server, crawl_dir, [f"seeds={server.url('/index.html')}", "follow=all", *extra])
+                assert result.returncode == 0, result.log[-3000:]
+                assert Counter(result.fetched) == Counter(["/robots.txt", "/index.html",
+                                                           *(f"/p{i}.html" for i in range(n))])
+                with SQLiteStore(result.store_path) as store:
+                    assert [p["lang"] for p in store.iter_pages()] == ["en"] * (n + 1)
+                for stat in ("lang/identified", "lang/site", "lang/declared", "lang/unknown"):
+                    shown = f"'{stat}': {how[stat]}" if stat in how else f"'{stat}'"
+                    assert (shown in result.log) == (stat in how), (stat, result.log[-2000:])
+            finally:
+                stop_embedded_redis(crawl_dir)
+    finally:
+        server.stop()

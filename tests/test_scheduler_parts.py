@@ -138,7 +138,7 @@ def test_the_node_record_says_the_rate_over_the_last_minute():
     first = record.record(stopping=False, spider="site", download_delay=1.5)
     assert first == {"pages": 0, "fetched": 7, "errors": 0, "links": 0, "pages_per_min": 0.0,
                      "lease_timeout": 30.0, "state": "running", "download_delay": 1.5, "crawl_dir": "/c",
-                     "spider": "site", "recrawl": {}, "topic": {"on_topic": 2}}
+                     "spider": "site", "recrawl": {}, "topic": {"on_topic": 2}, "steps": {}, "step_pages": 0}
     held(book, "1", "2")
     for lease_id in ("1", "2"):
         book.output_done(lease_id)

@@ -33,7 +33,8 @@ and the page is stored with ``extra: {"price": ...}``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+import time
+from collections.abc import AsyncIterator, Awaitable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy.utils.conf import build_component_list
@@ -45,10 +46,11 @@ from crawler.config import ConfigError
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
 
     from crawler.chain.parts import Parts
 
-__all__ = ["Chain", "HTML", "OTHER", "PDF", "Page", "Step"]
+__all__ = ["Chain", "HTML", "OTHER", "PDF", "Page", "Step", "step_name"]
 
 
 class Step(Protocol):
@@ -58,8 +60,12 @@ class Step(Protocol):
 class Chain:
     """The steps of ``PAGE_STEPS_BASE`` and ``PAGE_STEPS``, in order."""
 
-    def __init__(self, steps: list[Step]) -> None:
+    def __init__(self, steps: list[Step], crawler: Crawler | None = None) -> None:
         self.steps = steps
+        self.names = [step_name(step) for step in steps]
+        self.crawler = crawler
+        self.cpu: dict[str, float] = dict.fromkeys(self.names, 0.0)  # seconds of CPU, every page's
+        self.pages = 0
 
     @classmethod
     def from_settings(cls, crawler: Crawler, parts: Parts) -> Chain:
@@ -83,20 +89,93 @@ class Chain:
             if not callable(getattr(step, "process_page", None)):
                 raise ConfigError(f"PAGE_STEPS: {path} has no process_page(page) method")
             steps.append(step)
-        return cls(steps)
+        return cls(steps, crawler)
 
     async def run(self, response: Response, page: Page) -> AsyncIterator[Any]:
-        """Hand ``page`` through the steps; yield what each emits, as it does."""
-        for step in self.steps:
+        """Hand ``page`` through the steps; yield what each emits, as it does.
+        Each step's CPU (this thread's, an async step's between its awaits)
+        is added to its account."""
+        cpu, clock = self.cpu, time.thread_time
+        self.pages += 1
+        for step, name in zip(self.steps, self.names):
+            t0 = clock()
             done = step.process_page(page)
             if done is not None:  # an async step's coroutine; a plain step returns None
-                await done
+                cpu[name] += clock() - t0
+                timed = _Timed(done)
+                await timed
+                cpu[name] += timed.cpu
+            else:
+                cpu[name] += clock() - t0
             if page.out:
                 out, page.out = page.out, []
                 for each in out:
                     yield each
             if page.stopped:
-                return
+                break
+        if self.pages % PUBLISH_EVERY == 0 or self.pages < PUBLISH_EVERY:
+            self.publish()
+
+    def spent(self, name: str, seconds: float) -> None:
+        """CPU spent on a page outside the steps (the record's making)."""
+        self.cpu[name] = self.cpu.get(name, 0.0) + seconds
+
+    def publish(self) -> None:
+        """The steps' CPU a page so far, as stats (``page/step_ms/<step>``,
+        ``page/step_pages``): sent with the worker's heartbeat and shown by
+        ``scrapy status``."""
+        stats = self.stats
+        if stats is None or not self.pages:
+            return
+        for name, seconds in self.cpu.items():
+            stats.set_value(f"page/step_ms/{name}", round(seconds * 1000.0 / self.pages, 4))
+        stats.set_value("page/step_pages", self.pages)
+
+    @property
+    def stats(self) -> StatsCollector | None:
+        """The crawl's stats (None before the crawl starts or without a crawler)."""
+        try:
+            return self.crawler.stats if self.crawler is not None else None
+        except RuntimeError:  # Scrapy sets them when the crawl starts
+            return None
 
     def __repr__(self) -> str:
         return "<Chain " + " -> ".join(type(s).__name__ for s in self.steps) + ">"
+
+
+PUBLISH_EVERY = 50  # pages between two updates of the page/step_ms stats (each of the first; and at the close)
+
+
+def step_name(step: object) -> str:
+    """A step's name in the stats: its ``name`` attribute, else its class's
+    name in lower case."""
+    name = getattr(step, "name", None)
+    return name if isinstance(name, str) and name else type(step).__name__.lower()
+
+
+class _Timed:
+    """An awaitable running ``inner`` and adding up this thread's CPU in
+    each of its stretches between awaits (``cpu``, seconds): what the
+    reactor does while the step waits is not the step's."""
+
+    def __init__(self, inner: Awaitable[None]) -> None:
+        self.inner = inner
+        self.cpu = 0.0
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        it = self.inner.__await__()
+        clock = time.thread_time
+        send: Any = None
+        error: BaseException | None = None
+        while True:
+            t0 = clock()
+            try:
+                waited = it.throw(error) if error is not None else it.send(send)
+            except StopIteration:
+                self.cpu += clock() - t0
+                return
+            self.cpu += clock() - t0
+            try:
+                send, error = (yield waited), None
+            except BaseException as exc:  # noqa: BLE001 - handed to the step, as a plain await would
+                send, error = None, exc

@@ -16,6 +16,8 @@ __all__ = ["Classify"]
 
 
 class Classify(PartStep):
+    name = "type"  # the step's name (stats: page/step_ms/type)
+
     def process_page(self, page: Page) -> None:
         if page.kind != HTML:
             return

@@ -131,6 +131,13 @@ def render(st: dict[str, Any]) -> RenderableType:
         for s in st["top_sites"]:
             top.add_row(s["site"], f"{s['queued']:,}", f"{s['delay']:g}", f"{s['backoff']:g}")
         parts.append(top)
+    if st.get("steps"):
+        costs = Table(title="costliest page steps (CPU ms a page)", title_justify="left")
+        costs.add_column("step")
+        costs.add_column("ms", justify="right")
+        for x in st["steps"][:6]:
+            costs.add_row(x["step"], f"{x['ms_a_page']:.3f}")
+        parts.append(costs)
     if st["errors"]:
         err = Table(title="errors by reason (latest 1,000)", title_justify="left")
         err.add_column("reason")

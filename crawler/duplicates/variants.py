@@ -17,7 +17,10 @@ whether the crawl's languages let its links be followed.
   is judged.
 - **Language** (``crawler/reading/language.py``): ``lang``, the declared language
   checked against the text (every page of a site until its first 20
-  declarations stood, then one in 16: this worker's count), and ``alternates`` (hreflang -> URL, from the
+  declarations stood, then one in 16: this worker's count; a site that
+  declares nothing takes the language its first 20 pages were all
+  identified as, one page in 16 identified again, except in a crawl kept to
+  languages), and ``alternates`` (hreflang -> URL, from the
   markup and the ``Link`` header; values that are no URL are dropped and
   counted). Alternates in scope, allowed by the rules and, with ``-a
   languages``, in one of the crawl's languages (or ``x-default``) are
@@ -42,7 +45,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from crawler.duplicates.canonical import LEARNING, MIN_PAGES, UNTRUSTED, TRUSTED, CanonicalTrust, link_header_canonical
-from crawler.reading.language import DeclarationTrust, link_header_alternates, page_language, tag
+from crawler.reading.language import (MIN_GUESS_CHARS, SAMPLE_CHARS, DeclarationTrust, IdentificationTrust,
+                                      link_header_alternates, page_language, primary, tag)
 from crawler.reading.resolve import page_base
 from crawler.reading.responses import header
 from crawler.pagetypes.template import FirstPages
@@ -66,6 +70,7 @@ class Variants:
         self.follower = follower
         self.trust = CanonicalTrust()
         self.declarations = DeclarationTrust()
+        self.identified = IdentificationTrust()
         # The copies made while their site was judged, until its verdict.
         self.judged: FirstPages[PageItem] = FirstPages(max_sites=1024, per_site=MIN_PAGES, max_cost=16 << 20,
                                                        on_evict=self._unsettled)
@@ -148,10 +153,18 @@ class Variants:
         languages let its links be followed."""
         stats = self.crawler.stats
         declared = page.lang or header(response, b"Content-Language")
-        check = self.declarations.should_check(item.site)
-        item.lang, how = page_language(declared, text, check)
-        if check and how in ("declared", "overruled"):
-            self.declarations.record(item.site, how == "declared")
+        # A site that declares nothing, its pages identified alike: its
+        # language (not in a crawl kept to languages: each page is told).
+        site_lang = None if primary(declared) is not None or self.languages else self.identified.language(item.site)
+        if site_lang is not None and len(text[:SAMPLE_CHARS].strip()) >= MIN_GUESS_CHARS:
+            item.lang, how = site_lang, "site"
+        else:
+            check = self.declarations.should_check(item.site)
+            item.lang, how = page_language(declared, text, check)
+            if check and how in ("declared", "overruled"):
+                self.declarations.record(item.site, how == "declared")
+            elif how == "identified" and item.lang is not None:
+                self.identified.record(item.site, item.lang)
         stats.inc_value(f"lang/{how}")
         raw = [*page.alternates,
                *link_header_alternates(v.decode("latin-1") for v in response.headers.getlist(b"Link"))]

@@ -3,7 +3,7 @@ sent with each heartbeat: its pages, fetches, errors and links, its rate over
 the last minute, its state, and the re-crawl's and focused crawl's figures.
 
 Reads the stats ``response_received_count``, ``frontier/links_parsed``,
-``recrawl/*`` and ``topic/*``; writes nothing but its own rate samples.
+``recrawl/*``, ``topic/*`` and ``page/step_ms/*``; writes nothing but its own rate samples.
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ class NodeRecord:
                 # The re-crawl's figures (crawler/recrawl/merge.py), when it revisits.
                 "recrawl": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
                             if k.startswith("recrawl/") and isinstance(v, int)},
+                # The page steps' CPU a page (crawler/chain/__init__.py: page/step_ms/*)
+                # and the pages it is over.
+                "steps": {k.rsplit("/", 1)[1]: v for k, v in self.stats.get_stats().items()
+                          if k.startswith("page/step_ms/") and isinstance(v, (int, float))},
+                "step_pages": get("page/step_pages", 0),
                 # A focused crawl's figures (crawler/spiders/site.py: topic/*).
                 "topic": {k.split("/", 1)[1]: v for k, v in self.stats.get_stats().items()
                           if k.startswith("topic/") and isinstance(v, int)}}

@@ -236,7 +236,14 @@ class FrontierScheduler(BaseScheduler):
             self.service.redis_error(exc)
             self._wake_in(1.0)
             return
-        importance = self.service.frontier.state.order == "importance"
+        state = self.service.frontier.state
+        if leases and not state.order_known:
+            # Work leased from lists while no order is recorded: the crawl was
+            # started breadth-first (an order is recorded before anything is
+            # queued), so there is nothing more to wait for: no HGET before
+            # every lease batch from now on.
+            state.order_known = True
+        importance = state.order == "importance"
         self._buffer.extend(lease_requests(leases, spider=self.spider, book=self.book, stats=self.stats,
                                            scheduler=self, importance=importance))
         self.stats.inc_value("frontier/leased", len(leases))

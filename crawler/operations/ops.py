@@ -17,7 +17,8 @@ opens the crawl the settings name (``open_frontier``, ``crawl_names``,
      {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
      "totals": {"pages", "errors", "robots_forbidden", "revisits", "revisit_errors", "retried",
      "removed", "pages_per_min", "links"}, "time", "download_delay",
-     "topic": null, or for a focused crawl {"on_topic", "pages",
+     "steps": [{"step", "ms_a_page"}] (the page steps' CPU a page, costliest
+     first, over the nodes' reports), "topic": null, or for a focused crawl {"on_topic", "pages",
      "harvest_rate", "tunnel_pages", "tunnel_on_topic", "tunnel_stopped"},
      "control": {"scope", "follow", "rules", "sitemaps", "languages", "render"} as
      the crawl recorded them (null: not recorded), with "order" (bfs, dfs,
@@ -84,10 +85,12 @@ from crawler.operations.crawls import NoSuchCrawl, crawl_names, open_frontier
 from crawler.redis.memory import memory_of
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from crawler.frontier.frontier import Frontier
 
 __all__ = ["STATES", "NoSuchCrawl", "crawl_names", "failed", "open_frontier", "remove", "request_stop", "seed",
-           "status"]
+           "status", "step_costs"]
 
 STATES = ("running", "stopping", "stopped", "finished", "idle")
 
@@ -189,6 +192,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
         for key in TOPIC_FIGURES:
             topic[key] = sum(int(_number((rec.get("topic") or {}).get(key), 0))
                              for rec in records.values() if isinstance(rec.get("topic"), dict))
+    steps = step_costs(records.values())
     control: dict[str, Any] = {name: frontier.meta.crawl_policy(name) for name in CONTROL_NAMES}
     recorded = frontier.meta.recorded_order() or "fifo"
     rank = frontier.views.best_waiting() if recorded not in ("fifo", "lifo") else None
@@ -204,7 +208,7 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
     except redis.ResponseError:  # INFO denied (an ACL) or renamed
         memory = []
     return {
-        "crawl": frontier.crawl, "state": state, "stop": stop, "time": now, "topic": topic,
+        "crawl": frontier.crawl, "state": state, "stop": stop, "time": now, "topic": topic, "steps": steps,
         "control": control, "sitemaps": sitemaps,
         "download_delay": delay if delay is not None else frontier.default_delay_ms / 1000.0,
         "nodes": nodes, "frontier": frontier_view,
@@ -222,6 +226,23 @@ def status(frontier: Frontier, lease_timeout: float, top: int = 10, error_sample
                    "pages_per_min": round(sum(n["pages_per_min"] for n in alive_nodes), 2),
                    "links": sum(n["links"] for n in nodes)},
     }
+
+
+def step_costs(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page steps' CPU a page over every node that reported it (each
+    node's figure weighted by its pages), costliest first: [{"step",
+    "ms_a_page"}]."""
+    spent: dict[str, float] = {}
+    pages = 0
+    for rec in records:
+        figures, n = rec.get("steps"), int(_number(rec.get("step_pages"), 0))
+        if not isinstance(figures, dict) or n <= 0:
+            continue
+        pages += n
+        for name, ms in figures.items():
+            spent[str(name)[:100]] = spent.get(str(name)[:100], 0.0) + _number(ms, 0.0) * n
+    return sorted(({"step": name, "ms_a_page": round(total / pages, 3)} for name, total in spent.items()),
+                  key=lambda x: (-x["ms_a_page"], x["step"])) if pages else []
 
 
 def failed(frontier: Frontier, limit: int = 20) -> list[dict[str, Any]]:

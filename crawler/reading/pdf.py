@@ -40,11 +40,10 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pypdf
-from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
-from pypdf.generic import ArrayObject, DictionaryObject
-
 if TYPE_CHECKING:
+    # pypdf is imported on the first PDF read (0.25 s a worker's start
+    # when imported with the crawler: most crawls read no PDF).
+    import pypdf
     from pypdf import PageObject
 
 __all__ = ["MAX_CHARS", "MAX_PAGES", "MAX_STREAM_BYTES", "REASONS", "PdfError", "PdfText",
@@ -153,6 +152,9 @@ def extract(body: bytes, *, max_pages: int = MAX_PAGES, max_chars: int = MAX_CHA
         raise PdfError("malformed", f"no %PDF- header in the first {HEADER_WINDOW} bytes")
     if _truncated(body):
         raise PdfError("truncated")
+    import pypdf
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError
+
     try:
         with warnings.catch_warnings(), pypdf.apply_configuration(**_limits(body, max_stream_bytes)):
             warnings.simplefilter("ignore")
@@ -184,6 +186,8 @@ def _truncated(body: bytes) -> bool:
 
 
 def _limits(body: bytes, max_stream_bytes: int) -> dict[str, Any]:
+    import pypdf
+
     fields = {field.name for field in dataclasses.fields(pypdf.Configuration)}
     limits: dict[str, Any] = {name: max_stream_bytes for name in _STREAM_LIMITS if name in fields}
     # No stream is longer than the file; the declared /Length needs no other bound.
@@ -194,6 +198,8 @@ def _limits(body: bytes, max_stream_bytes: int) -> dict[str, Any]:
 
 
 def _read(body: bytes, max_pages: int, max_chars: int) -> PdfText:
+    import pypdf
+
     reader = pypdf.PdfReader(io.BytesIO(body))
     # The reader has tried the empty user password already ("owner password
     # only" files open for everyone); a document still locked needs a real one.
@@ -249,6 +255,8 @@ def _page(page: PageObject, links: dict[str, str]) -> str:
 def _page_links(page: PageObject) -> list[tuple[str, tuple[float, float, float, float] | None]]:
     """The page's /Link annotations with a /URI action to a web URI, with
     their rectangles (None where unreadable)."""
+    from pypdf.generic import ArrayObject, DictionaryObject
+
     annots = page.get("/Annots")
     annots = annots.get_object() if annots is not None else None
     if not isinstance(annots, ArrayObject):

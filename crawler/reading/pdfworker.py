@@ -284,6 +284,10 @@ def _child_main(conn: Connection, memory_mb: int, limits: dict[str, int]) -> Non
     # Ctrl-C reaches the terminal's whole process group; the parent decides
     # when its children stop (close(), or an EOF when it dies).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # pypdf imported before the child says it is ready: the crawler imports
+    # it on its first PDF only, and a read's time limit is the read's.
+    import pypdf  # noqa: F401
+
     quiet_pypdf()
     vm, rss = _memory()
     limit = memory_mb * _MIB

@@ -37,6 +37,7 @@ robots.txt forbids (not a page of the site: ``robotstxt/forbidden``).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -219,7 +220,9 @@ class SiteSpider(Spider):
 
     # -- a page's life: the chain (crawler/chain/) ---------------------------------------------
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        t0 = time.thread_time()
         page = Page(response, record.fetched(self.crawler, response))
+        self.chain.spent("record", time.thread_time() - t0)
         async for out in self.chain.run(response, page):
             yield out
 
@@ -239,6 +242,9 @@ class SiteSpider(Spider):
         parts = getattr(self, "parts", None)
         if parts is not None:
             parts.typer.closed()
+        chain = getattr(self, "chain", None)
+        if chain is not None:
+            chain.publish()
 
     def errback(self, failure: Failure) -> Iterator[PageItem]:
         """A failed request: an error record with its reason

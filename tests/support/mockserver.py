@@ -8,7 +8,8 @@ request is appended to the log as a JSON line (time, host, path, user agent)
 so that tests can assert exactly what was fetched, how often and when.
 
 Without ``--root`` it serves the generated test site of ``SITE`` below on
-every host; with ``--root`` it serves that directory's files (benchmarks).
+every host; with ``--root`` it serves that directory's files (benchmarks),
+or a host's own directory ``ROOT/<host>`` when there is one.
 """
 
 from __future__ import annotations
@@ -300,7 +301,9 @@ def make_app(port_holder: dict[str, int], log_path: Path | None, root: Path | No
         if root is not None:
             if validators:
                 return serve_changing(root, request, log)
-            return serve_file(root, request.path)
+            # A directory named after the host (bench_crawl --hosts): that host's own tree.
+            own = root / host
+            return serve_file(own if host and own.is_dir() else root, request.path)
         if request.path.startswith("/trap/"):
             body = trap_page(request.path)
             if body is None:

@@ -86,13 +86,15 @@ class CrawlerReader:
         self.spider = SiteSpider.from_crawler(self.crawler, seeds="http://bench.test/")
         self.steps = [s for s in self.spider.chain.steps if type(s).__name__ not in OUTSIDE]
         self.names = [type(s).__name__ for s in self.steps]
+        self.step_cpu: dict[str, float] = {}  # step name (chain's) -> seconds of thread CPU, timed pages
+        self.timed = 0
 
     def read(self, sample: Sample) -> tuple[Result, str]:
         """The page's result (``text``: analysis.main; ``stored``: the record's
         text) and its HTML as the decode step decoded it."""
         from scrapy.http import HtmlResponse, Request
 
-        from crawler.chain import Page, record
+        from crawler.chain import Page, record, step_name
 
         url = sample.url if sample.url.startswith(("http://", "https://")) else f"http://bench.test/{sample.id}"
         try:
@@ -104,10 +106,17 @@ class CrawlerReader:
                                 request=request)
         error = None
         start = time.process_time()
+        clock, cpu = time.thread_time, self.step_cpu
+        t0 = clock()
         page = Page(response, record.fetched(self.crawler, response))
+        cpu["record"] = cpu.get("record", 0.0) + clock() - t0
+        self.timed += 1
         try:
             for step in self.steps:
+                t0 = clock()
                 _drive(step.process_page(page))
+                name = step_name(step)
+                cpu[name] = cpu.get(name, 0.0) + clock() - t0
                 if page.stopped:
                     break
         except Exception as exc:  # noqa: BLE001  (counted: a page the crawler could not read)
@@ -170,6 +179,8 @@ def run_set(samples: list[Sample], baselines: Iterable[str], python: str,
             for i, sample in enumerate(samples):
                 if i == 0:
                     reader.read(sample)  # warm: lazy imports and first-call caches, untimed
+                    reader.step_cpu.clear()
+                    reader.timed = 0
                 result, html = reader.read(sample)
                 ours[sample.id] = result
                 stored[sample.id] = {**result, "text": result["stored"]}
@@ -286,6 +297,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"WCXB {args.split}: {len(samples)} pages; crawler steps {'+'.join(reader.names)}", file=sys.stderr)
         systems, versions = run_set(samples, baselines, args.base_python, reader,
                                     log=lambda m: print(m, file=sys.stderr))
+        if reader.timed:
+            steps = sorted(reader.step_cpu.items(), key=lambda x: -x[1])
+            print(f"crawler's page steps, CPU ms a page over {reader.timed} pages: "
+                  + ", ".join(f"{k} {v * 1000 / reader.timed:.3f}" for k, v in steps), file=sys.stderr)
         out["wcxb"] = report(f"WCXB {args.split}", samples, systems, versions, by_kind=True, meta=True, dump=dump,
                              set_name=f"wcxb-{args.split}")
         if args.news:

@@ -297,3 +297,27 @@ def test_analyze_stores_both() -> None:
                    URL)
     assert "*text*" in page.markdown and "text" in page.main
     assert md_words(page.markdown) == Counter(_WORD.findall(page.main))
+
+
+def test_links_joined_without_urljoin_are_joined_as_urljoin_joins_them():
+    """The two hrefs a page holds most ("#x", "dir/page.html#x") are joined
+    to the page's URL without urljoin: the same URL as urljoin's (what
+    ``Urls`` wrote before) for every href, the odd ones included."""
+    import random
+
+    from crawler.reading.mdparts import Urls
+
+    bases = ["http://h.org/a/b/c.html", "https://h.org/a/b/?q=1#f", "http://h.org/", "http://h.org",
+             "http://h.org/a/b/c.html?x=1&y=2", "https://h.org:8080/a/b/", "http://h.org/a//b/c.html"]
+    hrefs = ["#x", "#", "a.html", "a/b.html#c", "x.html?y=1#z", "a:b.html", "a/b:c.html", "./a.html", "../a.html",
+             "a/../b.html", "a/./b", ".hidden", "a b.html", "a\tb.html", "c.html#", "%20x.html", "a/b/", "mailto:x@y",
+             "a?b=c:d", "?q=2", "//other.org/x", "a\\b.html", "x/.y", "..a", "é.html", "#a\nb", "x?", "a//b", "a#b//c"]
+    rnd = random.Random(3)
+    hrefs += ["".join(rnd.choice("ab/.:?#%_- \t\\é") for _ in range(rnd.randint(1, 9))) for _ in range(20_000)]
+    for base in bases:
+        fast, joined = Urls(base), Urls(base)
+        joined.here = joined.folder = ""  # every href through urljoin, as before
+        assert [fast.url_of(h) for h in hrefs] == [joined.url_of(h) for h in hrefs], base
+    fast = Urls("http://h.org/docs/lib/os.html?v=3#top")
+    assert (fast.here, fast.folder) == ("http://h.org/docs/lib/os.html?v=3", "http://h.org/docs/lib/")
+    assert fast.url_of("path.html#os.getcwd") == "http://h.org/docs/lib/path.html#os.getcwd"

@@ -163,6 +163,13 @@ def code_block(code: str, lang: str | None) -> tuple[str, str] | None:
 
 _ORIGIN = re.compile(r"https?://[^/?#\\]+")
 _BAD_SCHEME = re.compile(r"\s*(?:javascript|data|vbscript|about):", re.I)
+# A relative path urljoin would put after the page's directory as it is: no
+# scheme (no ":" before the first "/", "?" or "#"), not "/", ".", "?" or
+# "#" first, no query (urljoin drops an empty one), no backslash or tab, CR,
+# LF (urlsplit drops the last three), no "//" (its empty segment goes); an
+# empty fragment is dropped too.
+_PLAIN_RELATIVE = re.compile(r"[^./?#:\\\s][^:/?#\\\t\r\n]*(?:[/#][^?\\\t\r\n]*)?\Z")
+_CONTROL = re.compile(r"[\t\r\n]")
 _NEEDS_QUOTE = re.compile("[\\s()<>\ufdd0-\ufdef]")
 _QUOTED = re.compile(r"[\s()<>]")  # percent-encoded in a link's URL: what would end it
 _PRIVATE = re.compile("[\ufdd0-\ufdef]")
@@ -181,6 +188,16 @@ class Urls:
         m = _ORIGIN.match(url or "")
         self.origin = m.group() if m else ""  # scheme://host of url: the base of "/x"
         self.urls: dict[str, str | None] = {}
+        # The page's URL without its fragment (the base of "#x") and its
+        # directory (of "x/y.html"): urljoin's answers for the two hrefs a
+        # page holds most, joined without it (33,000 urljoin calls were 19 %
+        # of the analysis of the Python manual's largest pages).
+        self.here = self.folder = ""
+        if url and url.startswith(("http://", "https://")):
+            try:
+                self.here, self.folder = url.split("#", 1)[0], urljoin(url, "_")[:-1]
+            except ValueError:
+                pass
 
     def url_of(self, href: str | None) -> str | None:
         if not href:
@@ -195,6 +212,10 @@ class Urls:
             pass
         elif self.origin and out[0] == "/" and out[1:2] != "/" and "/." not in out:
             out = self.origin + out
+        elif self.here and out[0] == "#" and len(out) > 1 and not _CONTROL.search(out):
+            out = self.here + out
+        elif self.folder and _PLAIN_RELATIVE.match(out) and "/." not in out and "//" not in out and out[-1] != "#":
+            out = self.folder + out
         elif _BAD_SCHEME.match(out):
             out = None
         elif self.url:

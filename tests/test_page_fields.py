@@ -78,12 +78,14 @@ The story ends here, with strong words and a link."""
 
 def expected(site) -> dict[str, tuple]:
     """(text, markdown, metadata, kind) of each page: the content, metadata and kind steps' (the kinds are the
-    model's, crawler/data/kind.json: an article this short is not told from the rest, "other")."""
+    model's, crawler/data/kind.json, refitted with the URL's shape: an article this short is not told from the rest,
+    "other"; the site's root, two links and a title, reads as a service's front page)."""
     base = site.url("").rstrip("/")
     return {
-        "/": ("Story Plain", f"[Story]({base}/story.html) [Plain]({base}/plain.html)", {"title": "Planet"}, "other"),
+        "/": ("Story Plain", f"[Story]({base}/story.html) [Plain]({base}/plain.html)", {"title": "Planet"},
+              "service"),
         "/story.html": (STORY_TEXT, STORY_MARKDOWN.format(base=base), STORY_METADATA, "other"),
-        "/plain.html": ("No title, no metadata.", "No title, no metadata.", None, "collection"),
+        "/plain.html": ("No title, no metadata.", "No title, no metadata.", None, "other"),
     }
 
 

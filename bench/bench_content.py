@@ -89,23 +89,18 @@ class CrawlerReader:
         self.step_cpu: dict[str, float] = {}  # step name (chain's) -> seconds of thread CPU, timed pages
         self.timed = 0
 
-    def read(self, sample: Sample) -> tuple[Result, str]:
-        """The page's result (``text``: analysis.main; ``stored``: the record's
-        text) and its HTML as the decode step decoded it."""
+    def response(self, url: str, body: bytes) -> Any:
+        """The page as the spider gets it (``ValueError``: not a URL Scrapy takes)."""
         from scrapy.http import HtmlResponse, Request
 
+        request = Request(url, callback=self.spider.parse, errback=self.spider.errback, meta={"depth": 1})
+        return HtmlResponse(url, status=200, body=body, headers={"Content-Type": "text/html"}, request=request)
+
+    def run(self, response: Any) -> tuple[Any, str | None]:
+        """The page through the steps (each one's CPU added to ``step_cpu``),
+        and the error that stopped it (None)."""
         from crawler.chain import Page, record, step_name
 
-        url = sample.url if sample.url.startswith(("http://", "https://")) else f"http://bench.test/{sample.id}"
-        try:
-            request = Request(url, callback=self.spider.parse, errback=self.spider.errback, meta={"depth": 1})
-        except ValueError:
-            url = f"http://bench.test/{sample.id}"
-            request = Request(url, callback=self.spider.parse, errback=self.spider.errback, meta={"depth": 1})
-        response = HtmlResponse(url, status=200, body=sample.body(), headers={"Content-Type": "text/html"},
-                                request=request)
-        error = None
-        start = time.process_time()
         clock, cpu = time.thread_time, self.step_cpu
         t0 = clock()
         page = Page(response, record.fetched(self.crawler, response))
@@ -120,7 +115,19 @@ class CrawlerReader:
                 if page.stopped:
                     break
         except Exception as exc:  # noqa: BLE001  (counted: a page the crawler could not read)
-            error = f"{type(exc).__name__}: {exc}"[:300]
+            return page, f"{type(exc).__name__}: {exc}"[:300]
+        return page, None
+
+    def read(self, sample: Sample) -> tuple[Result, str]:
+        """The page's result (``text``: analysis.main; ``stored``: the record's
+        text) and its HTML as the decode step decoded it."""
+        url = sample.url if sample.url.startswith(("http://", "https://")) else f"http://bench.test/{sample.id}"
+        try:
+            response = self.response(url, sample.body())
+        except ValueError:
+            response = self.response(f"http://bench.test/{sample.id}", sample.body())
+        start = time.process_time()
+        page, error = self.run(response)
         ms = (time.process_time() - start) * 1000
         analysis = page.analysis
         meta = analysis.metadata if analysis is not None and isinstance(analysis.metadata, dict) else {}

@@ -58,10 +58,8 @@ def machine() -> str:
 
 
 def measure(root: Path, pages: int, reps: int) -> dict[str, Any]:
-    from bench.bench_content import CrawlerReader, _drive
-    from crawler.chain import Page, record
+    from bench.bench_content import CrawlerReader
     from crawler.duplicates.fingerprint import content_hash, fingerprints
-    from scrapy.http import HtmlResponse, Request
 
     files = html_files(root)[:pages]
     if not files:
@@ -72,15 +70,9 @@ def measure(root: Path, pages: int, reps: int) -> dict[str, Any]:
     def one_pass() -> float:
         spent = 0.0
         for url, body in bodies:
-            request = Request(url, callback=reader.spider.parse, meta={"depth": 1})
-            response = HtmlResponse(url, status=200, body=body, headers={"Content-Type": "text/html"},
-                                    request=request)
+            response = reader.response(url, body)
             t0 = time.thread_time()
-            page = Page(response, record.fetched(reader.crawler, response))
-            for step in reader.steps:
-                _drive(step.process_page(page))
-                if page.stopped:
-                    break
+            page, _ = reader.run(response)
             text = page.analysis.text if page.analysis is not None else ""
             content_hash(text)
             if len(text) >= 100:

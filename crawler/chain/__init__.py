@@ -34,9 +34,10 @@ and the page is stored with ``extra: {"price": ...}``.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from scrapy import signals
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.misc import load_object
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from crawler.chain.parts import Parts
+    from crawler.items import PageItem
 
 __all__ = ["Chain", "HTML", "OTHER", "PDF", "Page", "Step", "step_name"]
 
@@ -89,7 +91,9 @@ class Chain:
             if not callable(getattr(step, "process_page", None)):
                 raise ConfigError(f"PAGE_STEPS: {path} has no process_page(page) method")
             steps.append(step)
-        return cls(steps, crawler)
+        chain = cls(steps, crawler)
+        crawler.signals.connect(chain.closed, signal=signals.spider_closed)
+        return chain
 
     async def run(self, response: Response, page: Page) -> AsyncIterator[Any]:
         """Hand ``page`` through the steps; yield what each emits, as it does.
@@ -116,9 +120,18 @@ class Chain:
         if self.pages % PUBLISH_EVERY == 0 or self.pages < PUBLISH_EVERY:
             self.publish()
 
-    def spent(self, name: str, seconds: float) -> None:
-        """CPU spent on a page outside the steps (the record's making)."""
-        self.cpu[name] = self.cpu.get(name, 0.0) + seconds
+    def page(self, response: Response, make: Callable[[], PageItem]) -> Page:
+        """The response's ``Page`` with the record ``make()`` makes, its CPU
+        counted as the step "record" (before the chain)."""
+        t0 = time.thread_time()
+        page = Page(response, make())
+        self.cpu["record"] = self.cpu.get("record", 0.0) + time.thread_time() - t0
+        return page
+
+    def closed(self, spider: Any = None, reason: str | None = None) -> None:
+        """At the spider's close (Scrapy's signal, before the stats are
+        dumped): the figures of the last pages too."""
+        self.publish()
 
     def publish(self) -> None:
         """The steps' CPU a page so far, as stats (``page/step_ms/<step>``,

@@ -37,7 +37,6 @@ robots.txt forbids (not a page of the site: ``robotstxt/forbidden``).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 
 from crawler.duplicates import fingerprint
-from crawler.chain import Chain, Page, record
+from crawler.chain import Chain, record
 from crawler.chain.parts import Parts
 from crawler.config import ConfigError, check_settings
 from crawler.crawldir import crawl_name
@@ -220,9 +219,7 @@ class SiteSpider(Spider):
 
     # -- a page's life: the chain (crawler/chain/) ---------------------------------------------
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
-        t0 = time.thread_time()
-        page = Page(response, record.fetched(self.crawler, response))
-        self.chain.spent("record", time.thread_time() - t0)
+        page = self.chain.page(response, lambda: record.fetched(self.crawler, response))
         async for out in self.chain.run(response, page):
             yield out
 
@@ -242,9 +239,6 @@ class SiteSpider(Spider):
         parts = getattr(self, "parts", None)
         if parts is not None:
             parts.typer.closed()
-        chain = getattr(self, "chain", None)
-        if chain is not None:
-            chain.publish()
 
     def errback(self, failure: Failure) -> Iterator[PageItem]:
         """A failed request: an error record with its reason

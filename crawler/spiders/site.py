@@ -57,6 +57,7 @@ from crawler.items import PageItem
 from crawler.reading.language import warm_up
 from crawler.requestmeta import AGAIN, REFERER_URL, TOPIC_PRIORITY
 from crawler.reading.responses import content_length
+from crawler.redis.waiting import until_answered
 from crawler.render.browser import BrowserUnavailable, find_browser
 from crawler.scope.seeds import read_seeds, seeds_again
 from crawler.spiders import arguments as checks
@@ -174,15 +175,16 @@ class SiteSpider(Spider):
     async def start(self) -> AsyncIterator[Any]:
         warm_up()  # the language model, off the reactor while the crawl starts
         follower = self.follower
-        follower.load_scope()
+        await until_answered(follower.load_scope, "the crawl's scope", self)
         if not self.seed_urls:
             logger.info("No seeds: joining crawl %(crawl)s (scope: %(sites)s)",
                         {"crawl": crawl_name(self.crawler.settings, self.name),
                          "sites": ", ".join(sorted(follower.seed_sites))}, extra={"spider": self})
-        self.follow = follower.settle_policy()
+        self.follow = await until_answered(follower.settle_policy, "the crawl's choices", self)
         self.parts.sitemaps.enabled = follower.choices.get("sitemaps") != "0"
         self.settle_rendering()
-        again = seeds_again(self.crawler, self.parts.frontier, self.seed_urls)
+        again = await until_answered(lambda: seeds_again(self.crawler, self.parts.frontier, self.seed_urls),
+                                     "the seeds' records", self)
         for url in self.seed_urls:
             if url in follower.seen:
                 continue

@@ -66,6 +66,8 @@ CASES = [
      "Error: unknown setting NETWORK_ALLOWLST; did you mean NETWORK_ALLOWLIST?"),
     (["-a", "seeds=http://x/", "-s", "REDIS_URL=http://127.0.0.1/"],
      "Error: bad setting: REDIS_URL='http://127.0.0.1/' must be a URL starting with redis:// or rediss:// or unix://"),
+    (["-a", "seeds=http://x/", "-s", "GC_THRESHOLD=0,10,10"],
+     "Error: bad setting: GC_THRESHOLD='0,10,10' must be three numbers of at least 1 (0 would turn the collector off)"),
 ]
 
 

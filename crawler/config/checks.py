@@ -190,6 +190,16 @@ RENDER_TYPES = ("stylesheet", "image", "media", "font", "script", "texttrack", "
                 "cspviolationreport", "preflight")
 
 
+def _gc_threshold(value: Any) -> str | None:
+    from crawler.operations.collector import thresholds
+
+    try:
+        thresholds(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _render_types(value: Any) -> str | None:
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or any(not isinstance(v, str) for v in items):
@@ -279,6 +289,7 @@ SPECS: dict[str, Check] = {
     "STOP_CLEAR": _bool,
     "PROGRESS_INTERVAL": SECONDS,
     "PROMETHEUS_PORT": _number(int, 0, 65535),
+    "GC_THRESHOLD": _gc_threshold,
     "PROMETHEUS_BIND": _address,
     "DUPEFILTER_BUCKETS": _number(int, 1, 1 << 24),
     "FRONTIER_SHARDS": _number(int, 1, 1024),

@@ -192,6 +192,10 @@ PROGRESS_INTERVAL = 60.0
 # Serve Prometheus metrics on this port (0: off), on PROMETHEUS_BIND.
 PROMETHEUS_PORT = 0
 PROMETHEUS_BIND = "127.0.0.1"
+# Python's garbage collector thresholds while a crawl runs (gc.set_threshold's
+# three counts; "" keeps Python's 700,10,10): the defaults collect more than
+# once a page, 7 % of a worker's CPU (crawler/operations/collector.py).
+GC_THRESHOLD = "100000,50,100"
 # Shards of the frontier (crawler/redis/keys.py): each site's queue,
 # politeness and URL dedup live in one; a Redis Cluster spreads them over its
 # masters. Fixed when a crawl starts: every worker of a crawl must agree.

@@ -19,6 +19,9 @@ EXTENSIONS = {
     "crawler.operations.progress.Progress": 20,
     # WARC output (WARC_DIR): the writer thread (crawler/warc/service.py).
     "crawler.warc.service.WarcService": 30,
+    # Python's garbage collector run less often (GC_THRESHOLD):
+    # crawler/operations/collector.py.
+    "crawler.operations.collector.GarbageCollector": 40,
 }
 # Scrapy's own extensions but the remote control and the telnet console (see
 # REMOTE_CONTROL_ENABLED above): out of the base list rather than set to None

@@ -20,7 +20,7 @@ gets its collector back as it was.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -32,14 +32,14 @@ if TYPE_CHECKING:
 __all__ = ["GarbageCollector", "thresholds"]
 
 
-def thresholds(value: object) -> tuple[int, int, int] | None:
+def thresholds(value: Any) -> tuple[int, int, int] | None:
     """``GC_THRESHOLD``'s three counts (None: Python's own); ValueError
     with the reason for anything else."""
     if value is None or value == "":
         return None
     parts = value.split(",") if isinstance(value, str) else value
     try:
-        counts = tuple(int(str(p).strip()) for p in parts)  # type: ignore[union-attr]
+        counts = tuple(int(str(p).strip()) for p in parts)
     except (TypeError, ValueError):
         raise ValueError("must be three whole numbers, as 100000,50,100") from None
     if len(counts) != 3:

@@ -164,7 +164,9 @@ def main() -> None:
             steps = sorted(((k.rsplit("/", 1)[1], v) for k, v in ours.items() if k.startswith("page/step_ms/")),
                            key=lambda x: -x[1])
             print(f"run {i + 1}, ours' page steps, CPU ms a page ({sum(v for _, v in steps):.2f} in all): "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in steps), flush=True)
+                  + ", ".join(f"{k} {v:.3f}" for k, v in steps)
+                  + f" | Python's collector: {ours.get('gc/collections', 0)} collections, "
+                    f"{ours.get('gc/cpu_seconds', 0) * 1000.0 / n:.3f} ms a page", flush=True)
             wp, wo = whole(plain, plain["response_received_count"]), whole(ours, ours["response_received_count"])
             whole_plain, whole_ours = max(whole_plain, wp), max(whole_ours, wo)
             print(f"run {i + 1}, whole process: plain {plain['wall']:.2f}s = {wp:.1f} pages/s | ours "

@@ -35,7 +35,7 @@ from typing import Any
 from bench.harness import stats_of
 
 DROPPED_STATS = ("start_time", "finish_time", "elapsed_time_seconds", "memusage/", "log_count/DEBUG",
-                 "responses_per_minute", "items_per_minute", "warc/bytes")
+                 "responses_per_minute", "items_per_minute", "warc/bytes", "gc/")
 # Stats of Redis calls made on timers (heartbeats, leases polled while
 # waiting, commits batched by time): kept as "<timed>", their value not.
 TIMED_STATS = ("frontier/redis_calls/lease", "frontier/redis_calls/heartbeat", "frontier/redis_calls/beats",

@@ -8,7 +8,7 @@ import gc
 
 import pytest
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from scrapy.statscollectors import StatsCollector
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -64,6 +64,21 @@ def test_set_while_the_engine_runs_and_undone_after():
     assert ext.before is None and kept is not None
 
 
-def test_empty_keeps_pythons_own():
-    with pytest.raises(NotConfigured):
-        GarbageCollector.from_crawler(get_crawler(settings_dict={"GC_THRESHOLD": ""}))
+def test_empty_keeps_pythons_own_and_still_counts():
+    before = gc.get_threshold()
+    crawler = get_crawler(settings_dict={"GC_THRESHOLD": ""})
+    crawler.stats = StatsCollector(crawler)
+    ext = GarbageCollector.from_crawler(crawler)
+    try:
+        crawler.signals.send_catch_log(signals.engine_started)
+        assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+        gc.collect(0)
+        gc.collect(1)
+        crawler.signals.send_catch_log(signals.spider_closed)
+    finally:
+        crawler.signals.send_catch_log(signals.engine_stopped)
+    assert crawler.stats.get_value("gc/collections") >= 2  # two asked for, perhaps one of Python's own
+    assert 0 <= crawler.stats.get_value("gc/cpu_seconds") < 5
+    assert ext._count not in gc.callbacks
+    gc.collect(0)
+    assert ext.collections == crawler.stats.get_value("gc/collections")  # no longer counting

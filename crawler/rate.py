@@ -40,14 +40,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SiteBackoffMiddleware", "retry_after"]
+__all__ = ["SiteBackoffMiddleware", "SiteSlower", "retry_after"]
 
 _TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
 
 _BACKOFF_STATUSES = frozenset({429, 503})
 
 
-class SiteBackoffMiddleware:
+class SiteSlower:
+    """Slows a site down for the whole cluster: its adaptive pace
+    (``ADAPTIVE_RATE``) or, without it, the fixed backoff. Used by the
+    middleware below for refusals and timeouts and by the chain's
+    ``blocked`` step for bot walls."""
+
     def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
         s = crawler.settings
         self.frontier = frontier
@@ -56,7 +61,6 @@ class SiteBackoffMiddleware:
         self.adaptive = s.getbool("ADAPTIVE_RATE")
         self.pause = s.getfloat("ADAPTIVE_RATE_PAUSE")
         self.max_pace = s.getfloat("ADAPTIVE_RATE_MAX_DELAY")
-        self.timeout = s.getfloat("DOWNLOAD_TIMEOUT")
         # Values were checked at start (crawler.config): backoff is required.
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.crawler = crawler
@@ -65,11 +69,19 @@ class SiteBackoffMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler, FrontierFaces(crawler).politeness)
 
-    def _slow(self, request: Request, seconds: float, latency: float, reason: str) -> None:
+    def slow(self, url: str, seconds: float, latency: float, reason: str) -> None:
+        """``url``'s site refused it (``reason``), asked for ``seconds``
+        (Retry-After; 0: none), ``latency`` seconds after it was sent."""
+        if self.adaptive:
+            self._slow(url, seconds, latency, reason)
+        else:
+            self._backoff(url, seconds, reason)
+
+    def _slow(self, url: str, seconds: float, latency: float, reason: str) -> None:
         frontier = self.frontier
         if not frontier.is_open:
             return
-        site = queue_key(host_of(request.url), self.queue_by)
+        site = queue_key(host_of(url), self.queue_by)
         try:
             pace, pause, new = frontier.politeness.slow(site, seconds, latency, self.pause, self.maximum,
                                                         self.max_pace, reason)
@@ -88,14 +100,11 @@ class SiteBackoffMiddleware:
             logger.info("Pausing %(site)s for %(s).1fs (%(reason)s)", {"site": site, "s": pause, "reason": reason},
                         extra={"spider": self.crawler.spider})
 
-    def _backoff(self, request: Request, seconds: float, reason: str, latency: float = 0.0) -> None:
-        if self.adaptive:
-            self._slow(request, seconds, latency, reason)
-            return
+    def _backoff(self, url: str, seconds: float, reason: str) -> None:
         frontier = self.frontier
         if not frontier.is_open:
             return
-        site = queue_key(host_of(request.url), self.queue_by)
+        site = queue_key(host_of(url), self.queue_by)
         try:
             backoff = frontier.politeness.backoff(site, max(seconds, self.minimum), self.maximum)
         except Exception as exc:  # Redis away: the retry still happens
@@ -105,6 +114,20 @@ class SiteBackoffMiddleware:
         self.crawler.stats.inc_value(f"frontier/backoff/{reason}")
         logger.info("Backing off %(site)s for %(s).1fs (%(reason)s)",
                     {"site": site, "s": backoff, "reason": reason}, extra={"spider": self.crawler.spider})
+
+
+class SiteBackoffMiddleware:
+    def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
+        self.slower = SiteSlower(crawler, frontier)
+        self.maximum = self.slower.maximum
+        self.timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, FrontierFaces(crawler).politeness)
+
+    def _backoff(self, request: Request, seconds: float, reason: str, latency: float = 0.0) -> None:
+        self.slower.slow(request.url, seconds, latency, reason)
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         if response.status in _BACKOFF_STATUSES:

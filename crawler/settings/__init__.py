@@ -128,6 +128,10 @@ FRONTIER_BACKOFF_MAX = 600.0
 # shortens by 3 %, never below DOWNLOAD_DELAY or robots.txt's Crawl-delay.
 # False: the fixed backoff of FRONTIER_BACKOFF_MIN/MAX instead.
 ADAPTIVE_RATE = True
+# A 200 page that is a bot wall (an access-denied, captcha or challenge page:
+# crawler/reading/blocked.py) is not stored: counted (blocked/<kind>), its site
+# slowed, its URL retried (RETRY_TIMES), then recorded as an error.
+BLOCKED_PAGES = True
 ADAPTIVE_RATE_PAUSE = 60.0
 ADAPTIVE_RATE_MAX_DELAY = 60.0
 # A retried request waits FRONTIER_RETRY_BACKOFF * 2^(n-1) seconds (capped).

@@ -15,6 +15,10 @@ once it listens (``tests.support.servers.launch``).
   of ``--pages`` pages, each page once.
 - ``--refuse-all``: every request but robots.txt answered 429 (a site that
   keeps refusing).
+- ``--wall-every K``: ``/p/n`` with n a multiple of K answers its first
+  request with a bot wall (200, a challenge page whose link leads to
+  ``/trap``), later ones with the page; ``--wall-forever N``: ``/p/N``
+  answers a wall every time.
 
 Every request is logged as a JSON line: time, host, path, status.
 """
@@ -33,11 +37,18 @@ from aiohttp import web
 from tests.support.mockserver import article_page, index_page, run, serve
 
 
+WALL = ('<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>'
+        '<h1>Checking your browser before accessing the site.</h1>'
+        '<p>This process is automatic. <a href="/trap">Why am I seeing this?</a></p>'
+        '<script src="/cdn-cgi/challenge-platform/h/b/orchestrate/chl_page/v1?ray=8"></script></body></html>')
+
+
 def make_app(log_path: Path | None, limit: int, pages: int, fanout: int, latency: float, per_request: float,
-             refuse_all: bool) -> web.Application:
+             refuse_all: bool, wall_every: int = 0, wall_forever: int = 0) -> web.Application:
     log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115
     recent: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
     inflight: collections.Counter[str] = collections.Counter()
+    asked: collections.Counter[str] = collections.Counter()
 
     def children(n: int) -> list[tuple[str, str]]:
         return [(f"/p/{k}", f"Page {k}") for k in range(n * fanout + 1, n * fanout + fanout + 1) if k <= pages]
@@ -68,7 +79,11 @@ def make_app(log_path: Path | None, limit: int, pages: int, fanout: int, latency
                 body = index_page("Home", children(0))
             elif path.startswith("/p/") and path[3:].isdigit() and 1 <= int(path[3:]) <= pages:
                 n = int(path[3:])
-                body = article_page(f"Page {n}", f"Page {n} opens here.", children(n))
+                asked[path] += 1
+                if n == wall_forever or (wall_every and n % wall_every == 0 and asked[path] == 1):
+                    body = WALL
+                else:
+                    body = article_page(f"Page {n}", f"Page {n} opens here.", children(n))
             else:
                 status, body, ctype = 404, "not found", "text/plain"
         if log is not None:
@@ -90,10 +105,12 @@ async def main() -> None:
     ap.add_argument("--latency", type=float, default=0.01)
     ap.add_argument("--per-request", type=float, default=0.005)
     ap.add_argument("--refuse-all", action="store_true")
+    ap.add_argument("--wall-every", type=int, default=0)
+    ap.add_argument("--wall-forever", type=int, default=0)
     args = ap.parse_args()
     holder: dict[str, int] = {}
     await serve(make_app(args.log, args.limit, args.pages, args.fanout, args.latency, args.per_request,
-                         args.refuse_all), args.hosts.split(","), holder)
+                         args.refuse_all, args.wall_every, args.wall_forever), args.hosts.split(","), holder)
 
 
 if __name__ == "__main__":

@@ -62,9 +62,11 @@ DEFAULT_PYTHON = os.environ.get("BENCH_BASE_PYTHON",
                                 str(Path("~/.cache/site-crawler/venv-base/bin/python").expanduser()))
 # The chain's steps that are the crawl's, not the page's reading: marking the
 # URL fetched and redirects (the frontier), rendering (a browser), a topic's
-# score (-a topic only), the duplicate and template check (Redis), typing
-# (reads that check), variants, the store and following.
-OUTSIDE = frozenset({"Visit", "Redirect", "Render", "Focus", "Check", "Classify", "Variants", "Store", "Follow"})
+# score (-a topic only), a bot wall's retry (the frontier), the duplicate and
+# template check (Redis), typing (reads that check), variants, the store and
+# following.
+OUTSIDE = frozenset({"Visit", "Redirect", "Render", "Blocked", "Focus", "Check", "Classify", "Variants", "Store",
+                     "Follow"})
 META_FIELDS = (("title", "title", title_right), ("author", "author", author_right),
                ("published", "published", date_right))
 

@@ -21,11 +21,7 @@ Stats: ``trap/dropped/shape_run``, ``trap/dropped/repeated_segment``,
 ``trap/dropped/token_run``, ``trap/dropped/token_variants``. Each drop is
 logged at DEBUG.
 
-``SiteBackoffMiddleware`` (downloader middleware, before Scrapy's retry)
-backs a site off for the whole cluster when it answers 429 or 503 or times
-out: the site's extra delay doubles (at least ``Retry-After`` or
-``FRONTIER_BACKOFF_MIN``, at most ``FRONTIER_BACKOFF_MAX``) and halves again
-with every success. Stats: ``frontier/backoff/<reason>``.
+``SiteBackoffMiddleware``: ``crawler/rate.py`` (a site's pace after 429, 503, timeouts).
 
 ``RobotsTxtGuardMiddleware`` (downloader middleware, before Scrapy's
 ``RobotsTxtMiddleware`` sees the answer) bounds the robots.txt request:
@@ -55,17 +51,12 @@ at a delay of 0. Stats: ``frontier/send_waits``,
 from __future__ import annotations
 
 import logging
-import math
-import re
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
-from scrapy.exceptions import DownloadTimeoutError, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.error import TCPTimedOutError, TimeoutError
 from twisted.internet.task import deferLater
 
 from crawler.compat import reactor
@@ -75,9 +66,8 @@ from crawler.requestmeta import (
     SHAPE_RUN, TRAP_EVIDENCE, TRAP_PARENT,
 )
 from crawler.scope.traps import LinkParent, PathTrapGuard, TrapLimits
+from crawler.rate import SiteBackoffMiddleware, retry_after
 from crawler.scope.urls import host_of, max_segment_repeats, queue_key, url_shape
-
-_TIMEOUTS = (DownloadTimeoutError, TimeoutError, TCPTimedOutError)
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -90,7 +80,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["TRAP_PARENT", "RobotsTxtGuardMiddleware", "SendSpacingMiddleware", "SiteBackoffMiddleware",
-           "TrapGuardMiddleware"]
+           "TrapGuardMiddleware", "retry_after"]
 
 
 
@@ -222,112 +212,6 @@ class RobotsTxtGuardMiddleware:
     ) -> None:
         if self._is_robots(request):
             self.stats.inc_value("robotstxt/unavailable")
-
-
-_BACKOFF_STATUSES = frozenset({429, 503})
-
-
-class SiteBackoffMiddleware:
-    def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
-        s = crawler.settings
-        self.frontier = frontier
-        self.minimum = s.getfloat("FRONTIER_BACKOFF_MIN")
-        self.maximum = s.getfloat("FRONTIER_BACKOFF_MAX")
-        # Values were checked at start (crawler.config): backoff is required.
-        self.queue_by = s.get("FRONTIER_QUEUE_BY")
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, FrontierFaces(crawler).politeness)
-
-    def _backoff(self, request: Request, seconds: float, reason: str) -> None:
-        frontier = self.frontier
-        if not frontier.is_open:
-            return
-        site = queue_key(host_of(request.url), self.queue_by)
-        try:
-            backoff = frontier.politeness.backoff(site, max(seconds, self.minimum), self.maximum)
-        except Exception as exc:  # Redis away: the retry still happens
-            if not frontier.refused_for_memory(exc):  # Redis full: said once, by the service
-                logger.warning("Could not back off %(site)s: %(exc)s", {"site": site, "exc": exc})
-            return
-        self.crawler.stats.inc_value(f"frontier/backoff/{reason}")
-        logger.info("Backing off %(site)s for %(s).1fs (%(reason)s)",
-                    {"site": site, "s": backoff, "reason": reason}, extra={"spider": self.crawler.spider})
-
-    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
-        if response.status in _BACKOFF_STATUSES:
-            seconds = retry_after(response.headers.get(b"Retry-After"), maximum=self.maximum)
-            self._backoff(request, seconds, str(response.status))
-        return response
-
-    def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
-        if isinstance(exception, _TIMEOUTS):
-            self._backoff(request, 0.0, "timeout")
-
-
-_DAY = rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
-_MONTHS = (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec")
-_MONTH = rb"(" + b"|".join(_MONTHS) + rb")"
-_TIME = rb"([0-9]{2}):([0-9]{2}):([0-9]{2})"
-# RFC 9110 section 5.6.7, case-sensitive as its ABNF (%s) says:
-# IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT" (the form senders must use),
-# obsolete RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT", asctime "Sun Nov  6 08:49:37 1994".
-_IMF_FIXDATE = re.compile(_DAY + rb", ([0-9]{2}) " + _MONTH + rb" ([0-9]{4}) " + _TIME + rb" GMT")
-_RFC850_DATE = re.compile(rb"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "
-                          rb"([0-9]{2})-" + _MONTH + rb"-([0-9]{2}) " + _TIME + rb" GMT")
-_ASCTIME_DATE = re.compile(_DAY + rb" " + _MONTH + rb" ([0-9]{2}| [0-9]) " + _TIME + rb" ([0-9]{4})")
-_DELAY_SECONDS = re.compile(rb"[0-9]+")  # 1*DIGIT: ASCII digits only, no sign, no fraction
-
-
-def retry_after(value: bytes | None, *, maximum: float, now: float | None = None) -> float:
-    """Seconds a ``Retry-After`` value asks to wait (RFC 9110 section 10.2.3),
-    at most ``maximum``: delay-seconds, or an HTTP-date in any of its three
-    forms, less ``now``. Anything else (absent, empty, signed, fractional,
-    non-ASCII digits such as "²", a date in the past, undecodable bytes) is 0.
-    Never raises."""
-    if not value or not isinstance(value, bytes):
-        return 0.0
-    value = value.strip(b" \t")  # OWS around a field value is not part of it
-    if _DELAY_SECONDS.fullmatch(value):
-        digits = value.lstrip(b"0")
-        # A 400-digit delay is no reason to build a 400-digit number (nor an
-        # infinite float): anything that long is over any sane maximum.
-        return min(float(digits) if len(digits) <= 15 else math.inf, maximum) if digits else 0.0
-    when = _http_date(value, time.time() if now is None else now)
-    if when is None:
-        return 0.0
-    return min(max(when - (time.time() if now is None else now), 0.0), maximum)
-
-
-def _http_date(value: bytes, now: float) -> float | None:
-    """The Unix time of an HTTP-date, None when it is not one (or names no real day)."""
-    if m := _IMF_FIXDATE.fullmatch(value):
-        day, month, year, hh, mm, ss = m.groups()
-        year_n = int(year)
-    elif m := _RFC850_DATE.fullmatch(value):
-        day, month, year, hh, mm, ss = m.groups()
-        # A two-digit year more than 50 years ahead is the latest such year
-        # in the past (RFC 9110 section 5.6.7).
-        this_year = time.gmtime(now).tm_year
-        year_n = this_year - this_year % 100 + int(year)
-        if year_n > this_year + 50:
-            year_n -= 100
-        elif year_n <= this_year - 50:
-            year_n += 100
-    elif m := _ASCTIME_DATE.fullmatch(value):
-        month, day, hh, mm, ss, year = m.groups()
-        year_n = int(year)
-    else:
-        return None
-    try:
-        # second 60 is a leap second: the same instant as :59 for a delay.
-        moment = datetime(year_n, _MONTHS.index(month) + 1, int(day), int(hh), int(mm),
-                          min(int(ss), 59), tzinfo=timezone.utc)
-    except ValueError:  # 31 Feb, hour 25, year 0
-        return None
-    return moment.timestamp()
 
 
 class SendSpacingMiddleware:

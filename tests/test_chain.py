@@ -185,7 +185,7 @@ def test_the_default_chain_is_the_documented_one():
     from crawler import settings
 
     assert [p.rsplit(".", 1)[1] for p in sorted(settings.PAGE_STEPS_BASE, key=settings.PAGE_STEPS_BASE.get)] == [
-        "Visit", "Redirect", "Decode", "Parse", "Render", "Read", "Content", "Metadata", "Focus", "Check", "Kind",
+        "Visit", "Redirect", "Decode", "Parse", "Render", "Blocked", "Read", "Content", "Metadata", "Focus", "Check", "Kind",
         "Classify", "Variants",
         "Store", "Follow"]
 

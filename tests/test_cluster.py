@@ -147,7 +147,9 @@ def test_retry_sequence_backs_off_then_succeeds(server, tmp_path, frontier_setti
     assert t[1] - t[0] >= 0.3 and t[2] - t[1] >= 0.6  # 0.3 * 2^(n-1)
     assert "'retry/reason_count/503 Service Unavailable': 2" in result.log
     assert "'frontier/requeued/retry': 2" in result.log
-    assert "'frontier/backoff/503': 2" in result.log
+    assert "'rate/refused/503': 2" in result.log
+    assert "'rate/slowdowns': 1" in result.log  # the retry's 503 came within a second: the same incident
+    assert "rate/pauses" not in result.log
     with SQLiteStore(result.store_path) as store:
         page = store.get_page(server.url("/flaky/1.html"))
     assert (page["state"], page["status"], page["title"]) == ("C", 200, "Flaky")

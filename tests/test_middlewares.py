@@ -356,8 +356,9 @@ def test_backoff_is_clamped_to_frontier_backoff_max():
     crawler = get_crawler(settings_dict={"FRONTIER_BACKOFF_MIN": 5, "FRONTIER_BACKOFF_MAX": 60})
     mw = SiteBackoffMiddleware.from_crawler(crawler)
     asked = []
-    mw._backoff = lambda request, seconds, reason: asked.append((seconds, reason))
-    for value in (b"9" * 400, "²".encode(), b"30"):
-        mw.process_response(Request("http://h/"), HtmlResponse("http://h/", status=503, body=b"",
-                                                                headers={"Retry-After": value}))
-    assert asked == [(60.0, "503"), (0.0, "503"), (30.0, "503")]
+    mw._backoff = lambda request, seconds, reason, latency=0.0: asked.append((seconds, reason, latency))
+    for value, latency in ((b"9" * 400, 0.25), ("²".encode(), "x"), (b"30", None)):
+        request = Request("http://h/", meta={} if latency is None else {"download_latency": latency})
+        mw.process_response(request, HtmlResponse("http://h/", status=503, body=b"", headers={"Retry-After": value}))
+    # The refused request's latency goes with it (what is no number: 0).
+    assert asked == [(60.0, "503", 0.25), (0.0, "503", 0.0), (30.0, "503", 0.0)]

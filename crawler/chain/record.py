@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
-__all__ = ["failed", "fetched", "not_modified"]
+__all__ = ["blocked", "failed", "fetched", "not_modified"]
 
 
 def _record(crawler: Crawler, request: Request, response: Response | None, url: str, **fields: Any) -> PageItem:
@@ -69,3 +69,11 @@ def failed(crawler: Crawler, failure: Failure) -> PageItem:
     response = getattr(failure.value, "response", None)
     return _record(crawler, request, response, normalize(request.url), state="E", error=failure_reason(failure),
                    etag=header(response, b"ETag"), last_modified=header(response, b"Last-Modified"))
+
+
+def blocked(crawler: Crawler, response: Response, reason: str) -> PageItem:
+    """A page that was a bot wall at every try (``crawler/chain/blocked.py``):
+    an error record with ``reason``; the wall's text is not kept."""
+    request = response.request
+    assert request is not None
+    return _record(crawler, request, response, normalize(response.url), state="E", error=reason)

@@ -126,10 +126,12 @@ def render(st: dict[str, Any]) -> RenderableType:
         parts.append(memory_table(st["redis"]))
     if st["top_sites"]:
         top = Table(title="largest site queues", title_justify="left")
-        for col in ("site", "queued", "delay s", "backoff s"):
+        for col in ("site", "queued", "delay s", "backoff s", "pace s", "why", "next in s"):
             top.add_column(col, justify="left" if col == "site" else "right")
         for s in st["top_sites"]:
-            top.add_row(s["site"], f"{s['queued']:,}", f"{s['delay']:g}", f"{s['backoff']:g}")
+            top.add_row(s["site"], f"{s['queued']:,}", f"{s['delay']:g}", f"{s['backoff']:g}",
+                        f"{s['pace']:g}" if s.get("pace") else "-", s.get("pace_why") or "-",
+                        f"{s['next_in']:.1f}" if s.get("next_in") else "0")
         parts.append(top)
     if st.get("steps"):
         costs = Table(title="costliest page steps (CPU ms a page)", title_justify="left")

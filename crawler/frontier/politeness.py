@@ -1,7 +1,7 @@
 """Politeness for the whole cluster, in each site's shard: the time a
 request to a site may go on the wire (``SEND``), a request sent outside the
 frontier (``TOUCH``: robots.txt; ``RESERVE``: a rendered page's), backoff after 429/503/timeouts
-(``BACKOFF``), a site's own delay (robots.txt ``Crawl-delay``); and the
+(``BACKOFF``) or, with ``ADAPTIVE_RATE``, a pace the site's answers teach (``SLOW``), a site's own delay (robots.txt ``Crawl-delay``); and the
 shared robots.txt cache (``RobotsCache``: one body and one fetch lock per
 host, in its site's shard; ``crawler/frontier/robots.py`` reads and fills it).
 """
@@ -52,6 +52,18 @@ class Politeness:
         """Back ``site`` off (429, 503, timeouts); returns the backoff in seconds."""
         return int(self.gateway.run("BACKOFF", self.keys.site(site).fixed,
                                     [site, int(minimum * 1000), int(maximum * 1000)])) / 1000.0
+
+    def slow(self, site: str, retry_after: float, latency: float, pause: float, max_pause: float,
+             max_pace: float, reason: str = "") -> tuple[float, float, bool]:
+        """``site`` refused a request or let it time out (``ADAPTIVE_RATE``):
+        its pace slowed for every worker (``crawler/redis/lua/slow.lua``).
+        (the site's gap now, the pause given, whether this was a new
+        incident), in seconds."""
+        pace, paused, new = self.gateway.run(
+            "SLOW", self.keys.site(site).fixed,
+            [site, int(retry_after * 1000), int(max(latency, 0.0) * 1000), int(pause * 1000), int(max_pause * 1000),
+             int(max_pace * 1000), reason])
+        return int(pace) / 1000.0, int(paused) / 1000.0, bool(int(new))
 
     def set_site_delay(self, site: str, delay: float) -> None:
         """The delay between two fetches from ``site`` (robots.txt Crawl-delay)."""

@@ -104,7 +104,10 @@ class Views:
         """What an operator sees of the frontier: counters summed over the
         shards ({"stats"}), sites known ("sites"), ready now ("sites_ready"),
         backed off ("sites_backed_off") and the ``top`` largest site queues
-        ("top_sites": site, queued, delay and backoff in seconds; a site
+        ("top_sites": site, queued, delay and backoff in seconds, the pace
+        the site's answers taught (ADAPTIVE_RATE; 0: none) and what it last
+        answered to earn it ("pace_why"), seconds until its next request
+        may go ("next_in"); a site
         without a delay of its own shows ``default_delay``, the workers',
         else this frontier's). Each shard looks at ``limit`` sites at most
         ("approximate" then says so)."""
@@ -125,9 +128,11 @@ class Views:
             backed_off += int(out[3])
             approximate = approximate or int(out[4]) >= limit
             rest = out[5:]
-            for i in range(0, len(rest) - 3, 4):
+            for i in range(0, len(rest) - 6, 7):
                 tops.append({"site": _s(rest[i]), "queued": int(rest[i + 1]),
-                             "delay": int(rest[i + 2]) / 1000.0, "backoff": int(rest[i + 3]) / 1000.0})
+                             "delay": int(rest[i + 2]) / 1000.0, "backoff": int(rest[i + 3]) / 1000.0,
+                             "pace": int(rest[i + 4]) / 1000.0, "pace_why": _s(rest[i + 5]),
+                             "next_in": int(rest[i + 6]) / 1000.0})
         tops.sort(key=lambda t: (-t["queued"], t["site"]))
         return {"stats": stats, "sites": sites, "sites_ready": ready, "sites_backed_off": backed_off,
                 "top_sites": tops[:top], "approximate": approximate}

@@ -14,7 +14,7 @@ opens the crawl the settings name (``open_frontier``, ``crawl_names``,
      "state", "alive", "pages", "pages_per_min", "links", "errors",
      "last_heartbeat"}], "frontier": {"queued", "leased", "delayed",
      "sites", "sites_ready", "sites_backed_off", "seen"}, "errors":
-     {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff"}],
+     {reason: count}, "top_sites": [{"site", "queued", "delay", "backoff", "pace", "pace_why", "next_in"}],
      "totals": {"pages", "errors", "robots_forbidden", "revisits", "revisit_errors", "retried",
      "removed", "pages_per_min", "links"}, "time", "download_delay",
      "steps": [{"step", "ms_a_page"}] (the page steps' CPU a page, costliest

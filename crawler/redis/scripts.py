@@ -36,7 +36,7 @@ from importlib.resources import files
 
 __all__ = ["ALL", "SCRIPTS", "SHARD_SCRIPTS", "TEMPLATE_SCRIPTS", "WARC_SCRIPTS", "source"]
 
-SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "RESERVE", "BACKOFF", "MIRROR", "VIEW", "REMOVE")
+SHARD_SCRIPTS = ("COMMIT", "LEASE", "RELEASE", "REAP", "TOUCH", "SEND", "RESERVE", "BACKOFF", "SLOW", "MIRROR", "VIEW", "REMOVE")
 ALL = (*SHARD_SCRIPTS, "HEARTBEAT", "FORGET", "BEATS", "EXACT", "BAND", "BAND_UNDO", "RECORD", "GROWN")
 # The duplicate index's scripts on grown bucket tables, sent behind ``grow.lua``.
 GROW_SCRIPTS = ("BAND", "BAND_UNDO", "RECORD", "GROWN")

@@ -120,6 +120,20 @@ FRONTIER_MAX_CRAWL_DELAY = 60.0  # cap on a robots.txt Crawl-delay (seconds)
 # halves with each success.
 FRONTIER_BACKOFF_MIN = 5.0
 FRONTIER_BACKOFF_MAX = 600.0
+# Each site's pace follows its answers, for the whole cluster (docs/politeness.md):
+# a 429, 503 or timeout lengthens the gap between its requests (by a third
+# near the limit, else doubled; at most ADAPTIVE_RATE_MAX_DELAY seconds), a
+# site that keeps refusing is paused ADAPTIVE_RATE_PAUSE seconds doubled per
+# incident (at most FRONTIER_BACKOFF_MAX), and every 25 successes the gap
+# shortens by 3 %, never below DOWNLOAD_DELAY or robots.txt's Crawl-delay.
+# False: the fixed backoff of FRONTIER_BACKOFF_MIN/MAX instead.
+ADAPTIVE_RATE = True
+# A 200 page that is a bot wall (an access-denied, captcha or challenge page:
+# crawler/reading/blocked.py) is not stored: counted (blocked/<kind>), its site
+# slowed, its URL retried (RETRY_TIMES), then recorded as an error.
+BLOCKED_PAGES = True
+ADAPTIVE_RATE_PAUSE = 60.0
+ADAPTIVE_RATE_MAX_DELAY = 60.0
 # A retried request waits FRONTIER_RETRY_BACKOFF * 2^(n-1) seconds (capped).
 FRONTIER_RETRY_BACKOFF = 2.0
 FRONTIER_RETRY_BACKOFF_MAX = 300.0

@@ -77,6 +77,7 @@ PAGE_STEPS_BASE = {
     "crawler.chain.decode.Decode": 300,  # PDF, HTML or another document; HTML to text
     "crawler.chain.parse.Parse": 400,  # the tree and its analysis (crawler/reading/extract.py)
     "crawler.chain.render.Render": 500,  # -a render: the DOM after scripts
+    "crawler.chain.blocked.Blocked": 550,  # a bot wall (access denied, captcha): retried, not stored
     "crawler.chain.read.Read": 600,  # text, links, head onto the record (a PDF's too)
     "crawler.chain.content.Content": 610,  # the main content: text and Markdown
     "crawler.chain.metadata.Metadata": 620,  # JSON-LD, microdata, RDFa, OpenGraph onto the record

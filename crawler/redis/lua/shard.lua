@@ -143,10 +143,62 @@ local function holds_slot(v)
   return string.sub(v, 1, 1) ~= '~'
 end
 
--- The gap (ms) between two requests to a site: its delay and backoff, plus
--- the margin that covers jitter; 0 for a site without a delay.
+-- A site's adaptive pace (ADAPTIVE_RATE, slow.lua): PACE holds the gap (ms)
+-- the site's answers taught (none: the site has not refused); PSTATE its
+-- "successes since the last slow-down|time of that slow-down (ms)|incidents
+-- in a row without a success between|what the site last answered (429, 503,
+-- timeout)". A malformed value reads as none.
+local PACE, PSTATE = P .. 'pace', P .. 'pstate'
+local PACE_STEP = 25        -- successes between two steps back towards the delay
+local PACE_RECOVER = 0.97   -- each step: the gap 3 % shorter
+local PACE_FLOOR = 5        -- ms: a learned gap this short is forgotten
+local PACE_SETTLE = 1000     -- ms after a slow-down during which refusals are the same incident (slow.lua)
+local PACE_PAUSE_FROM = 1000  -- ms: refused again at this pace or slower, a site is paused (slow.lua)
+
+local function pace_of(site)
+  local v = tonumber(redis.call('HGET', PACE, site) or '0')
+  if not v or v ~= v or v < 0 or v == math.huge then return 0 end
+  return v
+end
+
+local function pstate(site)
+  local v = redis.call('HGET', PSTATE, site)
+  if v then
+    local ok, last, strikes, why = string.match(v, '^(%d+)|(%d+)|(%d+)|?([%w_-]*)$')
+    if ok then return tonumber(ok), tonumber(last), tonumber(strikes), why end
+  end
+  return 0, 0, 0, ''
+end
+
+local function set_pstate(site, ok, last, strikes, why)
+  redis.call('HSET', PSTATE, site, string.format('%d|%d|%d|%s', ok, last, strikes, why))
+end
+
+-- A success from a site with a learned pace: every PACE_STEP of them the
+-- pace steps back towards the site's delay.
+local function pace_success(site)
+  local pace = pace_of(site)
+  if pace <= 0 then return end
+  local ok, last, strikes, why = pstate(site)
+  ok = ok + 1
+  if ok % PACE_STEP == 0 then
+    pace = math.floor(pace * PACE_RECOVER)
+    if pace < PACE_FLOOR then
+      redis.call('HDEL', PACE, site)
+      redis.call('HDEL', PSTATE, site)
+      return
+    end
+    redis.call('HSET', PACE, site, pace)
+  end
+  set_pstate(site, ok, last, strikes, why)
+end
+
+-- The gap (ms) between two requests to a site: its delay (never less than
+-- its robots.txt Crawl-delay) or, when slower, the pace its answers taught,
+-- and its backoff, plus the margin that covers jitter; 0 for a site
+-- without either.
 local function site_gap(site, default_delay, margin)
-  local g = tonumber(redis.call('HGET', DELAY, site) or default_delay)
+  local g = math.max(tonumber(redis.call('HGET', DELAY, site) or default_delay), pace_of(site))
           + tonumber(redis.call('HGET', BACKOFF, site) or '0')
   if g > 0 then g = g + margin end
   return g
@@ -249,6 +301,7 @@ local function settle(lkey, node, id, outcome, conc, reason, delay, entry2)
       redis.call('HINCRBY', STATS, 'on_topic', 1)
       redis.call('HINCRBY', P .. 'node:' .. node, 'on_topic', 1)
     end
+    if kind ~= 'S' then pace_success(site) end
     -- A success halves any backoff the site had: it recovers step by step.
     local bo = tonumber(redis.call('HGET', BACKOFF, site) or '0')
     if bo > 0 then

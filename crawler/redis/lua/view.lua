@@ -2,7 +2,8 @@
 -- many of the largest site queues to return, default delay ms, most sites
 -- to look at. Returns {stats as a flat list, sites known, sites ready now,
 -- sites backed off, sites looked at, then (site, queued, delay ms, backoff
--- ms) of the largest queues, largest first}.
+-- ms, learned pace ms, what the site last answered to earn it, ms until
+-- its next request may go) of the largest queues, largest first}.
 local top_n, ddelay, limit = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local known, n_known = {}, 0
 local ready = redis.call('ZRANGE', READY, 0, limit - 1)
@@ -35,5 +36,10 @@ for _, t in ipairs(top) do
   out[#out + 1] = t[2]
   out[#out + 1] = tonumber(redis.call('HGET', DELAY, t[1]) or ddelay)
   out[#out + 1] = tonumber(redis.call('HGET', BACKOFF, t[1]) or '0')
+  local _, last, strikes, why = pstate(t[1])
+  local nxt = tonumber(redis.call('HGET', NEXT, t[1]) or '0') or 0
+  out[#out + 1] = pace_of(t[1])
+  out[#out + 1] = why
+  out[#out + 1] = math.max(nxt - now, 0)
 end
 return out

@@ -31,7 +31,7 @@ __all__ = [
     "AGAIN", "DEPTH", "DESCENT_RUN", "DONT_OBEY_ROBOTSTXT", "DONT_REDIRECT", "DONT_RETRY", "DONT_TRAP_GUARD",
     "DOWNLOAD_LATENCY", "DOWNLOAD_MAXSIZE", "DOWNLOAD_SLOT", "DOWNLOAD_TIMEOUT", "DUP_ORDER", "ENTRY_KINDS",
     "FRONTIER_GAP", "FRONTIER_LEASE", "HANDLE_HTTPSTATUS_ALL", "HEAD_LENGTH", "HEAD_SINCE", "IMP", "IMPORTANCE",
-    "IMP_CASH", "IMP_KEY", "MAX_RETRY_TIMES", "NUMBERED_RUN", "PROXY", "REDIRECT_TIMES", "REDIRECT_URLS",
+    "IMP_CASH", "IMP_KEY", "MAX_RETRY_TIMES", "NUMBERED_RUN", "PROXY", "PROXY_POOL", "REDIRECT_TIMES", "REDIRECT_URLS",
     "REFERER_URL", "REGISTRY", "RENDER_FOR", "RETRY_TIMES", "REVISIT", "SHAPE_RUN", "SITEMAP", "SITEMAP_NAMED",
     "TOKEN_RUN", "TOPIC_HOPS", "TOPIC_KEYS", "TOPIC_PARENT", "TOPIC_PRIORITY", "TRAP_EVIDENCE", "TRAP_PARENT",
     "WARC_ORIGINAL", "MetaKey",
@@ -96,6 +96,7 @@ DOWNLOAD_SLOT = "download_slot"
 MAX_RETRY_TIMES = "max_retry_times"
 RETRY_TIMES = "retry_times"
 PROXY = "proxy"
+PROXY_POOL = "proxy_pool"
 
 # The trap guard's evidence about the chain of links that led here (absent: 0).
 TRAP_EVIDENCE = (DESCENT_RUN, NUMBERED_RUN, TOKEN_RUN)
@@ -141,7 +142,8 @@ REGISTRY: tuple[MetaKey, ...] = (
     MetaKey(DOWNLOAD_LATENCY, "Scrapy", "Scrapy's; read by the WARC writer, dropped on a render retry."),
     MetaKey(DOWNLOAD_SLOT, "renderer", "Scrapy's; the renderer's requests get a slot of their own."),
     MetaKey(MAX_RETRY_TIMES, "robots.txt guard", "Scrapy's; set on robots.txt requests."),
-    MetaKey(PROXY, "you", "Scrapy's; the network guard checks the proxy's address."),
+    MetaKey(PROXY, "you, proxy pool", "Scrapy's; the network guard checks the proxy's address."),
+    MetaKey(PROXY_POOL, "proxy pool", "The PROXY_LIST proxy a request went through (scheme://host:port)."),
 )
 
 # What a frontier entry may carry: key -> kind of value (serialize.py).

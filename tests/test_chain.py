@@ -229,7 +229,7 @@ def test_the_documented_step_stores_its_field_with_each_page(tmp_path: Path, mon
         extra = {p["url"].rsplit("/", 1)[1]: p["extra"] for p in store.iter_pages()}
     assert extra == {"index.html": None, "lamp.html": {"price": "19.99"}, "chair.html": None, "manual.txt": None}
     # Every step's CPU a page, the user's too, in the stats and in scrapy status.
-    names = {"record", "visit", "redirect", "decode", "parse", "render", "read", "content", "metadata", "focus",
+    names = {"record", "visit", "redirect", "decode", "parse", "render", "blocked", "read", "content", "metadata", "focus",
              "check", "kind", "type", "variants", "price", "store", "follow"}
     shown = set(re.findall(r"'page/step_ms/(\w+)': \d+\.?\d*", result.log))
     assert "'page/step_pages': 4" in result.log, [x for x in result.log.splitlines() if "page/" in x]

@@ -206,3 +206,12 @@ def test_the_view_shows_a_sites_pace_and_why(client, crawl_name):
     top = f.views.view()["top_sites"]
     assert [(t["site"], t["queued"], t["pace"], t["pace_why"]) for t in top] == [("a", 3, 0.1, "503bx")]
     assert top[0]["next_in"] == 0.0
+
+
+def test_a_timeout_slows_gently_its_latency_is_no_pace(client, crawl_name):
+    """A timeout's latency is the timeout: a site without a pace starts from
+    10 ms (doubled), not from it."""
+    f = make(client, crawl_name, concurrency_per_site=8)
+    f.queues.enqueue([link(f, f"http://a/{i}", "a") for i in range(2)])
+    assert slow(f, latency=8.0, reason="timeout") == (0.02, 0.0, True)
+    assert slow(f, latency=8.0, reason="timeout") == (0.02, 0.0, False)  # sent before: the same incident

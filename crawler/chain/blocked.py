@@ -5,7 +5,9 @@ A page ``crawler/reading/blocked.py`` takes for a block or challenge page
 fingerprinted and its links not followed: the chain stops. It is counted
 (``blocked/<kind>``), its site slowed for every worker as a refusal would
 slow it (``crawler/rate.py``: with ``ADAPTIVE_RATE``), and its URL retried
-later through the frontier (``RETRY_TIMES``, with the retry's backoff);
+later through the frontier (``RETRY_TIMES``, with the retry's backoff; in
+this worker through another proxy of ``PROXY_LIST`` than the one that met
+the wall, which counts it as a failure);
 when the retries run out it is recorded as an error, ``blocked: <kind>``.
 No challenge is solved. ``BLOCKED_PAGES=False`` turns the check off (a
 crawl of walls on purpose).
@@ -22,7 +24,7 @@ from crawler.chain.parts import PartStep
 from crawler.chain.record import blocked as blocked_record
 from crawler.rate import SiteSlower
 from crawler.reading.blocked import block_reason
-from crawler.requestmeta import DOWNLOAD_LATENCY
+from crawler.requestmeta import DOWNLOAD_LATENCY, PROXY_POOL
 
 if TYPE_CHECKING:
     from crawler.chain.parts import Parts
@@ -46,6 +48,10 @@ class Blocked(PartStep):
             return
         parts, response = self.parts, page.response
         parts.stats.inc_value(f"blocked/{kind}")
+        pool = getattr(parts.crawler, "proxy_pool", None)
+        through = response.meta.get(PROXY_POOL)
+        if pool is not None and isinstance(through, str):
+            pool.met_wall(response.url, through)  # its retry here goes through another proxy
         latency = response.meta.get(DOWNLOAD_LATENCY)
         self.slower.slow(response.url, 0.0, float(latency) if isinstance(latency, (int, float)) else 0.0, "blocked")
         request = response.request

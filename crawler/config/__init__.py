@@ -66,6 +66,12 @@ def problems(settings: BaseSettings) -> list[str]:
             and not product_token(str(settings.get("USER_AGENT") or ""))):
         out.append(f"USER_AGENT={_show(settings.get('USER_AGENT'))} has no product token to match "
                    "robots.txt groups with: set USER_AGENT or ROBOTSTXT_USER_AGENT")
+    if settings.get("PROXY_LIST"):
+        from crawler.network.proxies import check_proxies, parse_proxy_list
+
+        complaint = check_proxies(parse_proxy_list(settings.get("PROXY_LIST")), settings.get("NETWORK_ALLOWLIST"))
+        if complaint:
+            out.append(f"PROXY_LIST: {complaint}")
     if settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL") >= settings.getfloat("FRONTIER_LEASE_TIMEOUT"):
         out.append(f"FRONTIER_HEARTBEAT_INTERVAL={_show(settings.get('FRONTIER_HEARTBEAT_INTERVAL'))} "
                    f"must be below FRONTIER_LEASE_TIMEOUT={_show(settings.get('FRONTIER_LEASE_TIMEOUT'))}")

@@ -190,14 +190,27 @@ RENDER_TYPES = ("stylesheet", "image", "media", "font", "script", "texttrack", "
                 "cspviolationreport", "preflight")
 
 
+def _parsed(parse: Callable[[Any], Any]) -> Check:
+    """A check that parses the value: its ValueError is the complaint."""
+    def check(value: Any) -> str | None:
+        try:
+            parse(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    return check
+
+
+def _proxy_list(value: Any) -> str | None:
+    from crawler.network.proxies import parse_proxy_list
+
+    return _parsed(parse_proxy_list)(value)
+
+
 def _gc_threshold(value: Any) -> str | None:
     from crawler.operations.collector import thresholds
 
-    try:
-        thresholds(value)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    return _parsed(thresholds)(value)
 
 
 def _render_types(value: Any) -> str | None:
@@ -266,6 +279,9 @@ SPECS: dict[str, Check] = {
     "FRONTIER_BACKOFF_MAX": POSITIVE_SECONDS,
     "ADAPTIVE_RATE": _bool,
     "BLOCKED_PAGES": _bool,
+    "PROXY_LIST": _proxy_list,
+    "PROXY_MAX_FAILURES": POSITIVE_COUNT,
+    "PROXY_COOLDOWN": POSITIVE_SECONDS,
     "ADAPTIVE_RATE_PAUSE": POSITIVE_SECONDS,
     "ADAPTIVE_RATE_MAX_DELAY": POSITIVE_SECONDS,
     "FRONTIER_RETRY_BACKOFF": SECONDS,

@@ -132,6 +132,13 @@ ADAPTIVE_RATE = True
 # crawler/reading/blocked.py) is not stored: counted (blocked/<kind>), its site
 # slowed, its URL retried (RETRY_TIMES), then recorded as an error.
 BLOCKED_PAGES = True
+# Proxies (crawler/network/proxies.py): "scheme://[user:password@]host:port,..."
+# or a file of them, one a line; each site sticks to one, a failing proxy
+# cools down and its sites move. Each proxy's address must be in
+# NETWORK_ALLOWLIST. "": no proxy.
+PROXY_LIST = ""
+PROXY_MAX_FAILURES = 3
+PROXY_COOLDOWN = 30.0
 ADAPTIVE_RATE_PAUSE = 60.0
 ADAPTIVE_RATE_MAX_DELAY = 60.0
 # A retried request waits FRONTIER_RETRY_BACKOFF * 2^(n-1) seconds (capped).

@@ -52,6 +52,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.frontier.robots.ClusterRobotsTxtMiddleware": 100,
     # Sees 429/503/timeouts before RetryMiddleware (550) turns them into retries.
     "crawler.middlewares.SiteBackoffMiddleware": 560,
+    # PROXY_LIST: each site's proxy, set before HttpProxyMiddleware (750) reads
+    # it; sees each outcome before RetryMiddleware (550).
+    "crawler.network.proxies.ProxyPoolMiddleware": 740,
     # Last before the download handler: the gap between two requests to a
     # site, at the wire, for the whole cluster.
     "crawler.middlewares.SendSpacingMiddleware": 950,

@@ -67,6 +67,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ORIGINAL_META", "WarcMiddleware", "WarcPipeline", "WarcService"]
 
+# Request headers that carry a secret (a proxy's or a site's credentials, a
+# session's cookies): kept in the WARC request record by name, not by value.
+_SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
+_REDACTED = b"[redacted]"
+
 logger = logging.getLogger(__name__)
 
 # request.meta of a re-crawl's conditional GET: [uri, WARC-Date, payload
@@ -214,7 +219,8 @@ class WarcService:
         ip = getattr(response, "ip_address", None)
         ex = Exchange(
             url=response.url, method=request.method,
-            request_headers=[(k, v) for k, vs in request.headers.items() for v in vs],
+            request_headers=[(k, _REDACTED if k.lower() in _SECRET_HEADERS else v)
+                             for k, vs in request.headers.items() for v in vs],
             request_body=request.body or b"", protocol=getattr(response, "protocol", None) or "HTTP/1.1",
             status=response.status,
             response_headers=[(k, v) for k, vs in response.headers.items() for v in vs],

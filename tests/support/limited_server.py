@@ -10,7 +10,8 @@ once it listens (``tests.support.servers.launch``).
 - Each answer takes ``--latency`` seconds plus ``--per-request`` for every
   other request of that host in flight: it grows with the crawler's
   concurrency.
-- ``/`` links to ``/p/1`` .. ``/p/<fanout>``; ``/p/n`` is an article that links
+- ``/`` links to ``/p/1`` .. ``/p/<fanout>``; ``/p/n`` is an article (its
+  words its host's own: no host is a mirror of another) that links
   to ``/p/(n*fanout+1)`` .. ``/p/(n*fanout+fanout)`` below ``--pages``: a tree
   of ``--pages`` pages, each page once.
 - ``--refuse-all``: every request but robots.txt answered 429 (a site that
@@ -83,7 +84,8 @@ def make_app(log_path: Path | None, limit: int, pages: int, fanout: int, latency
                 if n == wall_forever or (wall_every and n % wall_every == 0 and asked[path] == 1):
                     body = WALL
                 else:
-                    body = article_page(f"Page {n}", f"Page {n} opens here.", children(n))
+                    # Each host's text its own (prose is seeded by the title): no host a mirror of another.
+                    body = article_page(f"Page {n} of {host}", f"Page {n} opens here.", children(n))
             else:
                 status, body, ctype = 404, "not found", "text/plain"
         if log is not None:

@@ -1,4 +1,4 @@
-"""Debian packages the tests need (a headless Chromium), installed when
+"""Debian packages the tests need (a headless Chromium, tinyproxy), installed when
 absent, so that the README's test command works on a fresh machine: once,
 under a lock shared by pytest-xdist's workers, with ``apt-get`` as root or
 through ``sudo -n``. Where that cannot be done the test fails with what to
@@ -13,10 +13,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["CHROMIUM", "ensure_commands"]
+__all__ = ["CHROMIUM", "TINYPROXY", "ensure_commands"]
 
 # command -> Debian package
 CHROMIUM = {"chromium": "chromium", "chromedriver": "chromium-driver"}
+TINYPROXY = {"tinyproxy": "tinyproxy"}
 
 
 def ensure_commands(commands: dict[str, str]) -> str | None:

@@ -6,8 +6,9 @@
 -- changes nothing. A new incident lengthens the gap: by a
 -- third when the site had answered PACE_STEP requests well since the last
 -- one (the pace was near its limit), else doubled; a site without a pace
--- starts from the interval its requests were going at (latency over
--- requests in flight). A new incident with no success at all since the
+-- starts from the interval its requests were going at (a refusal's latency
+-- over the requests in flight; 10 ms after a timeout, whose latency is the
+-- timeout). A new incident with no success at all since the
 -- last, at a pace of a request a second or slower already (slowing down
 -- has not helped: the site is refusing, not limiting), pauses the site:
 -- pause_ms, doubled for each such incident in a row, at most
@@ -30,7 +31,10 @@ else
   local base = pace
   if base <= 0 then
     local act = math.max(tonumber(redis.call('HGET', ACTIVE, site) or '1'), 1)
-    base = math.max(latency / act, 10)
+    -- A refusal came back after latency_ms: requests went out about every
+    -- latency / in flight. A timeout says nothing of that pace (its latency
+    -- is the timeout): it starts from the floor.
+    base = why == 'timeout' and 10 or math.max(latency / act, 10)
   end
   if ok >= PACE_STEP then pace = base * 4 / 3 else pace = base * 2 end
   pace = math.floor(math.min(pace, max_pace))

@@ -252,7 +252,7 @@ class ProxyPoolMiddleware:
 
         proxies = parse_proxy_list(crawler.settings.get("PROXY_LIST"))  # checked at start
         if not proxies:
-            raise NotConfigured("no PROXY_LIST")
+            raise NotConfigured  # no message: Scrapy would warn of a part that is off by default
         pool = ProxyPool(proxies, crawler.settings.getint("PROXY_MAX_FAILURES"),
                          crawler.settings.getfloat("PROXY_COOLDOWN"), crawler.stats)
         crawler.proxy_pool = pool  # type: ignore[attr-defined]  # the chain's blocked step tells it of walls

@@ -32,7 +32,8 @@ __all__ = [
     "DOWNLOAD_LATENCY", "DOWNLOAD_MAXSIZE", "DOWNLOAD_SLOT", "DOWNLOAD_TIMEOUT", "DUP_ORDER", "ENTRY_KINDS",
     "FRONTIER_GAP", "FRONTIER_LEASE", "HANDLE_HTTPSTATUS_ALL", "HEAD_LENGTH", "HEAD_SINCE", "IMP", "IMPORTANCE",
     "IMP_CASH", "IMP_KEY", "MAX_RETRY_TIMES", "NUMBERED_RUN", "PROXY", "PROXY_POOL", "REDIRECT_TIMES", "REDIRECT_URLS",
-    "REFERER_URL", "REGISTRY", "RENDER_FOR", "RETRY_TIMES", "REVISIT", "SHAPE_RUN", "SITEMAP", "SITEMAP_NAMED",
+    "REFERER_URL", "REGISTRY", "RENDER_FOR", "RETRY_TIMES", "REVISIT", "SESSION", "SESSION_LOGIN", "SHAPE_RUN",
+    "SITEMAP", "SITEMAP_NAMED",
     "TOKEN_RUN", "TOPIC_HOPS", "TOPIC_KEYS", "TOPIC_PARENT", "TOPIC_PRIORITY", "TRAP_EVIDENCE", "TRAP_PARENT",
     "WARC_ORIGINAL", "MetaKey",
 ]
@@ -97,6 +98,8 @@ MAX_RETRY_TIMES = "max_retry_times"
 RETRY_TIMES = "retry_times"
 PROXY = "proxy"
 PROXY_POOL = "proxy_pool"
+SESSION = "session"
+SESSION_LOGIN = "session_login"
 
 # The trap guard's evidence about the chain of links that led here (absent: 0).
 TRAP_EVIDENCE = (DESCENT_RUN, NUMBERED_RUN, TOKEN_RUN)
@@ -144,6 +147,8 @@ REGISTRY: tuple[MetaKey, ...] = (
     MetaKey(MAX_RETRY_TIMES, "robots.txt guard", "Scrapy's; set on robots.txt requests."),
     MetaKey(PROXY, "you, proxy pool", "Scrapy's; the network guard checks the proxy's address."),
     MetaKey(PROXY_POOL, "proxy pool", "The PROXY_LIST proxy a request went through (scheme://host:port)."),
+    MetaKey(SESSION, "sessions", "The -a sites origin whose headers and cookies a request carries."),
+    MetaKey(SESSION_LOGIN, "sessions", "A login request (the form page, its POST): not stored, body not archived."),
 )
 
 # What a frontier entry may carry: key -> kind of value (serialize.py).

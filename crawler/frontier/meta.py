@@ -174,6 +174,15 @@ class CrawlMeta:
         raw = self.gateway.run_many(calls)[-1]
         return _s(raw) if raw is not None else None
 
+    def session(self, origin: str) -> str | None:
+        """A site's shared session (``crawler/sessions/middleware.py``:
+        encrypted with a key only the site's secrets give), or None."""
+        raw = self.gateway.run_many([("HGET", [self.keys.meta], ["session\t" + origin])])[-1]
+        return _s(raw) if raw is not None else None
+
+    def set_session(self, origin: str, token: str) -> None:
+        self.gateway.run_many([("HSET", [self.keys.meta], ["session\t" + origin, token])])
+
     def claim_again(self, url: str, stamp: str) -> bool:
         """Whether this worker is the one to queue ``url`` again, a URL the
         crawl settled as an error (its record's ``stamp``: when and why):

@@ -52,6 +52,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.frontier.robots.ClusterRobotsTxtMiddleware": 100,
     # Sees 429/503/timeouts before RetryMiddleware (550) turns them into retries.
     "crawler.middlewares.SiteBackoffMiddleware": 560,
+    # -a sites: a site's headers, cookies and login (crawler/sessions/), before
+    # the proxies and the WARC writer see the request.
+    "crawler.sessions.middleware.SessionMiddleware": 700,
     # PROXY_LIST: each site's proxy, set before HttpProxyMiddleware (750) reads
     # it; sees each outcome before RetryMiddleware (550).
     "crawler.network.proxies.ProxyPoolMiddleware": 740,

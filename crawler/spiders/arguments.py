@@ -20,7 +20,7 @@ from crawler.scope.seeds import read_seeds
 from crawler.following.topic import Topic, TopicError, load_topic
 from crawler.scope.urls import SCOPES, InvalidURL, normalize
 
-__all__ = ["RUNNER_ARGUMENTS", "check_arguments", "crawl_languages", "read_topic", "url_rules"]
+__all__ = ["RUNNER_ARGUMENTS", "check_arguments", "crawl_languages", "read_sessions", "read_topic", "url_rules"]
 
 # scrapyd passes its job id and, when the project was deployed with one, the
 # version: neither is the spider's to read.
@@ -35,12 +35,13 @@ def check_arguments(name: str, arguments: tuple[str, ...], seeds: str | None = N
     """The seeds (normal form) and the bad seeds with their reasons, for
     spider ``name`` taking ``arguments``; ``ConfigError`` for an argument
     the spider cannot run with."""
-    unknown = sorted(set(kwargs) - RUNNER_ARGUMENTS)
+    unknown = sorted(set(kwargs) - RUNNER_ARGUMENTS - ({"sites"} & set(arguments)))
     if unknown:
         raise ConfigError(
             f"unknown spider argument{'s' if len(unknown) > 1 else ''} "
             f"{', '.join('-a ' + k for k in unknown)}; spider {name!r} takes "
             f"{', '.join('-a ' + a for a in arguments)}")
+    read_sessions(kwargs.get("sites"))
     if scope is not None and scope not in SCOPES:
         raise ConfigError(f"-a scope={scope!r} is not one of {', '.join(SCOPES)}")
     if follow is not None and follow not in FOLLOW_MODES:
@@ -107,3 +108,18 @@ def read_topic(path: str) -> Topic:
         return load_topic(path)
     except TopicError as exc:
         raise ConfigError(f"-a topic: {exc}") from None
+
+
+def read_sessions(path: str | None) -> tuple[str, dict[str, Any]] | None:
+    """``-a sites``: the file's text (recorded in the crawl) and each site's
+    session (``crawler/sessions/config.py``), its secrets resolved; None
+    without the argument. ``ConfigError`` naming the file, the line and the
+    problem."""
+    if path is None:
+        return None
+    from crawler.sessions.config import SitesError, read_sites
+
+    try:
+        return read_sites(path)
+    except SitesError as exc:
+        raise ConfigError(str(exc)) from None

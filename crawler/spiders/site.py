@@ -83,7 +83,7 @@ class SiteSpider(Spider):
     revisits = False  # the re-crawl's is True: it says itself what was due
     seed_urls: list[str]
     arguments: tuple[str, ...] = ("seeds", "seeds_file", "scope", "follow", "topic", "allow", "deny", "rules",
-                                  "sitemaps", "languages", "order", "render")
+                                  "sitemaps", "languages", "order", "render", "sites")
     # Whether this spider records its -a follow as the crawl's policy (the
     # re-crawl reads the crawl's, and may be asked another for one pass).
     records_follow = True
@@ -128,7 +128,7 @@ class SiteSpider(Spider):
         self.order = order
         self.asked_sitemaps = sitemaps
         self.asked_languages = self.crawl_languages(languages)
-        self.asked_render = render
+        self.asked_render, self.sessions = render, checks.read_sessions(kwargs.get("sites"))
         self.rules = self.url_rules(allow, deny, rules)
         self.topic: Topic | None = self.read_topic(topic) if topic is not None else None
         super().__init__(**{k: v for k, v in kwargs.items() if k in checks.RUNNER_ARGUMENTS})

@@ -53,7 +53,9 @@ from twisted.internet import defer
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.redis.client import get_redis
 from crawler.redis.keys import Keys
-from crawler.requestmeta import DOWNLOAD_LATENCY, DOWNLOAD_MAXSIZE, DOWNLOAD_TIMEOUT, WARC_ORIGINAL
+from crawler.requestmeta import (
+    DOWNLOAD_LATENCY, DOWNLOAD_MAXSIZE, DOWNLOAD_TIMEOUT, SESSION, SESSION_LOGIN, WARC_ORIGINAL,
+)
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles, salvage
 from crawler.warc.records import Exchange, NotModified, RecordMaker, digest_ok, http_date_ok, uri_ok
@@ -68,9 +70,16 @@ if TYPE_CHECKING:
 __all__ = ["ORIGINAL_META", "WarcMiddleware", "WarcPipeline", "WarcService"]
 
 # Request headers that carry a secret (a proxy's or a site's credentials, a
-# session's cookies): kept in the WARC request record by name, not by value.
-_SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
+# session's cookies, an API key: a name the sites file takes for a secret's,
+# crawler/sessions/config.py): kept in the WARC request record by name, not
+# by value.
 _REDACTED = b"[redacted]"
+
+
+def _secret_header(name: bytes) -> bool:
+    from crawler.sessions.config import SECRET_NAME
+
+    return SECRET_NAME.search(name.decode("latin-1")) is not None
 
 logger = logging.getLogger(__name__)
 
@@ -217,13 +226,16 @@ class WarcService:
         if cut == "length":
             body = body[: self._limit(request)]
         ip = getattr(response, "ip_address", None)
+        session = bool(request.meta.get(SESSION) or request.meta.get(SESSION_LOGIN))  # its cookies are secrets
         ex = Exchange(
             url=response.url, method=request.method,
-            request_headers=[(k, _REDACTED if k.lower() in _SECRET_HEADERS else v)
+            request_headers=[(k, _REDACTED if _secret_header(k) else v)
                              for k, vs in request.headers.items() for v in vs],
-            request_body=request.body or b"", protocol=getattr(response, "protocol", None) or "HTTP/1.1",
+            # A login's form holds its credentials (crawler/sessions/middleware.py).
+            request_body=_REDACTED if request.meta.get(SESSION_LOGIN) else request.body or b"", protocol=getattr(response, "protocol", None) or "HTTP/1.1",
             status=response.status,
-            response_headers=[(k, v) for k, vs in response.headers.items() for v in vs],
+            response_headers=[(k, _REDACTED if session and k.lower() == b"set-cookie" else v)
+                              for k, vs in response.headers.items() for v in vs],
             body=body, ip=str(ip) if ip is not None else None, fetched_at=time.time(), truncated=cut,
             not_modified=_original(request) if response.status == 304 else None)
         self._pending[request] = writer.submit(ex, dedup=request.method == "GET")

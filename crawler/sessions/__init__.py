@@ -1,0 +1,1 @@
+"""Per-site sessions: -a sites=sites.yaml (config.py, middleware.py)."""

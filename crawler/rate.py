@@ -6,7 +6,9 @@ out. With ``ADAPTIVE_RATE`` (the default) the site's pace is learned
 (``crawler/redis/lua/slow.lua``, docs/politeness.md): each new incident
 lengthens the gap between its requests, a site that keeps refusing is
 paused (``ADAPTIVE_RATE_PAUSE`` doubled, at most ``FRONTIER_BACKOFF_MAX``;
-``Retry-After`` honoured), and successes bring the pace back towards
+``Retry-After`` honoured), answers that slow down past
+``ADAPTIVE_RATE_LATENCY`` times the site's fastest slow it too
+(``LatencyWatch``), and successes bring the pace back towards
 ``DOWNLOAD_DELAY`` step by step. Stats: ``rate/refused/<reason>``,
 ``rate/slowdowns``, ``rate/pauses``. Without it: the site's extra delay
 doubles (at least ``Retry-After`` or ``FRONTIER_BACKOFF_MIN``, at most
@@ -116,11 +118,47 @@ class SiteSlower:
                     {"site": site, "s": backoff, "reason": reason}, extra={"spider": self.crawler.spider})
 
 
+class LatencyWatch:
+    """A site whose answers slow down is asked less often, before it
+    refuses: per site, in this worker, the fastest answer seen and an
+    average of the latest (weight ``_EWMA``); when the average is both
+    ``ADAPTIVE_RATE_LATENCY`` times the fastest and half a second more, the
+    site is slowed as a refusal would slow it (reason ``latency``), at most
+    once in ``_QUIET`` seconds."""
+
+    _EWMA = 0.2
+    _MARGIN = 0.5  # seconds above the fastest answer: a slow-down a visitor would notice
+    _QUIET = 10.0
+    _SITES = 10_000  # sites watched at most (the oldest forgotten)
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+        self.sites: dict[str, list[float]] = {}  # site -> [fastest, average, last slow-down]
+
+    def slower(self, site: str, latency: float, now: float) -> bool:
+        """Whether ``latency`` makes ``site`` due a slow-down."""
+        seen = self.sites.get(site)
+        if seen is None:
+            if len(self.sites) >= self._SITES:
+                self.sites.pop(next(iter(self.sites)))
+            self.sites[site] = [latency, latency, 0.0]
+            return False
+        seen[0] = min(seen[0], latency)
+        seen[1] += self._EWMA * (latency - seen[1])
+        fastest, average, last = seen
+        if average > fastest * self.factor and average > fastest + self._MARGIN and now - last >= self._QUIET:
+            seen[2] = now
+            return True
+        return False
+
+
 class SiteBackoffMiddleware:
     def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
         self.slower = SiteSlower(crawler, frontier)
         self.maximum = self.slower.maximum
         self.timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        factor = crawler.settings.getfloat("ADAPTIVE_RATE_LATENCY")
+        self.latency = LatencyWatch(factor) if self.slower.adaptive and factor > 0 else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -135,6 +173,12 @@ class SiteBackoffMiddleware:
             latency = request.meta.get(DOWNLOAD_LATENCY)
             self._backoff(request, seconds, str(response.status),
                           float(latency) if isinstance(latency, (int, float)) else 0.0)
+        elif self.latency is not None and response.status < 400:
+            latency = request.meta.get(DOWNLOAD_LATENCY)
+            if isinstance(latency, (int, float)):
+                site = queue_key(host_of(request.url), self.slower.queue_by)
+                if self.latency.slower(site, float(latency), time.monotonic()):
+                    self._backoff(request, 0.0, "latency", float(latency))
         return response
 
     def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:

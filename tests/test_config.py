@@ -34,9 +34,9 @@ def crawl(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess
 
 CASES = [
     (["-a", "seed=http://127.0.0.1:1/"],
-     "Error: unknown spider argument -a seed; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic, -a allow, -a deny, -a rules, -a sitemaps, -a languages, -a order, -a render"),
+     "Error: unknown spider argument -a seed; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic, -a allow, -a deny, -a rules, -a sitemaps, -a languages, -a order, -a render, -a sites"),
     (["-a", "seeds=http://127.0.0.1:1/", "-a", "fooo=bar"],
-     "Error: unknown spider argument -a fooo; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic, -a allow, -a deny, -a rules, -a sitemaps, -a languages, -a order, -a render"),
+     "Error: unknown spider argument -a fooo; spider 'site' takes -a seeds, -a seeds_file, -a scope, -a follow, -a topic, -a allow, -a deny, -a rules, -a sitemaps, -a languages, -a order, -a render, -a sites"),
     (["-a", "seeds=http://x/", "-s", "DOWNLOAD_DELAY=abc"], "Error: bad setting: DOWNLOAD_DELAY='abc' must be a number"),
     (["-a", "seeds=http://x/", "-s", "DOWNLOAD_DELAY=-1"], "Error: bad setting: DOWNLOAD_DELAY='-1' must be at least 0"),
     (["-a", "seeds=example.com"],

@@ -215,3 +215,40 @@ def test_a_timeout_slows_gently_its_latency_is_no_pace(client, crawl_name):
     f.queues.enqueue([link(f, f"http://a/{i}", "a") for i in range(2)])
     assert slow(f, latency=8.0, reason="timeout") == (0.02, 0.0, True)
     assert slow(f, latency=8.0, reason="timeout") == (0.02, 0.0, False)  # sent before: the same incident
+
+
+def test_latency_watch_slows_a_site_whose_answers_slow_down():
+    from crawler.rate import LatencyWatch
+
+    watch = LatencyWatch(3.0)
+    assert not watch.slower("a", 0.2, 100.0)  # the first answer: the fastest so far
+    assert [watch.slower("a", 0.25, t) for t in (101, 102, 103)] == [False, False, False]  # average 0.224
+    # Answers of 2 s: the average 0.58 s, then 0.86 s, past 3x the fastest (0.6 s) and 0.7 s;
+    # then quiet for 10 s.
+    assert [watch.slower("a", 2.0, t) for t in (104, 105, 106, 114)] == [False, True, False, False]
+    assert watch.slower("a", 2.0, 115.5)  # 10 s after the last slow-down: again
+    # Fast answers that are a few times slower but not half a second: nothing.
+    assert not any(watch.slower("b", x, t) for t, x in enumerate([0.01, 0.08, 0.09, 0.1, 0.1, 0.1, 0.1]))
+
+
+@pytest.mark.slow
+def test_a_site_whose_latency_grows_with_concurrency_is_asked_less_at_once(tmp_path, frontier_settings):
+    """Each answer takes 50 ms plus 300 ms for every other request in flight;
+    the site never refuses. The crawler, free to send 8 at once, lowers its
+    pace once the answers slow down: the last pages are asked at most three
+    at a time, and every page is stored once."""
+    server = limited_server(tmp_path, "--limit", "1000", "--pages", "40", "--latency", "0.05",
+                            "--per-request", "0.3")
+    try:
+        result = run_crawl(server, tmp_path / "crawl", [f"seeds={server.url('/', host='127.0.0.2')}", "follow=all"],
+                           {**frontier_settings, "DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+                            "SITEMAP_ENABLED": False}, timeout=240)
+        log = server.requests(0)
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.log[-3000:]
+    pages = [r for r in log if r["path"] != "/robots.txt"]
+    assert sorted(r["path"] for r in pages) == sorted(["/", *(f"/p/{n}" for n in range(1, 41))])
+    assert max(r["inflight"] for r in pages[:21]) >= 4  # it was sending several at once
+    assert max(r["inflight"] for r in pages[-15:]) <= 3
+    assert "'rate/refused/latency': " in result.log and "rate/refused/429" not in result.log

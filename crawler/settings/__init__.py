@@ -141,6 +141,9 @@ PROXY_MAX_FAILURES = 3
 PROXY_COOLDOWN = 30.0
 ADAPTIVE_RATE_PAUSE = 60.0
 ADAPTIVE_RATE_MAX_DELAY = 60.0
+# Answers this many times slower than the site's fastest (and half a second
+# more) slow it down too, before it refuses (0: latency is not watched).
+ADAPTIVE_RATE_LATENCY = 3.0
 # A retried request waits FRONTIER_RETRY_BACKOFF * 2^(n-1) seconds (capped).
 FRONTIER_RETRY_BACKOFF = 2.0
 FRONTIER_RETRY_BACKOFF_MAX = 300.0

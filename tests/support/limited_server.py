@@ -59,6 +59,7 @@ def make_app(log_path: Path | None, limit: int, pages: int, fanout: int, latency
         now = time.monotonic()
         path = request.path
         status = 200
+        concurrent = 0
         if path == "/robots.txt":
             body, ctype = "User-agent: *\nAllow: /\n", "text/plain"
         else:
@@ -69,6 +70,7 @@ def make_app(log_path: Path | None, limit: int, pages: int, fanout: int, latency
             if refuse_all or len(window) > limit:
                 status = 429
             inflight[host] += 1
+            concurrent = inflight[host]
             try:
                 await asyncio.sleep(latency + per_request * (inflight[host] - 1))
             finally:
@@ -89,7 +91,8 @@ def make_app(log_path: Path | None, limit: int, pages: int, fanout: int, latency
             else:
                 status, body, ctype = 404, "not found", "text/plain"
         if log is not None:
-            log.write(json.dumps({"t": time.time(), "host": host, "path": request.path_qs, "status": status}) + "\n")
+            log.write(json.dumps({"t": time.time(), "host": host, "path": request.path_qs, "status": status,
+                                  "inflight": concurrent if path != "/robots.txt" else 0}) + "\n")
         return web.Response(status=status, text=body, content_type=ctype)
 
     app = web.Application()

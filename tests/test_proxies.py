@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -251,3 +252,78 @@ def test_a_list_that_cannot_work_is_one_line_and_exit_1(tmp_path, value, line):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [line]
+
+
+class BadProxy:
+    """A proxy that answers every request with bytes that are no HTTP
+    (``garbage``), or accepts and never answers (``hang``)."""
+
+    def __init__(self, mode: str) -> None:
+        import socket
+        import threading
+
+        self.mode = mode
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.held: list[Any] = []
+        self.asked = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.asked += 1
+            if self.mode == "garbage":
+                try:
+                    conn.recv(65536)
+                    conn.sendall(b"\x00\xff\xfe not a proxy \x01\r\n\r\n\x02")
+                finally:
+                    conn.close()
+            else:
+                self.held.append(conn)  # never answered
+
+    def stop(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["garbage", "hang"])
+def test_a_proxy_that_answers_garbage_or_hangs_costs_retries_not_pages(tmp_path, frontier_settings, mode):
+    """A site's proxy answers garbage, or never answers: its requests fail
+    (a retry each), it cools down after three, the site moves to the good
+    proxy, and every page is stored once."""
+    hosts = [f"127.0.0.{i}" for i in range(2, 10)]
+    server = site_server(tmp_path, ",".join(hosts), "--pages", "20")
+    good = start_tinyproxy(tmp_path / "proxies", "good")
+    bad = BadProxy(mode)
+    try:
+        pool = ProxyPool(parse_proxy_list(f"{good.url},{bad.url}", env={}))
+        site = next((s for s in hosts if pool.choose(s).label == bad.url), None)
+        assert site is not None  # 8 sites, 2 proxies: all on the good one is a 1-in-256 chance
+        code, log = crawl(tmp_path, [server.url("/", host=site)],
+                          {**frontier_settings, "PROXY_LIST": f"{good.url},{bad.url}",
+                           "NETWORK_ALLOWLIST": "127.0.0.0/8", "DOWNLOAD_DELAY": 0, "RETRY_TIMES": 5,
+                           "FRONTIER_RETRY_BACKOFF": 0.2, "PROXY_COOLDOWN": 300, "DOWNLOAD_TIMEOUT": 2,
+                           "SITEMAP_ENABLED": False})
+        via_good = good.requests()
+    finally:
+        good.stop()
+        bad.stop()
+        server.stop()
+    assert code == 0, log[-3000:]
+    pages = ["/", *(f"/p/{n}" for n in range(1, 21))]
+    assert stored_urls(tmp_path, frontier_settings["CRAWL_NAME"]) == sorted(
+        f"http://{site}:{server.port}{p}" for p in pages)
+    assert 1 <= bad.asked <= 3 + 8  # three failures cool it down (plus those already on their way)
+    assert {u.split("/", 3)[3] for u in via_good} >= {p.lstrip("/") for p in pages}
+    assert "'proxy/cooldowns': 1" in log
+    assert f"Proxy {bad.url} cools down for 300s" in log

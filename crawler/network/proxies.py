@@ -51,7 +51,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from crawler.network.policy import NetworkPolicy, ip_of_host, parse_networks
 from crawler.requestmeta import PROXY, PROXY_POOL
-from crawler.scope.urls import host_of
+from crawler.scope.urls import host_of, queue_key
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -262,8 +262,6 @@ class ProxyPoolMiddleware:
         meta = request.meta
         if meta.get(PROXY) and PROXY_POOL not in meta:
             return  # a proxy the spider's own code chose
-        from crawler.scope.urls import queue_key
-
         proxy = self.pool.choose(queue_key(host_of(request.url), self.queue_by), request.url)
         meta[PROXY] = proxy.url
         meta[PROXY_POOL] = proxy.label

@@ -56,6 +56,7 @@ from crawler.redis.keys import Keys
 from crawler.requestmeta import (
     DOWNLOAD_LATENCY, DOWNLOAD_MAXSIZE, DOWNLOAD_TIMEOUT, SESSION, SESSION_LOGIN, WARC_ORIGINAL,
 )
+from crawler.sessions.config import SECRET_NAME
 from crawler.warc.digests import ArchiveIndex
 from crawler.warc.files import WarcFiles, salvage
 from crawler.warc.records import Exchange, NotModified, RecordMaker, digest_ok, http_date_ok, uri_ok
@@ -77,9 +78,8 @@ _REDACTED = b"[redacted]"
 
 
 def _secret_header(name: bytes) -> bool:
-    from crawler.sessions.config import SECRET_NAME
-
     return SECRET_NAME.search(name.decode("latin-1")) is not None
+
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ def crawl_names(client: Any) -> list[str]:
     return sorted(out)
 
 
-def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> Frontier:
+def open_frontier(settings: Any, spider: str = "site", create: bool = False, client: Any = None) -> Frontier:
     """The frontier of the crawl the settings name (``REDIS_URL``,
     ``CRAWL_NAME``, ``CRAWL_DIR``), as the spiders open it; on embedded
     defaults, the embedded Redis of the crawl in ``CRAWL_DIR``. A crawl
@@ -41,7 +41,9 @@ def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> 
     A crawl that does not exist raises :class:`NoSuchCrawl` naming those
     that do, and nothing is created (no crawl directory, no embedded Redis,
     no key), unless ``create`` (``scrapy seed --new``): then its layout is
-    recorded as a worker would record it."""
+    recorded as a worker would record it. ``client``: a Redis client of the
+    caller's to use (``scrapy serve`` reads many crawls through one); it is
+    never closed here."""
     from crawler.config import check_setting_names
     from crawler.crawldir import crawl_dir, crawl_name
     from crawler.redis.client import get_redis
@@ -49,10 +51,12 @@ def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> 
     check_setting_names(settings)
     name = crawl_name(settings, spider)
     directory = crawl_dir(settings, create=create)
-    if not settings.get("REDIS_URL") and not create and not (directory / "redis").is_dir():
+    if client is None and not settings.get("REDIS_URL") and not create and not (directory / "redis").is_dir():
         raise NoSuchCrawl(f"no crawl in {directory} (CRAWL_DIR): give the crawl's -s CRAWL_DIR= or -s REDIS_URL=, "
                           "or start one with `scrapy crawl site -a seeds=URL`")
-    client = get_redis(settings, directory)
+    own = client is None
+    if own:
+        client = get_redis(settings, directory)
     kwargs = {"default_delay": settings.getfloat("DOWNLOAD_DELAY"),
               "concurrency_per_site": settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
               "max_pages_per_site": settings.getint("FRONTIER_MAX_PAGES_PER_SITE"),
@@ -63,7 +67,8 @@ def open_frontier(settings: Any, spider: str = "site", create: bool = False) -> 
     recorded = frontier.meta.recorded_shards()
     if recorded is None and not create:
         others = crawl_names(client)
-        client.close()
+        if own:
+            client.close()
         there = f"at {redact_credentials(settings.get('REDIS_URL'))}" if settings.get("REDIS_URL") else f"in {directory}"
         raise NoSuchCrawl(f"no crawl {name!r} {there}; " + (
             f"the crawls there: {', '.join(others)} (give -s CRAWL_NAME=NAME)" if others else "it holds no crawl")

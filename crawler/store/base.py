@@ -136,6 +136,15 @@ class Store(ABC):
         """Every stored page (without ``inlinks``), optionally of one site."""
 
     @abstractmethod
+    def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
+        """The URLs of the pages stored as done (state C) with a status in
+        ``statuses`` (inclusive), in the order they were first stored."""
+
+    @abstractmethod
+    def listed_urls(self) -> list[str]:
+        """The URLs the crawl's sitemaps listed, sorted."""
+
+    @abstractmethod
     def inlinks(self, url: str) -> list[str]:
         """URLs of the pages that link to ``url``, sorted."""
 

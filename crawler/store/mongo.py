@@ -217,6 +217,16 @@ class MongoStore(Store):
         for doc in self.pages.find(query).sort("url", 1):
             yield self._page(doc)
 
+    def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
+        # _id: a page's document is made when it is first stored or first
+        # linked to; the order of first storing is kept by the API's own list.
+        docs = self.pages.find({"state": "C", "status": {"$gte": statuses[0], "$lte": statuses[1]}},
+                               {"_id": 1, "url": 1}).sort("_id", 1)
+        return [d["url"] for d in docs]
+
+    def listed_urls(self) -> list[str]:
+        return sorted(str(d["_id"]) for d in self.sitemap_urls.find({}, {"_id": 1}))
+
     def inlinks(self, url: str) -> list[str]:
         return sorted(d["src"] for d in self.links.find({"dst": url}, {"_id": 0, "src": 1}))
 

@@ -187,6 +187,13 @@ class SQLiteStore(Store):
         for row in rows:
             yield page_of(row)
 
+    def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
+        rows = self._query("SELECT url FROM pages WHERE state = 'C' AND status BETWEEN ? AND ? ORDER BY rowid", statuses)
+        return [r[0] for r in rows]
+
+    def listed_urls(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT url FROM sitemap_urls ORDER BY url")]
+
     def inlinks(self, url: str) -> list[str]:
         return [r[0] for r in self._query("SELECT src FROM links WHERE dst = ? ORDER BY src", (url,))]
 

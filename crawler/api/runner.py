@@ -1,0 +1,329 @@
+"""The API's jobs run as crawls of the cluster.
+
+Each job is a crawl named ``api-ID`` (``crawler/api/jobs.py``) in the
+server's ``CRAWL_DIR`` and Redis: ``scrapy crawl site`` started by the server
+as a child process (``CRAWL_PROCESSES=API_CRAWL_PROCESSES`` of them, under
+the crawler's own supervisor), with the server's ``-s`` settings, the job's
+arguments and settings, and its seeds in a file of the job's directory
+``CRAWL_DIR/api/ID/`` (with the worker's log). So a job's crawl has the
+frontier, its politeness, robots.txt, the network guard, scope and rules of
+any crawl; ``scrapy status -s CRAWL_NAME=api-ID`` shows it, and more
+workers anywhere join it with ``scrapy crawl site -s CRAWL_NAME=api-ID``.
+
+What a job's crawl is given (``crawler/api/asks.py`` reads the request):
+
+- crawl: ``-a follow=all``, the scope and URL rules asked, ``sitemaps``;
+  ``FRONTIER_MAX_PAGES_PER_SITE`` and ``CLOSESPIDER_PAGECOUNT`` at the limit;
+  ``DEPTH_LIMIT``, ``DOWNLOAD_DELAY`` (never below the server's),
+  ``CONCURRENT_REQUESTS_PER_DOMAIN`` (never above the server's);
+- scrape and batch scrape: the seeds only (the ``follow`` step taken out of
+  ``PAGE_STEPS``: redirects are still followed), no sitemaps;
+- map: ``API_MAP_PAGES`` pages a site with every link followed, and the sitemaps;
+- ``html`` or ``rawHtml`` asked: the step ``crawler.api.steps.KeepHtml``;
+- with ``MONGO_URI``: ``MONGO_DATABASE`` the crawl's name (each job its own).
+
+A job ends when its worker exits: completed (exit 0, or nothing left in
+its frontier), cancelled (``DELETE``), or, when the worker died with work
+left, started again (``API_RESTARTS`` times) and then failed with the last
+line of its log. When the server stops (SIGTERM, Ctrl-C) it asks its jobs'
+workers to stop gracefully (``scrapy stop``); the next server on this host
+starts them again with ``STOP_CLEAR`` (a worker still alive is watched, not
+started twice). Finished jobs are purged ``API_RESULTS_TTL`` seconds after
+they end (Redis keys, store, directory); a scrape's or map's at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from crawler.api.jobs import ACTIVE, Job, JobBook
+from crawler.crawldir import crawl_dir
+from crawler.operations import ops
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Runner"]
+
+FOLLOW_STEP = "crawler.chain.follow.Follow"
+HTML_STEP = "crawler.api.steps.KeepHtml"
+# The server's own settings, not passed to its jobs' workers.
+NOT_PASSED = ("CRAWL_NAME", "LOG_FILE", "MONGO_DATABASE", "STORE_PATH", "CLOSESPIDER_PAGECOUNT")
+
+
+def passed_settings(settings: Any) -> dict[str, str]:
+    """The settings given to the server with ``-s``, for its workers."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    out = {}
+    for name in settings.attributes:
+        if settings.getpriority(name) != SETTINGS_PRIORITIES["cmdline"]:
+            continue
+        if name.startswith(("API_", "WEBHOOK_")) or name in NOT_PASSED:
+            continue
+        value = settings.get(name)
+        out[name] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+class Runner:
+    def __init__(self, settings: Any, client: Any, book: JobBook) -> None:
+        self.settings = settings
+        self.client = client
+        self.book = book
+        self.passed = passed_settings(settings)
+        self.base = crawl_dir(settings) / "api"
+        self.lease_timeout = settings.getfloat("FRONTIER_LEASE_TIMEOUT")
+        self.ttl = settings.getfloat("API_RESULTS_TTL")
+        self.max_restarts = settings.getint("API_RESTARTS")
+        self.host = socket.gethostname()
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.adopted: dict[str, list[int]] = {}
+        self.lock = threading.RLock()
+        self.stopping = False
+        self._purged_at = 0.0
+
+    # -- a job's crawl --------------------------------------------------------------
+    def job_settings(self, job: Job) -> Any:
+        settings = self.settings.copy()
+        settings.set("CRAWL_NAME", job.crawl, priority="cmdline")
+        if settings.get("MONGO_URI"):
+            settings.set("MONGO_DATABASE", job.crawl, priority="cmdline")
+        return settings
+
+    def frontier(self, job: Job) -> Any:
+        """The job's frontier, or None before its crawl exists."""
+        try:
+            return ops.open_frontier(self.job_settings(job), client=self.client)
+        except ops.NoSuchCrawl:
+            return None
+
+    def store(self, job: Job) -> Any:
+        from crawler.store import StoreNotFound, open_store
+
+        try:
+            return open_store(self.job_settings(job), job.crawl, create=False)
+        except StoreNotFound:
+            return None
+
+    def directory(self, job: Job) -> Path:
+        return self.base / job.id
+
+    def command(self, job: Job, resume: bool) -> list[str]:
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "site"]
+        args = dict(job.args)
+        if not resume:
+            seeds = self.directory(job) / "seeds.txt"
+            seeds.write_text("".join(u + "\n" for u in job.urls), encoding="utf-8")
+            args["seeds_file"] = str(seeds)
+        for name, value in args.items():
+            cmd += ["-a", f"{name}={value}"]
+        settings = {**self.passed, **{k: v if isinstance(v, str) else json.dumps(v) for k, v in job.settings.items()},
+                    "CRAWL_NAME": job.crawl}
+        steps = self.settings.getdict("PAGE_STEPS")
+        if job.kind in ("scrape", "batch") or not job.links:
+            steps[FOLLOW_STEP] = None
+        if "html" in job.formats or "rawHtml" in job.formats:
+            steps[HTML_STEP] = 590
+        if steps:
+            settings["PAGE_STEPS"] = json.dumps(steps)
+        if self.settings.get("MONGO_URI"):
+            settings["MONGO_DATABASE"] = job.crawl
+        if resume:
+            settings["STOP_CLEAR"] = "True"
+        for name, value in settings.items():
+            cmd += ["-s", f"{name}={value}"]
+        return cmd
+
+    def start(self, job: Job, resume: bool = False) -> None:
+        directory = self.directory(job)
+        directory.mkdir(parents=True, exist_ok=True)
+        cmd = self.command(job, resume)
+        with open(directory / "worker.log", "ab") as log:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        with self.lock:
+            self.procs[job.id] = proc
+        self.book.update(job.id, host=self.host, pids=[proc.pid])
+
+    def resume_all(self) -> list[str]:
+        """At start: this host's jobs that were running when a server
+        stopped: watched while their worker lives, else started again."""
+        resumed = []
+        for job in self.book.all():
+            if job.status != ACTIVE or job.host != self.host:
+                continue
+            alive = [p for p in job.pids if _alive(p)]
+            if alive:
+                with self.lock:
+                    self.adopted[job.id] = alive
+            elif job.kind in ("crawl", "batch"):
+                self.start(job, resume=True)
+                resumed.append(job.id)
+            else:  # a scrape or map whose caller is gone
+                self.end(job, "failed", "the server stopped during it")
+        return resumed
+
+    # -- watching -------------------------------------------------------------------------
+    def tick(self) -> None:
+        with self.lock:
+            exited = [(i, p.returncode) for i, p in self.procs.items() if p.poll() is not None]
+            for job_id, _ in exited:
+                del self.procs[job_id]
+            gone = [i for i, pids in self.adopted.items() if not any(_alive(p) for p in pids)]
+            for job_id in gone:
+                del self.adopted[job_id]
+        for job_id, rc in exited + [(i, None) for i in gone]:
+            try:
+                self.finished(job_id, rc)
+            except Exception:
+                logger.exception("API job %s: could not settle its end", job_id)
+        if time.monotonic() - self._purged_at > 30:
+            self._purged_at = time.monotonic()
+            self.purge_expired()
+
+    def running_here(self, job_id: str) -> bool:
+        with self.lock:
+            return job_id in self.procs or job_id in self.adopted
+
+    def finished(self, job_id: str, rc: int | None) -> None:
+        """A job's worker exited (``rc`` None: an adopted one, code unknown)."""
+        job = self.book.get(job_id)
+        if job is None or job.status != ACTIVE or self.stopping:
+            return
+        self.sync(job)
+        if job.cancelled:
+            self.end(job, "cancelled")
+            return
+        frontier = self.frontier(job)
+        pending = 0
+        if frontier is not None:
+            status = ops.status(frontier, self.lease_timeout, top=1, error_sample=1)
+            pending = sum(status["frontier"][k] for k in ("queued", "leased", "delayed"))
+        if rc == 0 or (frontier is not None and pending == 0 and rc is None):
+            self.end(job, "completed")
+        elif pending and job.restarts < self.max_restarts and job.kind in ("crawl", "batch"):
+            self.book.update(job.id, restarts=job.restarts + 1)
+            logger.warning("API job %s: its worker ended (exit %s) with %d URLs left: started again", job.id, rc,
+                           pending)
+            self.start(job, resume=True)
+        else:
+            self.end(job, "failed", self.last_line(job) or f"its worker ended with exit status {rc}")
+
+    def last_line(self, job: Job) -> str:
+        path = self.directory(job) / "worker.log"
+        try:
+            lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        errors = [ln for ln in lines if "ERROR" in ln or ln.startswith("scrapy")]
+        return (errors or lines or [""])[-1][:500]
+
+    def end(self, job: Job, status: str, error: str | None = None) -> None:
+        now = time.time()
+        self.book.update(job.id, status=status, error=error, finished=now, expires=now + self.ttl, pids=[])
+
+    # -- results --------------------------------------------------------------------------
+    def sync(self, job: Job) -> int:
+        """Add the job's newly stored pages to its results list."""
+        store = self.store(job)
+        if store is None:
+            return 0
+        try:
+            urls = store.stored_urls()
+        finally:
+            store.close()
+        listed = self.book.listed(job.id)
+        return self.book.append_results(job.id, [u for u in urls if u not in listed])
+
+    def pending(self, job: Job) -> int:
+        frontier = self.frontier(job)
+        if frontier is None:
+            return 0
+        status = ops.status(frontier, self.lease_timeout, top=1, error_sample=1)
+        return int(sum(status["frontier"][k] for k in ("queued", "leased", "delayed")))
+
+    # -- cancel, stop, purge ----------------------------------------------------------
+    def cancel(self, job: Job) -> bool:
+        """Ask the job's workers to stop at once; False if it had ended."""
+        if job.status != ACTIVE:
+            return False
+        self.book.update(job.id, cancelled=True)
+        frontier = self.frontier(job)
+        if frontier is not None:
+            ops.request_stop(frontier, now=True)
+        return True
+
+    def shutdown(self, wait: float = 30.0) -> None:
+        """The server stops: its jobs' workers are asked to stop after what
+        they hold; the next server resumes them."""
+        self.stopping = True
+        with self.lock:
+            ids = list(self.procs) + list(self.adopted)
+        for job_id in ids:
+            job = self.book.get(job_id)
+            frontier = self.frontier(job) if job is not None else None
+            if frontier is not None:
+                ops.request_stop(frontier, now=False)
+        deadline = time.monotonic() + wait
+        with self.lock:
+            procs = list(self.procs.values())
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+
+    def purge(self, job: Job) -> None:
+        """Everything of a job: its crawl's Redis keys, its store, its directory, its record."""
+        frontier = self.frontier(job)
+        if frontier is not None:
+            frontier.views.delete_all()
+        settings = self.job_settings(job)
+        if settings.get("MONGO_URI"):
+            import pymongo
+
+            mongo: Any = pymongo.MongoClient(settings.get("MONGO_URI"),
+                                             serverSelectionTimeoutMS=int(settings.getfloat("MONGO_TIMEOUT") * 1000))
+            try:
+                mongo.drop_database(job.crawl)
+            finally:
+                mongo.close()
+        else:
+            path = crawl_dir(settings) / f"{job.crawl}.sqlite3"
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+        shutil.rmtree(self.directory(job), ignore_errors=True)
+        self.book.forget(job.id)
+
+    def purge_expired(self) -> None:
+        now = time.time()
+        for job in self.book.all():
+            if job.status != ACTIVE and job.expires is not None and job.expires < now:
+                try:
+                    self.purge(job)
+                except Exception:
+                    logger.exception("API job %s: could not purge it", job.id)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of this process is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True

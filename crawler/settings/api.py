@@ -1,0 +1,15 @@
+# The HTTP API's defaults (scrapy serve, crawler/api/, docs/api.md): settings of
+# crawler.settings, kept in a file of their own.
+
+# API keys, one a line ('#' comments), in a file readable by its owner only;
+# more in the environment variable CRAWLER_API_KEYS (comma-separated).
+API_KEYS_FILE = None
+API_KEY_REQUESTS_PER_MINUTE = 300  # requests a key may make a minute, cluster-wide (0: no limit)
+API_KEY_CRAWLS = 2  # crawls and batch scrapes a key may have running at once
+API_CRAWL_LIMIT = 10_000  # pages a crawl takes when it names no limit, and the most it may name
+API_CRAWL_PROCESSES = 1  # worker processes the server starts for each crawl or batch scrape
+API_PAGE_RESULTS = 100  # documents a page of a job's results holds
+API_RESULTS_TTL = 86_400.0  # seconds a finished job's results are kept, then purged
+API_RESTARTS = 3  # times a job's worker that died with work left is started again
+API_SCRAPE_TIMEOUT = 60.0  # seconds a scrape or a map may take unless it asks for less
+API_MAP_PAGES = 20  # pages a map fetches for their links, besides reading the sitemaps

@@ -69,6 +69,7 @@ class Job:
     webhook: dict[str, Any] | None = None
     invalid: list[str] = field(default_factory=list)
     links: bool = True  # False: no link followed (sitemap "only"; scrapes)
+    limit: int = 0  # a crawl's pages at most (0: none)
 
     @property
     def crawl(self) -> str:

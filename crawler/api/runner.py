@@ -140,6 +140,10 @@ class Runner:
             settings["MONGO_DATABASE"] = job.crawl
         if resume:
             settings["STOP_CLEAR"] = "True"
+            if job.limit and "CLOSESPIDER_PAGECOUNT" in settings:
+                # A count is a worker's own: the one started again takes what is left.
+                self.sync(job)
+                settings["CLOSESPIDER_PAGECOUNT"] = str(max(1, job.limit - self.book.result_count(job.id)))
         for name, value in settings.items():
             cmd += ["-s", f"{name}={value}"]
         return cmd
@@ -209,7 +213,8 @@ class Runner:
         if frontier is not None:
             status = ops.status(frontier, self.lease_timeout, top=1, error_sample=1)
             pending = sum(status["frontier"][k] for k in ("queued", "leased", "delayed"))
-        if rc == 0 or (frontier is not None and pending == 0 and rc is None):
+        reached = bool(job.limit) and self.book.result_count(job.id) >= job.limit
+        if rc == 0 or reached or (frontier is not None and pending == 0 and self.book.result_count(job.id)):
             self.end(job, "completed")
         elif pending and job.restarts < self.max_restarts and job.kind in ("crawl", "batch"):
             self.book.update(job.id, restarts=job.restarts + 1)

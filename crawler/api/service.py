@@ -192,7 +192,8 @@ class Api:
             # Each worker's count is its own: the frontier's cap holds the limit.
             settings.update(FRONTIER_MAX_PAGES_PER_SITE=ask.limit, CLOSESPIDER_PAGECOUNT=ask.limit)
         job = self.new_job("crawl", key, [ask.url], ask.scrape.formats, args=args, settings=settings,
-                           links=ask.links and ask.depth != 0, warnings=ask.warnings, webhook=ask.webhook)
+                           links=ask.links and ask.depth != 0, warnings=ask.warnings, webhook=ask.webhook,
+                           limit=ask.limit)
         if ask.allow or ask.deny:
             directory = self.runner.directory(job)
             directory.mkdir(parents=True, exist_ok=True)

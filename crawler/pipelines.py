@@ -170,7 +170,8 @@ class StorePipeline:
                         self.stats.set_value("revisit/plan_multiplier", current.mu)
             return current
 
-        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan, importance=weighed)
+        return Revisits(policy, gone_after=s.getint("RECRAWL_GONE_AFTER"), plan=plan, importance=weighed,
+                        changes=s.getbool("CHANGES_ENABLED"), max_diff=s.getint("CHANGES_MAX_DIFF"))
 
     def open_spider(self) -> None:
         assert self.crawler.spider is not None

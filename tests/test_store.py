@@ -379,3 +379,25 @@ def test_in_degree_and_mirror_degree_computed_for_every_page(store):
     assert (store.get_page("http://a.test/y")["indegree"], store.get_page("http://a.test/y")["mirror_degree"]) == (2, 1)
     total, sample = store.revisit_sample(10)
     assert total == 4 and sorted((p["indegree"], p["mirror_degree"]) for p in sample) == [(0, 0), (1, 0), (1, 0), (2, 1)]
+
+
+def test_changes_stored_once_and_read_by_time_on_every_store(store):
+    from crawler.recrawl.diff import CHANGE_KEY, change
+
+    old = page("http://a.test/p", text="one\ntwo", markdown="one\n\ntwo", fetched_at=1000.0)
+    new = page("http://a.test/p", text="one\nthree", markdown="one\n\nthree", fetched_at=2000.0)
+    new[CHANGE_KEY] = change("changed", new, old, 1000)
+    first = page("http://a.test/q", fetched_at=1500.0)
+    first[CHANGE_KEY] = change("new", first, None, 1000)
+    store.write([first, new])
+    store.write([new])  # a batch written again: each change kept once
+    found = store.changes(1000.0)
+    assert [(c["kind"], c["url"], c["at"]) for c in found] == [
+        ("new", "http://a.test/q", 1500.0), ("changed", "http://a.test/p", 2000.0)]
+    assert (found[1]["added"], found[1]["removed"], found[1]["previous_at"], found[1]["cut"]) == (
+        ["three"], ["two"], 1000.0, False)
+    assert "-two\n+three" in found[1]["diff"]
+    assert [c["url"] for c in store.changes(1600.0)] == ["http://a.test/p"]
+    assert [c["url"] for c in store.changes(0.0, until=2000.0)] == ["http://a.test/q"]
+    assert store.changes(0.0, site="b.test") == []
+    assert store.stored_urls() == ["http://a.test/q", "http://a.test/p"]

@@ -313,6 +313,8 @@ SPECS: dict[str, Check] = {
     "REVISIT_PLAN_INTERVAL": _number(float, 1),
     "REVISIT_BUDGET": _number(float, 0),
     "RECRAWL_GONE_AFTER": _number(int, 1, 100),
+    "CHANGES_ENABLED": _bool,
+    "CHANGES_MAX_DIFF": _number(int, 0, 10_000_000),
     "RECRAWL_CONTINUOUS": _bool,
     "RECRAWL_POLL_INTERVAL": POSITIVE_SECONDS,
     "RECRAWL_HEAD": _bool,

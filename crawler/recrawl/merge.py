@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from crawler.recrawl.change import ChangeEvidence, Policy, Visit, append, compare, observe
+from crawler.recrawl.diff import CHANGE_KEY, change
 from crawler.recrawl.plan import Plan, RateModel, importance_weight
 from crawler.store.base import OUTCOME_KEY
 
@@ -85,8 +86,12 @@ class Revisits:
     """Merges re-fetched pages with their stored versions (see the module)."""
 
     def __init__(self, policy: Policy, gone_after: int = 2, plan: Callable[[], Plan] | None = None,
-                 importance: bool = False) -> None:
+                 importance: bool = False, changes: bool = True, max_diff: int = 20_000) -> None:
         self.policy = policy
+        # Each new, changed, gone or moved version's change goes with it to the
+        # store (crawler/recrawl/diff.py); CHANGES_ENABLED, CHANGES_MAX_DIFF.
+        self.changes = changes
+        self.max_diff = max_diff
         self.importance = importance  # the budget weighs pages by importance_weight (REVISIT_IMPORTANCE)
         self.gone_after = max(1, gone_after)
         default = Plan(RateModel())
@@ -108,8 +113,13 @@ class Revisits:
             else:
                 page = dict(p)
                 first_visit(page, self.policy)
+                self._note(page, "new", None)
                 out.append(page)
         return out
+
+    def _note(self, page: dict[str, Any], kind: str, old: dict[str, Any] | None) -> None:
+        if self.changes and (kind != "new" or page.get("state") == "C"):
+            page[CHANGE_KEY] = change(kind, page, old, self.max_diff)
 
     def merge(self, old: dict[str, Any] | None, new: dict[str, Any], plan: Plan | None = None) -> dict[str, Any]:
         page = dict(new)
@@ -119,6 +129,7 @@ class Revisits:
             # Nothing (or no longer a page) to compare with: a first visit.
             first_visit(page, self.policy)
             page[OUTCOME_KEY] = ["fetched", "new"]
+            self._note(page, "new", None)
             return page
         if old.get("fetched_at") == new.get("fetched_at"):
             # This very fetch was written already (a batch retried).
@@ -165,6 +176,10 @@ class Revisits:
         elif outcome == "moved":
             page.update(state="D", next_fetch_at=None, error=f"moved permanently to {new['links'][0]['url']}")
         page[OUTCOME_KEY] = ["fetched", outcome] + (["not_modified"] if new.get("status") == 304 else [])
+        if outcome == "changed":
+            self._note(page, "changed", old)
+        elif page.get("state") == "D" and outcome in ("gone", "moved"):
+            self._note(page, outcome, old)
         return page
 
     def _outcome(self, old: dict[str, Any], new: dict[str, Any]) -> tuple[str, int | None]:

@@ -10,7 +10,7 @@ import os
 # PAGE_STEPS, FEED_EXPORTERS ...), each a dotted path and its place: settings
 # of this module too, kept in a file of their own.
 from crawler.settings.components import *  # noqa: F403
-from crawler.settings.api import *  # noqa: F403  (API_*: scrapy serve's)
+from crawler.settings.service import *  # noqa: F403  (API_*, CHANGES_*, WEBHOOK_*)
 
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]

@@ -61,6 +61,7 @@ REVISIT_FIELDS = (
     "content_length", "evidence", "topic_score", "on_topic", "canonical", "in_sitemap", "lastmod", "changefreq",
     "lang", "alternates", "importance", "indegree", "mirror_degree",
     "warc_file", "warc_offset", "warc_date", "warc_digest", "dup_order", "content_type", "rendered",
+    "markdown",  # what a changed page's Markdown is diffed against (crawler/recrawl/diff.py)
 )
 
 # The sites table: ``mirror_of`` names the site whose copy this site is (most
@@ -139,6 +140,11 @@ class Store(ABC):
     def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
         """The URLs of the pages stored as done (state C) with a status in
         ``statuses`` (inclusive), in the order they were first stored."""
+
+    @abstractmethod
+    def changes(self, since: float, until: float | None = None, site: str | None = None) -> list[dict[str, Any]]:
+        """The changes (``crawler/recrawl/diff.py``) of versions fetched at
+        ``since`` or later (before ``until``), oldest first."""
 
     @abstractmethod
     def listed_urls(self) -> list[str]:

@@ -27,6 +27,7 @@ from pymongo import UpdateOne
 from pymongo.errors import (BulkWriteError, ConnectionFailure, ExecutionTimeout, OperationFailure,
                             PyMongoError, WaitQueueTimeoutError, WriteConcernError)
 
+from crawler.recrawl.diff import CHANGE_KEY
 from crawler.store.base import (KEPT_FIELDS, PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store,
                                 StoreUnavailable, short_error, sitemap_entries, sitemap_update)
 from crawler.scope.urls import redact_credentials, url_site
@@ -81,6 +82,9 @@ class MongoStore(Store):
         self.sites_ = self.db["sites"]
         # What the crawl's sitemaps list (crawler/sitemaps/crawl.py): _id the URL.
         self.sitemap_urls = self.db["sitemap_urls"]
+        # What changed (crawler/recrawl/diff.py), by the time of each version.
+        self.changes_ = self.db["changes"]
+        self.changes_.create_index("at")
         self.pages.create_index("url", unique=True)
         self.pages.create_index([("site", 1), ("state", 1)])
         self.links.create_index([("src", 1), ("dst", 1)], unique=True)
@@ -96,7 +100,11 @@ class MongoStore(Store):
         # A page given twice in a batch (stored again once typed again or put
         # right: crawler/pagetypes/typer.py, crawler/duplicates/variants.py) is written as its
         # last version: the bulk writes below are unordered.
+        changes = [p[CHANGE_KEY] for p in pages if p.get(CHANGE_KEY)]
         pages = list({p["url"]: p for p in pages if SITEMAP_KEY not in p}.values())
+        if changes:  # _id: the URL and the version's time, so a batch written again keeps each once
+            self.changes_.bulk_write([pymongo.ReplaceOne({"_id": f"{c['at']!r} {c['url']}"}, c, upsert=True)
+                                      for c in changes], ordered=False)
         if listed:
             self.sitemap_urls.bulk_write([pymongo.ReplaceOne({"_id": url}, {"lastmod": lastmod, "changefreq": freq,
                                                                             "sitemap": sitemap}, upsert=True)
@@ -223,6 +231,12 @@ class MongoStore(Store):
         docs = self.pages.find({"state": "C", "status": {"$gte": statuses[0], "$lte": statuses[1]}},
                                {"_id": 1, "url": 1}).sort("_id", 1)
         return [d["url"] for d in docs]
+
+    def changes(self, since: float, until: float | None = None, site: str | None = None) -> list[dict[str, Any]]:
+        query: dict[str, Any] = {"at": {"$gte": since, "$lt": until if until is not None else float("inf")}}
+        if site:
+            query["site"] = site
+        return list(self.changes_.find(query, {"_id": 0}).sort([("at", 1), ("url", 1)]))
 
     def listed_urls(self) -> list[str]:
         return sorted(str(d["_id"]) for d in self.sitemap_urls.find({}, {"_id": 1}))

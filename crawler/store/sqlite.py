@@ -9,6 +9,7 @@ them, are in ``crawler/store/sqlschema.py``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 from crawler.store.base import (PAGE_FIELDS, REVISIT_FIELDS, SITE_FIELDS, SITEMAP_KEY, Store, sitemap_entries,
                                 sitemap_update)
+from crawler.recrawl.diff import CHANGE_KEY
 from crawler.store.sqlschema import UPSERT_PAGE, column_value, page_of, prepare
 from crawler.scope.urls import url_site
 
@@ -144,6 +146,12 @@ class SQLiteStore(Store):
                     "ON CONFLICT (url) DO UPDATE SET lastmod = excluded.lastmod, changefreq = excluded.changefreq, "
                     "sitemap = excluded.sitemap", listed)
                 self._apply_sitemaps(conn, list(new_rows) + [e[0] for e in listed])
+                conn.executemany(
+                    "INSERT OR IGNORE INTO changes (url, at, kind, site, previous_at, added, removed, diff, cut, target) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(c["url"], c["at"], c["kind"], c.get("site"), c.get("previous_at"), json.dumps(c.get("added") or []),
+                      json.dumps(c.get("removed") or []), c.get("diff") or "", int(bool(c.get("cut"))), c.get("target"))
+                     for c in (p.get(CHANGE_KEY) for p in pages) if c])
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -190,6 +198,17 @@ class SQLiteStore(Store):
     def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
         rows = self._query("SELECT url FROM pages WHERE state = 'C' AND status BETWEEN ? AND ? ORDER BY rowid", statuses)
         return [r[0] for r in rows]
+
+    def changes(self, since: float, until: float | None = None, site: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM changes WHERE at >= ? AND at < ?" + (" AND site = ?" if site else "") + " ORDER BY at, url"
+        rows = self._query(sql, (since, until if until is not None else float("inf"), *([site] if site else [])))
+        out = []
+        for row in rows:
+            c = dict(row)
+            c["added"], c["removed"] = json.loads(c["added"] or "[]"), json.loads(c["removed"] or "[]")
+            c["cut"] = bool(c["cut"])
+            out.append(c)
+        return out
 
     def listed_urls(self) -> list[str]:
         return [r[0] for r in self._query("SELECT url FROM sitemap_urls ORDER BY url")]

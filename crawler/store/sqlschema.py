@@ -39,6 +39,12 @@ CREATE TABLE IF NOT EXISTS sites (
 CREATE TABLE IF NOT EXISTS sitemap_urls (
     url TEXT PRIMARY KEY, lastmod REAL, changefreq TEXT, sitemap TEXT
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS changes (
+    url TEXT NOT NULL, at REAL NOT NULL, kind TEXT NOT NULL, site TEXT, previous_at REAL,
+    added TEXT, removed TEXT, diff TEXT, cut INTEGER, target TEXT,
+    PRIMARY KEY (url, at)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 """
 
 # Stores written before the re-crawl (crawler/recrawl/merge.py) gain its columns;

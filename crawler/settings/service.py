@@ -1,5 +1,7 @@
-# The HTTP API's defaults (scrapy serve, crawler/api/, docs/api.md): settings of
-# crawler.settings, kept in a file of their own.
+# The crawler as a service: its HTTP API, the changes it records and the
+# events it posts. Settings of crawler.settings, kept in a file of their own.
+
+# --- The HTTP API (scrapy serve, crawler/api/, docs/api.md) ------------------
 
 # API keys, one a line ('#' comments), in a file readable by its owner only;
 # more in the environment variable CRAWLER_API_KEYS (comma-separated).
@@ -13,3 +15,10 @@ API_RESULTS_TTL = 86_400.0  # seconds a finished job's results are kept, then pu
 API_RESTARTS = 3  # times a job's worker that died with work left is started again
 API_SCRAPE_TIMEOUT = 60.0  # seconds a scrape or a map may take unless it asks for less
 API_MAP_PAGES = 20  # pages a map fetches for their links, besides reading the sitemaps
+
+# --- Changes (crawler/recrawl/diff.py, scrapy changes, docs/recrawl.md) -------
+# Each new, changed, gone or moved version of a page is recorded in the store's
+# changes table: the main text's added and removed blocks and a unified diff of
+# its Markdown, cut at CHANGES_MAX_DIFF characters.
+CHANGES_ENABLED = True
+CHANGES_MAX_DIFF = 20_000

@@ -215,3 +215,50 @@ def test_a_key_runs_at_most_its_crawls_at_once(site, api):
 def test_serve_refuses_to_start_without_keys(tmp_path):
     with pytest.raises(AssertionError, match="no API key"):
         serve(tmp_path / "crawl", keys="")
+
+
+def test_change_tracking_across_scrapes_and_crawls(tmp_path):
+    """A page edited, one added and one deleted between two tracked crawls
+    of the same URL: the second says exactly that (and a tracked scrape the same)."""
+    root = tmp_path / "www"
+    api_site(root, sections=2, per_section=3)
+    site = start_server(tmp_path, hosts="127.0.0.2", root=root, validators=True)
+    api = serve(tmp_path / "crawl")
+    try:
+        app = client(api)
+        tracked = [{"type": "changeTracking", "modes": ["git-diff"], "tag": "daily"}]
+        home = site.url("/", host="127.0.0.2")
+        first = app.crawl(home, formats=["markdown", *tracked], sitemap="skip", poll_interval=1)
+        assert first.status == "completed" and len(first.data) == 9  # home, 2 sections, 6 articles
+        assert {d.change_tracking["changeStatus"] for d in first.data} == {"new"}
+        scraped = app.scrape(site.url("/s0/a1.html", host="127.0.0.2"), formats=["markdown", *tracked])
+        assert scraped.change_tracking["changeStatus"] == "new"
+
+        page = root / "s0" / "a1.html"
+        page.write_text(page.read_text().replace("</h1>", "</h1><p>A paragraph added after the first crawl of "
+                                                          "this article, long enough to be one of its blocks.</p>"))
+        section = root / "s1" / "index.html"
+        section.write_text(section.read_text().replace("</ul>", '<li><a href="/s1/new.html">New</a></li></ul>'))
+        (root / "s1" / "new.html").write_text("<html><head><title>New</title></head><body><h1>New</h1><p>An "
+                                              "article added after the first crawl, with words of its own.</p>"
+                                              "</body></html>")
+        (root / "s0" / "a2.html").unlink()
+
+        second = app.crawl(home, formats=["markdown", *tracked], sitemap="skip", poll_interval=1)
+        status = {d.metadata.url.split("/", 3)[3]: d.change_tracking["changeStatus"] for d in second.data}
+        assert status == {"": "same", "s0/": "same", "s1/": "changed", "s0/a0.html": "same", "s0/a1.html": "changed",
+                          "s0/a2.html": "removed", "s1/a0.html": "same", "s1/a1.html": "same", "s1/a2.html": "same",
+                          "s1/new.html": "new"}
+        edited = next(d for d in second.data if d.metadata.url.endswith("/s0/a1.html"))
+        assert "+A paragraph added after the first crawl" in edited.change_tracking["diff"]["text"]
+        assert edited.change_tracking["previousScrapeAt"] < second.data[0].metadata_dict["fetchedAt"]
+        again = app.scrape(site.url("/s0/a1.html", host="127.0.0.2"), formats=["markdown", *tracked])
+        assert again.change_tracking["changeStatus"] == "changed"
+        assert "+A paragraph added" in again.change_tracking["diff"]["text"]
+        assert app.scrape(site.url("/s0/a1.html", host="127.0.0.2"),
+                          formats=["markdown", *tracked]).change_tracking["changeStatus"] == "same"
+        untagged = app.scrape(site.url("/s0/a1.html", host="127.0.0.2"), formats=["markdown", "changeTracking"])
+        assert untagged.change_tracking["changeStatus"] == "new"  # another tag: another history
+    finally:
+        api.stop()
+        site.stop()

@@ -15,8 +15,9 @@ A field is one of three things here:
   the job's ``warning`` and the job goes on without it.
 
 Honoured, scrape: ``formats`` (``markdown``, ``html``, ``rawHtml``,
-``links``, ``summary``; ``metadata`` is always there; strings or
-``{"type": ...}``), ``timeout`` (ms). Crawl: ``url``, ``limit``,
+``links``, ``summary``, ``changeTracking`` with mode ``git-diff`` and a
+``tag``; ``metadata`` is always there; strings or ``{"type": ...}``),
+``timeout`` (ms). Crawl: ``url``, ``limit``,
 ``maxDiscoveryDepth``, ``includePaths``/``excludePaths`` (regular expressions
 searched in the URL's path, or the whole URL with ``regexOnFullURL``),
 ``crawlEntireDomain`` (the host), ``allowSubdomains`` (the registrable
@@ -37,7 +38,7 @@ from crawler.scope.urls import normalize
 
 __all__ = ["BadAsk", "CrawlAsk", "MapAsk", "ScrapeAsk", "read_batch", "read_crawl", "read_map", "read_scrape", "read_url"]
 
-FORMATS = ("markdown", "html", "rawHtml", "links", "metadata", "summary")
+FORMATS = ("markdown", "html", "rawHtml", "links", "metadata", "summary", "changeTracking")
 # Formats Firecrawl has that this crawler does not make: asked, the request is refused.
 REFUSED_FORMATS = ("json", "screenshot", "screenshot@fullPage", "branding", "images", "audio", "video",
                    "attributes", "query", "highlights", "product", "menu", "pages", "blocks")
@@ -62,6 +63,8 @@ class BadAsk(ValueError):
 class ScrapeAsk:
     formats: list[str]
     timeout: float | None = None  # seconds
+    track: str | None = None  # changeTracking asked: its tag ("" none); None: not asked
+    track_diff: bool = False  # its git-diff mode
     warnings: list[str] = field(default_factory=list)
 
 
@@ -124,23 +127,40 @@ def _bool(body: dict[str, Any], name: str) -> bool | None:
     return value
 
 
-def _formats(value: Any) -> list[str]:
+def _formats(value: Any) -> tuple[list[str], str | None, bool]:
+    """The formats asked, the change-tracking tag when changeTracking is
+    one of them (``""``: no tag), and whether its git-diff mode is asked."""
     if value is None:
-        return ["markdown"]
+        return ["markdown"], None, False
     if not isinstance(value, list):
         raise BadAsk("formats: a list")
     out: list[str] = []
+    tag = None
+    diff = False
     for entry in value:
         name = entry.get("type") if isinstance(entry, dict) else entry
         if not isinstance(name, str):
             raise BadAsk(f"formats: {entry!r} is no format")
-        if name in REFUSED_FORMATS or name == "changeTracking":
+        if name == "changeTracking":
+            options = entry if isinstance(entry, dict) else {}
+            modes = options.get("modes") or []
+            if not isinstance(modes, list) or set(modes) - {"git-diff"}:
+                raise BadAsk("formats: changeTracking's modes: only git-diff is made here (json needs a model)")
+            given = options.get("tag")
+            if given is not None and (not isinstance(given, str) or len(given) > 200):
+                raise BadAsk("formats: changeTracking's tag: a string of at most 200 characters")
+            tag = given or ""
+            diff = diff or "git-diff" in modes
+            if "changeTracking" not in out:
+                out.append("changeTracking")
+            continue
+        if name in REFUSED_FORMATS:
             raise BadAsk(f"formats: {name!r} is not made by this crawler (it makes {', '.join(FORMATS)})")
         if name not in FORMATS:
             raise BadAsk(f"formats: unknown format {name!r} (this crawler makes {', '.join(FORMATS)})")
         if name not in out:
             out.append(name)
-    return out
+    return out, tag, diff
 
 
 def _unused(body: dict[str, Any], honoured: set[str], where: str = "") -> list[str]:
@@ -164,7 +184,10 @@ def _unused(body: dict[str, Any], honoured: set[str], where: str = "") -> list[s
 def read_scrape(body: Any, where: str = "") -> ScrapeAsk:
     if not isinstance(body, dict):
         raise BadAsk(f"{where or 'the body'}: a JSON object")
-    ask = ScrapeAsk(_formats(body.get("formats")))
+    formats, track, diff = _formats(body.get("formats"))
+    if track is not None and "markdown" not in formats:
+        raise BadAsk("formats: changeTracking needs markdown too (what is compared)")
+    ask = ScrapeAsk(formats, track=track, track_diff=diff)
     timeout = _int(body, "timeout", 1000, 600_000)
     ask.timeout = timeout / 1000 if timeout is not None else None
     left = _unused(body, {"url", "formats", "timeout", "onlyMainContent"}, where)

@@ -84,5 +84,6 @@ def document(page: dict[str, Any], formats: list[str], job_id: str, links: list[
         doc["links"] = links or []
     if "summary" in formats:
         doc["summary"] = summary(page)
+    # changeTracking: crawler/api/tracking.py, which knows the job's changes
     doc["metadata"] = metadata(page, job_id, source)
     return doc

@@ -18,13 +18,14 @@ status are those of any crawl (``scrapy status -s CRAWL_NAME=api-ID``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ACTIVE", "Job", "JobBook", "crawl_name"]
+__all__ = ["ACTIVE", "Job", "JobBook", "crawl_name", "tracked_name"]
 
 # Firecrawl's statuses: a job is "scraping" until it ends as one of the others.
 ACTIVE = "scraping"
@@ -45,6 +46,12 @@ return n
 
 def crawl_name(job_id: str) -> str:
     return PREFIX + job_id
+
+
+def tracked_name(key: str, kind: str, url: str, tag: str) -> str:
+    """The crawl a key's change tracking of ``url`` (by ``tag``) keeps."""
+    digest = hashlib.sha256("\n".join((key, kind, url, tag)).encode("utf-8")).hexdigest()[:24]
+    return f"{PREFIX}track-{digest}"
 
 
 @dataclass
@@ -70,10 +77,15 @@ class Job:
     invalid: list[str] = field(default_factory=list)
     links: bool = True  # False: no link followed (sitemap "only"; scrapes)
     limit: int = 0  # a crawl's pages at most (0: none)
+    # changeTracking: the crawl kept from one job to the next (tracked_name),
+    # its first job a crawl, the next ones re-crawls of it.
+    tracked: str = ""
+    spider: str = "site"
+    track_diff: bool = False
 
     @property
     def crawl(self) -> str:
-        return crawl_name(self.id)
+        return self.tracked or crawl_name(self.id)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

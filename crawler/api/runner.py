@@ -119,9 +119,11 @@ class Runner:
         return self.base / job.id
 
     def command(self, job: Job, resume: bool) -> list[str]:
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "site"]
+        cmd = [sys.executable, "-m", "scrapy", "crawl", job.spider]
         args = dict(job.args)
-        if not resume:
+        if job.spider == "recrawl":  # a tracked crawl's next job: every stored page revisited
+            args = {"all": "1"}
+        elif not resume:
             seeds = self.directory(job) / "seeds.txt"
             seeds.write_text("".join(u + "\n" for u in job.urls), encoding="utf-8")
             args["seeds_file"] = str(seeds)
@@ -138,8 +140,9 @@ class Runner:
             settings["PAGE_STEPS"] = json.dumps(steps)
         if self.settings.get("MONGO_URI"):
             settings["MONGO_DATABASE"] = job.crawl
-        if resume:
+        if resume or job.tracked:  # a tracked crawl's last job may have been cancelled
             settings["STOP_CLEAR"] = "True"
+        if resume:
             if job.limit and "CLOSESPIDER_PAGECOUNT" in settings:
                 # A count is a worker's own: the one started again takes what is left.
                 self.sync(job)
@@ -239,12 +242,17 @@ class Runner:
 
     # -- results --------------------------------------------------------------------------
     def sync(self, job: Job) -> int:
-        """Add the job's newly stored pages to its results list."""
+        """Add the job's newly stored pages to its results list (a tracked
+        crawl's: those fetched by this job, and those it found gone)."""
         store = self.store(job)
         if store is None:
             return 0
         try:
-            urls = store.stored_urls()
+            if job.tracked:
+                urls = store.stored_urls(since=job.created) + [
+                    c["url"] for c in store.changes(job.created) if c["kind"] in ("gone", "moved")]
+            else:
+                urls = store.stored_urls()
         finally:
             store.close()
         listed = self.book.listed(job.id)
@@ -289,7 +297,12 @@ class Runner:
                 proc.terminate()
 
     def purge(self, job: Job) -> None:
-        """Everything of a job: its crawl's Redis keys, its store, its directory, its record."""
+        """Everything of a job: its crawl's Redis keys, its store, its directory,
+        its record; a tracked crawl (changeTracking) stays for the next job."""
+        if job.tracked:
+            shutil.rmtree(self.directory(job), ignore_errors=True)
+            self.book.forget(job.id)
+            return
         frontier = self.frontier(job)
         if frontier is not None:
             frontier.views.delete_all()

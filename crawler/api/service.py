@@ -13,8 +13,9 @@ from typing import Any
 
 from crawler.api import asks
 from crawler.api.documents import document
-from crawler.api.jobs import ACTIVE, Job, JobBook
+from crawler.api.jobs import ACTIVE, Job, JobBook, tracked_name
 from crawler.api.runner import Runner
+from crawler.api.tracking import change_tracking, changes_by_url
 from crawler.network.policy import parse_networks
 from crawler.operations.startchecks import refused_seeds
 from crawler.scope.urls import url_site
@@ -63,6 +64,26 @@ class Api:
         return Job(id=self.book.new_id(), kind=kind, key=key, created=time.time(), urls=urls, formats=formats,
                    **fields)
 
+    def track(self, job: Job, ask: asks.ScrapeAsk) -> Reply | None:
+        """Make ``job`` a tracked one when its formats ask changeTracking:
+        its crawl kept, re-crawled when it has pages (``tracking.py``);
+        409 while another job of that crawl runs."""
+        if ask.track is None:
+            return None
+        job.tracked = tracked_name(job.key, job.kind, job.urls[0], ask.track)
+        job.track_diff = ask.track_diff
+        job.settings["RECRAWL_GONE_AFTER"] = 1
+        if any(j.tracked == job.tracked for j in self.book.running(job.key, ("crawl", "scrape"))):
+            return fail(409, "a job tracking the changes of this URL (and tag) is running: wait for it to end")
+        store = self.runner.store(job)
+        if store is not None:
+            try:
+                if store.count_pages():
+                    job.spider = "recrawl"
+            finally:
+                store.close()
+        return None
+
     # -- scrape and map: one synchronous job -------------------------------------------
     def _run_sync(self, job: Job, timeout: float) -> bool:
         """Start ``job`` and wait for it; False when it ran out of time (it is stopped)."""
@@ -85,18 +106,29 @@ class Api:
             return refused
         job = self.new_job("scrape", key, [url], ask.formats, args={"sitemaps": "0"}, links=False,
                            warnings=ask.warnings)
+        busy = self.track(job, ask)
+        if busy:
+            return busy
         try:
             if not self._run_sync(job, ask.timeout or self.scrape_timeout):
                 return fail(408, f"the scrape of {url} took longer than {ask.timeout or self.scrape_timeout:g} s",
                             code="SCRAPE_TIMEOUT")
             store = self.runner.store(job)
-            page, links = (None, []) if store is None else self._final_page(store, url, "links" in ask.formats)
+            page: dict[str, Any] | None = None
+            links: list[str] = []
+            found: dict[str, dict[str, Any]] = {}
             if store is not None:
-                store.close()
+                try:
+                    page, links = self._final_page(store, url, "links" in ask.formats)
+                    found = changes_by_url(store, job.created) if job.tracked else {}
+                finally:
+                    store.close()
             if page is None:
                 return fail(500, f"{url} could not be fetched: {self.runner.last_line(job) or 'no answer'}",
                             code="SCRAPE_FAILED")
             doc = document(page, ask.formats, job.id, links, source=url)
+            if job.tracked:
+                doc["changeTracking"] = change_tracking(page, found.get(page["url"]), job.track_diff)
             if ask.warnings:
                 doc["warning"] = "; ".join(ask.warnings)
             return 200, {"success": True, "data": doc}
@@ -194,6 +226,9 @@ class Api:
         job = self.new_job("crawl", key, [ask.url], ask.scrape.formats, args=args, settings=settings,
                            links=ask.links and ask.depth != 0, warnings=ask.warnings, webhook=ask.webhook,
                            limit=ask.limit)
+        busy = self.track(job, ask.scrape)
+        if busy:
+            return busy
         if ask.allow or ask.deny:
             directory = self.runner.directory(job)
             directory.mkdir(parents=True, exist_ok=True)
@@ -243,11 +278,17 @@ class Api:
         docs = []
         store = self.runner.store(job) if urls else None
         try:
+            found = changes_by_url(store, job.created) if job.tracked and store is not None else {}
             for url in urls:
                 page = store.get_page(url) if store is not None else None
                 if page is not None and store is not None:
                     links = [link["url"] for link in store.outlinks(url)] if "links" in job.formats else None
-                    docs.append(document(page, job.formats, job.id, links))
+                    doc = document(page, job.formats, job.id, links)
+                    if job.tracked:
+                        doc["changeTracking"] = change_tracking(page, found.get(url), job.track_diff)
+                        if doc["changeTracking"]["changeStatus"] == "removed" and "markdown" in doc:
+                            doc["markdown"] = ""
+                    docs.append(doc)
         finally:
             if store is not None:
                 store.close()

@@ -137,9 +137,10 @@ class Store(ABC):
         """Every stored page (without ``inlinks``), optionally of one site."""
 
     @abstractmethod
-    def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
+    def stored_urls(self, statuses: tuple[int, int] = (200, 299), since: float | None = None) -> list[str]:
         """The URLs of the pages stored as done (state C) with a status in
-        ``statuses`` (inclusive), in the order they were first stored."""
+        ``statuses`` (inclusive), in the order they were first stored; with
+        ``since``, those fetched then or later."""
 
     @abstractmethod
     def changes(self, since: float, until: float | None = None, site: str | None = None) -> list[dict[str, Any]]:

@@ -225,11 +225,13 @@ class MongoStore(Store):
         for doc in self.pages.find(query).sort("url", 1):
             yield self._page(doc)
 
-    def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
+    def stored_urls(self, statuses: tuple[int, int] = (200, 299), since: float | None = None) -> list[str]:
         # _id: a page's document is made when it is first stored or first
         # linked to; the order of first storing is kept by the API's own list.
-        docs = self.pages.find({"state": "C", "status": {"$gte": statuses[0], "$lte": statuses[1]}},
-                               {"_id": 1, "url": 1}).sort("_id", 1)
+        query: dict[str, Any] = {"state": "C", "status": {"$gte": statuses[0], "$lte": statuses[1]}}
+        if since is not None:
+            query["fetched_at"] = {"$gte": since}
+        docs = self.pages.find(query, {"_id": 1, "url": 1}).sort("_id", 1)
         return [d["url"] for d in docs]
 
     def changes(self, since: float, until: float | None = None, site: str | None = None) -> list[dict[str, Any]]:

@@ -195,8 +195,10 @@ class SQLiteStore(Store):
         for row in rows:
             yield page_of(row)
 
-    def stored_urls(self, statuses: tuple[int, int] = (200, 299)) -> list[str]:
-        rows = self._query("SELECT url FROM pages WHERE state = 'C' AND status BETWEEN ? AND ? ORDER BY rowid", statuses)
+    def stored_urls(self, statuses: tuple[int, int] = (200, 299), since: float | None = None) -> list[str]:
+        after = "" if since is None else " AND fetched_at >= ?"
+        rows = self._query(f"SELECT url FROM pages WHERE state = 'C' AND status BETWEEN ? AND ?{after} ORDER BY rowid",
+                           (*statuses, *(() if since is None else (since,))))
         return [r[0] for r in rows]
 
     def changes(self, since: float, until: float | None = None, site: str | None = None) -> list[dict[str, Any]]:

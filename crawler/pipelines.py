@@ -130,8 +130,27 @@ class StorePipeline:
         self.buffer = WriteBuffer(store, spill_path, self.stats, batch_size=self.batch_size,
                                   retry_delay=self.retry_delay, retry_max_delay=self.retry_max_delay,
                                   close_timeout=self.close_timeout, waiting=lambda: self.waiting,
-                                  prepare=self.revisits())
+                                  prepare=self.revisits(), announce=self.announcer())
         return self.buffer
+
+    def announcer(self) -> Callable[[list[dict[str, Any]]], None] | None:
+        """Each written batch's webhook events, when the crawl posts them
+        (WEBHOOK_URL, WEBHOOK_EVENTS: crawler/webhooks/)."""
+        from crawler.webhooks.extension import page_prefix
+
+        prefix = page_prefix(self.crawler.settings)
+        if prefix is None:
+            return None
+        from crawler.webhooks.events import EventLog, page_events
+
+        logs: list[EventLog] = []  # made at the first batch: the frontier is open by then
+
+        def announce(pages: list[dict[str, Any]]) -> None:
+            if not logs:
+                logs.append(EventLog(self.frontier.client, self.frontier.crawl))
+            logs[0].add(page_events(pages, prefix))
+
+        return announce
 
     def revisits(self) -> Revisits:
         """Each page's schedule: started on its first fetch, merged with the

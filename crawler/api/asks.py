@@ -241,12 +241,7 @@ def read_crawl(body: Any, max_limit: int) -> CrawlAsk:
     ask.concurrency = _int(body, "maxConcurrency", 1, 1000)
     if _bool(body, "ignoreRobotsTxt"):
         raise BadAsk("ignoreRobotsTxt: this crawler always obeys robots.txt")
-    webhook = body.get("webhook")
-    if isinstance(webhook, str):
-        webhook = {"url": webhook}
-    if webhook is not None and (not isinstance(webhook, dict) or not isinstance(webhook.get("url"), str)):
-        raise BadAsk("webhook: a URL, or an object with 'url'")
-    ask.webhook = webhook
+    ask.webhook = read_webhook(body.get("webhook"))
     honoured = {"url", "limit", "maxDiscoveryDepth", "allowExternalLinks", "allowSubdomains", "crawlEntireDomain",
                 "regexOnFullURL", "includePaths", "excludePaths", "sitemap", "delay", "maxConcurrency",
                 "ignoreRobotsTxt", "webhook", "scrapeOptions"}
@@ -257,7 +252,30 @@ def read_crawl(body: Any, max_limit: int) -> CrawlAsk:
     return ask
 
 
-def read_batch(body: Any, max_limit: int) -> tuple[list[str], list[str], ScrapeAsk]:
+WEBHOOK_EVENTS = ("started", "page", "completed", "failed", "cancelled", "changed", "gone")
+
+
+def read_webhook(value: Any) -> dict[str, Any] | None:
+    """A job's webhook: ``{"url", "metadata", "events"}`` (headers are refused:
+    the posts are signed with the server's secret, and nothing secret is kept)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"url": value}
+    if not isinstance(value, dict) or not isinstance(value.get("url"), str) or not value["url"].strip():
+        raise BadAsk("webhook: a URL, or an object with 'url'")
+    if value.get("headers"):
+        raise BadAsk("webhook.headers: not kept by this server (its posts are signed: X-Firecrawl-Signature)")
+    events = value.get("events")
+    if events is not None and (not isinstance(events, list) or set(events) - set(WEBHOOK_EVENTS)):
+        raise BadAsk(f"webhook.events: a list of {', '.join(WEBHOOK_EVENTS)}")
+    metadata = value.get("metadata")
+    if metadata is not None and (not isinstance(metadata, dict) or len(str(metadata)) > 10_000):
+        raise BadAsk("webhook.metadata: an object of at most 10,000 characters")
+    return {"url": value["url"].strip(), "metadata": metadata, "events": events}
+
+
+def read_batch(body: Any, max_limit: int) -> tuple[list[str], list[str], ScrapeAsk, dict[str, Any] | None]:
     """The URLs to scrape, those refused as invalid (``ignoreInvalidURLs``),
     and the scrape options (given inline, as the SDK sends them)."""
     if not isinstance(body, dict):
@@ -277,7 +295,7 @@ def read_batch(body: Any, max_limit: int) -> tuple[list[str], list[str], ScrapeA
             bad.append(str(raw))
     scrape = read_scrape({k: v for k, v in body.items()
                           if k not in ("urls", "ignoreInvalidURLs", "webhook", "appendToId", "maxConcurrency")})
-    return list(dict.fromkeys(good)), bad, scrape
+    return list(dict.fromkeys(good)), bad, scrape, read_webhook(body.get("webhook"))
 
 
 def read_map(body: Any, max_limit: int) -> MapAsk:

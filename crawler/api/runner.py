@@ -49,6 +49,7 @@ from typing import Any
 from crawler.api.jobs import ACTIVE, Job, JobBook
 from crawler.crawldir import crawl_dir
 from crawler.operations import ops
+from crawler.webhooks.events import stream_key
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,10 @@ class Runner:
         self.lock = threading.RLock()
         self.stopping = False
         self._purged_at = 0.0
+        from crawler.webhooks.delivery import DeliveryThread
+
+        self.hooks = DeliveryThread()  # each job's events to its webhook (crawler/webhooks/)
+        self.hooks.start()
 
     # -- a job's crawl --------------------------------------------------------------
     def job_settings(self, job: Job) -> Any:
@@ -151,7 +156,36 @@ class Runner:
             cmd += ["-s", f"{name}={value}"]
         return cmd
 
+    # -- webhooks -----------------------------------------------------------------------
+    def event(self, job: Job, what: str, error: str | None = None) -> None:
+        """Record a job's own event (started, completed, failed, cancelled)
+        and make sure its deliverer runs."""
+        if not job.webhook:
+            return
+        from crawler.webhooks.events import EventLog
+
+        prefix = "batch_scrape" if job.kind == "batch" else "crawl"
+        EventLog(self.client, job.crawl).add([{"type": f"{prefix}.{what}", "error": error}])
+        self.deliver(job)
+
+    def deliver(self, job: Job) -> None:
+        from crawler.config import ConfigError
+        from crawler.webhooks.extension import make_deliverer
+
+        assert job.webhook is not None
+        events = job.webhook.get("events")
+        try:
+            deliverer = make_deliverer(self.client, job.crawl, job.webhook["url"], self.settings, job_id=job.id,
+                                       metadata=job.webhook.get("metadata"),
+                                       types=set(events) if events else None)
+        except ConfigError as exc:
+            logger.error("API job %s: its webhook cannot be posted to: %s", job.id, exc)
+            return
+        self.hooks.add(job.id, deliverer)
+
     def start(self, job: Job, resume: bool = False) -> None:
+        if not resume:
+            self.event(job, "started")
         directory = self.directory(job)
         directory.mkdir(parents=True, exist_ok=True)
         cmd = self.command(job, resume)
@@ -167,6 +201,8 @@ class Runner:
         stopped: watched while their worker lives, else started again."""
         resumed = []
         for job in self.book.all():
+            if job.webhook and (job.status == ACTIVE or self.client.exists(stream_key(job.crawl))):
+                self.deliver(job)  # what a server stopped before it went still goes
             if job.status != ACTIVE or job.host != self.host:
                 continue
             alive = [p for p in job.pids if _alive(p)]
@@ -194,6 +230,11 @@ class Runner:
                 self.finished(job_id, rc)
             except Exception:
                 logger.exception("API job %s: could not settle its end", job_id)
+        for job_id, deliverer in list(self.hooks.deliverers.items()):
+            if not self.running_here(job_id) and deliverer.pending() == 0:
+                job = self.book.get(job_id)
+                if job is None or job.status != ACTIVE:
+                    self.hooks.remove(job_id)
         if time.monotonic() - self._purged_at > 30:
             self._purged_at = time.monotonic()
             self.purge_expired()
@@ -239,6 +280,7 @@ class Runner:
     def end(self, job: Job, status: str, error: str | None = None) -> None:
         now = time.time()
         self.book.update(job.id, status=status, error=error, finished=now, expires=now + self.ttl, pids=[])
+        self.event(job, status, error)
 
     # -- results --------------------------------------------------------------------------
     def sync(self, job: Job) -> int:
@@ -278,8 +320,9 @@ class Runner:
 
     def shutdown(self, wait: float = 30.0) -> None:
         """The server stops: its jobs' workers are asked to stop after what
-        they hold; the next server resumes them."""
+        they hold; the next server resumes them (and posts the events left)."""
         self.stopping = True
+        self.hooks.stop()
         with self.lock:
             ids = list(self.procs) + list(self.adopted)
         for job_id in ids:

@@ -204,7 +204,7 @@ class Api:
         refused = self.refused([ask.url])
         if refused:
             return refused
-        busy = self.busy(key)
+        busy = self.busy(key) or self.hook_refused(ask.webhook)
         if busy:
             return busy
         args = {"follow": "all", "scope": ask.scope, "sitemaps": "1" if ask.sitemaps else "0"}
@@ -229,6 +229,8 @@ class Api:
         busy = self.track(job, ask.scrape)
         if busy:
             return busy
+        if ask.webhook:
+            job.settings["WEBHOOK_EVENTS"] = "pages"
         if ask.allow or ask.deny:
             directory = self.runner.directory(job)
             directory.mkdir(parents=True, exist_ok=True)
@@ -240,21 +242,37 @@ class Api:
         return 200, {"success": True, "id": job.id, "url": f"{base}/v2/crawl/{job.id}"}
 
     def batch(self, key: str, body: Any, base: str) -> Reply:
-        urls, invalid, ask = asks.read_batch(body, self.crawl_limit)
+        urls, invalid, ask, webhook = asks.read_batch(body, self.crawl_limit)
         refused = self.refused(urls)
         if refused:
             return refused
-        busy = self.busy(key)
+        busy = self.busy(key) or self.hook_refused(webhook)
         if busy:
             return busy
         job = self.new_job("batch", key, urls, ask.formats, args={"sitemaps": "0", "scope": "any"}, links=False,
-                           warnings=ask.warnings, invalid=invalid)
+                           warnings=ask.warnings, invalid=invalid, webhook=webhook)
+        if webhook:
+            job.settings["WEBHOOK_EVENTS"] = "batch"
         self.book.save(job)
         self.runner.start(job)
         reply: dict[str, Any] = {"success": True, "id": job.id, "url": f"{base}/v2/batch/scrape/{job.id}"}
         if invalid:
             reply["invalidURLs"] = invalid
         return 200, reply
+
+    def hook_refused(self, webhook: dict[str, Any] | None) -> Reply | None:
+        """400 for a webhook this server cannot post to (no secret, a bad
+        URL); 403 for one the network policy refuses."""
+        if not webhook:
+            return None
+        from crawler.config import ConfigError
+        from crawler.webhooks.extension import make_deliverer
+
+        try:
+            make_deliverer(self.book.client, "check", webhook["url"], self.settings)
+        except ConfigError as exc:
+            return fail(403 if "network policy" in str(exc) else 400, f"webhook: {exc}")
+        return None
 
     def busy(self, key: str) -> Reply | None:
         running = self.book.running(key)

@@ -72,10 +72,31 @@ def problems(settings: BaseSettings) -> list[str]:
         complaint = check_proxies(parse_proxy_list(settings.get("PROXY_LIST")), settings.get("NETWORK_ALLOWLIST"))
         if complaint:
             out.append(f"PROXY_LIST: {complaint}")
+    if settings.get("WEBHOOK_URL"):
+        complaint = _webhook(settings)
+        if complaint:
+            out.append(complaint)
     if settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL") >= settings.getfloat("FRONTIER_LEASE_TIMEOUT"):
         out.append(f"FRONTIER_HEARTBEAT_INTERVAL={_show(settings.get('FRONTIER_HEARTBEAT_INTERVAL'))} "
                    f"must be below FRONTIER_LEASE_TIMEOUT={_show(settings.get('FRONTIER_LEASE_TIMEOUT'))}")
     return out
+
+
+def _webhook(settings: BaseSettings) -> str | None:
+    """What stops ``WEBHOOK_URL`` from working: no secret, credentials in
+    it, a host the network policy refuses (crawler/webhooks/)."""
+    from crawler.network.policy import NetworkPolicy, parse_networks
+    from crawler.webhooks.delivery import Target, TargetError
+    from crawler.webhooks.extension import SECRET_ENV, webhook_secret
+
+    try:
+        if webhook_secret(settings) is None:
+            return f"WEBHOOK_URL needs a secret to sign with: -s WEBHOOK_SECRET_FILE=PATH or {SECRET_ENV}"
+        Target.parse(str(settings.get("WEBHOOK_URL"))).address(NetworkPolicy(parse_networks(
+            settings.get("NETWORK_ALLOWLIST"))))
+    except (TargetError, ConfigError) as exc:
+        return str(exc)
+    return None
 
 
 # Settings that scrapy-redis's parts read (scrapy_redis/defaults.py and

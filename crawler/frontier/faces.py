@@ -153,6 +153,11 @@ class PolitenessFace(_Face):
 class StoreFace(_Face):
     """What the store's pipeline uses of the frontier."""
 
+    @property
+    def client(self) -> Any:
+        """The crawl's Redis client (its webhook events go there: crawler/webhooks/)."""
+        return self._frontier.client
+
     def worker_idle(self) -> bool:
         return self._door.service.worker_idle()
 

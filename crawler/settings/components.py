@@ -22,6 +22,8 @@ EXTENSIONS = {
     # Python's garbage collector run less often (GC_THRESHOLD):
     # crawler/operations/collector.py.
     "crawler.operations.collector.GarbageCollector": 40,
+    # Events posted to WEBHOOK_URL: crawler/webhooks/extension.py.
+    "crawler.webhooks.extension.Webhooks": 50,
 }
 # Scrapy's own extensions but the remote control and the telnet console (see
 # REMOTE_CONTROL_ENABLED above): out of the base list rather than set to None

@@ -22,3 +22,16 @@ API_MAP_PAGES = 20  # pages a map fetches for their links, besides reading the s
 # its Markdown, cut at CHANGES_MAX_DIFF characters.
 CHANGES_ENABLED = True
 CHANGES_MAX_DIFF = 20_000
+
+# --- Webhooks (crawler/webhooks/, docs/api.md) -----------------------------------
+# Events of the crawl (started, each page stored, changed or gone, completed)
+# posted to this URL, signed with the secret of WEBHOOK_SECRET_FILE (a file
+# readable by its owner only) or of the environment variable
+# CRAWLER_WEBHOOK_SECRET; kept in Redis until the receiver takes them.
+WEBHOOK_URL = None
+WEBHOOK_SECRET_FILE = None
+WEBHOOK_EVENTS = None  # "pages" or "batch": page events only, posted by scrapy serve
+WEBHOOK_TIMEOUT = 10.0  # seconds a receiver may take to answer a post
+WEBHOOK_RETRY_MIN = 1.0  # seconds before a failed post is tried again, doubling ...
+WEBHOOK_RETRY_MAX = 300.0  # ... up to this
+WEBHOOK_FLUSH_TIMEOUT = 10.0  # seconds a worker that ends waits for its events to go

@@ -100,8 +100,13 @@ class WriteBuffer:
     def __init__(self, store: Store, spill_path: Path, stats: Stats, *, batch_size: int = 100,
                  retry_delay: float = 0.5, retry_max_delay: float = 30.0, close_timeout: float = 30.0,
                  waiting: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep, prepare: Prepare | None = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, prepare: Prepare | None = None,
+                 announce: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
         self.store = store
+        # Told each batch the store took, as written, before its pages are
+        # acknowledged (crawler/webhooks/events.py): a worker killed before
+        # it leaves its pages to be fetched and announced again.
+        self._announce = announce
         self._prepare = prepare
         self.spill_path = spill_path
         self.stats = stats
@@ -172,6 +177,8 @@ class WriteBuffer:
                 delay = min(delay * 2, self.retry_max_delay)
             else:
                 self.stats.inc_value("store/pages_written", len(batch))
+                if self._announce is not None:
+                    self._announce_written(pages)
                 for page in pages:
                     for name in page.get(OUTCOME_KEY) or ():
                         self.stats.inc_value(f"recrawl/{name}")
@@ -182,6 +189,24 @@ class WriteBuffer:
                     logger.warning("The store is back after %(s).1fs; writing the %(n)d pages that waited",
                                    {"s": down, "n": self._waiting_now()})
                 return None
+
+    def _announce_written(self, pages: list[dict[str, Any]]) -> None:
+        """Hand the written batch on; retried while its Redis is away (the
+        pages wait unacknowledged, as they wait for the store)."""
+        assert self._announce is not None
+        delay = self.retry_delay
+        while True:
+            try:
+                self._announce(pages)
+                return
+            except Exception as exc:
+                self.stats.inc_value(f"webhook/announce_error/{type(exc).__name__}")
+                logger.warning("Could not record the batch's webhook events (%(exc)s); trying again in %(d).1fs",
+                               {"exc": short_error(exc), "d": delay})
+                if self._sleep(delay):
+                    logger.error("Gave up recording %(n)d pages' webhook events", {"n": len(pages)})
+                    return
+                delay = min(delay * 2, self.retry_max_delay)
 
     def _waiting_now(self) -> int:
         return self._waiting() if self._waiting is not None else self._in_hand

@@ -78,7 +78,8 @@ class ApiServer:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def serve(crawl_dir: Path, settings: dict[str, Any] | None = None, keys: str = f"{KEY},{OTHER_KEY}") -> ApiServer:
+def serve(crawl_dir: Path, settings: dict[str, Any] | None = None, keys: str = f"{KEY},{OTHER_KEY}",
+          env: dict[str, str] | None = None) -> ApiServer:
     """``scrapy serve --port 0 --json`` on embedded defaults in ``crawl_dir``."""
     base = {"CRAWL_DIR": str(crawl_dir), "NETWORK_ALLOWLIST": "127.0.0.2/32", "DOWNLOAD_DELAY": 0,
             "CONCURRENT_REQUESTS_PER_DOMAIN": 4, "FRONTIER_DELAY_MARGIN": 0, "LOG_LEVEL": "INFO"}
@@ -86,7 +87,7 @@ def serve(crawl_dir: Path, settings: dict[str, Any] | None = None, keys: str = f
     for k, v in {**base, **(settings or {})}.items():
         cmd += ["-s", f"{k}={v}"]
     log = crawl_dir.parent / f"{crawl_dir.name}-serve.log"
-    env = {**os.environ, "CRAWLER_API_KEYS": keys}
+    env = {**os.environ, "CRAWLER_API_KEYS": keys, **(env or {})}
     with open(log, "a") as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     assert proc.stdout is not None

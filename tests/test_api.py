@@ -262,3 +262,19 @@ def test_change_tracking_across_scrapes_and_crawls(tmp_path):
     finally:
         api.stop()
         site.stop()
+
+
+# The v1 client calls pydantic's deprecated .dict(): its warning, not ours.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_v1_clients_scrape_crawl_and_map(site, api):
+    """Firecrawl's v1 routes as v1's client (firecrawl-py's V1FirecrawlApp,
+    what LangChain's FireCrawlLoader drives) sends and reads them."""
+    from firecrawl import V1FirecrawlApp
+
+    app = V1FirecrawlApp(api_key=KEY, api_url=api.url)
+    scraped = app.scrape_url(site.url("/s4/a1.html", host="127.0.0.2"), formats=["markdown"])
+    assert scraped.markdown.startswith("# Article 1 of section 4") and scraped.metadata["statusCode"] == 200
+    crawled = app.crawl_url(site.url("/s4/", host="127.0.0.2"), limit=4, poll_interval=1, ignore_sitemap=True)
+    assert crawled.status == "completed" and len({d.metadata["url"] for d in crawled.data}) == 4
+    mapped = app.map_url(site.url("/", host="127.0.0.2"), search="s4/a")
+    assert sorted(mapped.links) == sorted(site.url(f"/s4/a{a}.html", host="127.0.0.2") for a in range(10))

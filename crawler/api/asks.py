@@ -53,6 +53,7 @@ ACCEPTED = {"onlyMainContent": True, "mobile": False, "removeBase64Images": None
             "threatProtection": None, "redactPII": None, "checkPromptInjection": None, "useMock": None,
             "timeout": None}
 MAX_LIMIT_PATTERNS = 200
+V1_CRAWL = {"maxDepth": "maxDiscoveryDepth", "ignoreSitemap": "sitemap", "allowBackwardLinks": "crawlEntireDomain"}
 
 
 class BadAsk(ValueError):
@@ -216,6 +217,11 @@ def _patterns(body: dict[str, Any], name: str, full: bool) -> list[str]:
 def read_crawl(body: Any, max_limit: int) -> CrawlAsk:
     if not isinstance(body, dict):
         raise BadAsk("the body: a JSON object")
+    body = dict(body)
+    for old, new in V1_CRAWL.items():  # v1's names of the same things
+        if old in body and new not in body:
+            body[new] = body.pop(old) if old != "ignoreSitemap" else ("skip" if body.pop(old) else "include")
+        body.pop(old, None)
     scrape_body = body.get("scrapeOptions") or {}
     scrape = read_scrape(scrape_body, "scrapeOptions.")
     limit = _int(body, "limit", 1, max_limit)

@@ -12,6 +12,10 @@
     DELETE /v2/batch/scrape/ID
     POST   /v2/map                           the URLs of a site: its sitemaps and links
 
+and the same under ``/v1/`` for v1's clients (LangChain's loader, older
+SDKs): the bodies are read alike (v1's ``maxDepth``, ``ignoreSitemap`` and
+``allowBackwardLinks`` too); v1's map answers a list of URLs.
+
 Every other route needs ``Authorization: Bearer KEY`` (401 without a known
 key) and counts towards the key's requests a minute (429 past them, with
 ``Retry-After``). A body is JSON (415 otherwise), at most ``MAX_BODY`` bytes
@@ -177,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         if name == "batch":
             return api.batch(key, body, self._base())
         if name == "map":
-            return api.map(key, body)
+            return api.map(key, body, v1=self.path.startswith("/v1/"))
         if name == "active":
             return api.active(key)
         job_id = match.group(1)

@@ -149,7 +149,7 @@ class Api:
             return None, []
         return page, [link["url"] for link in store.outlinks(page["url"])] if links else []
 
-    def map(self, key: str, body: Any) -> Reply:
+    def map(self, key: str, body: Any, v1: bool = False) -> Reply:
         ask = asks.read_map(body, 100_000)
         refused = self.refused([ask.url])
         if refused:
@@ -168,7 +168,8 @@ class Api:
                     found = self._mapped(store, ask)
                 finally:
                     store.close()
-            links = [{"url": u, **({"title": t} if t else {})} for u, t in found.items()][:ask.limit]
+            links: list[Any] = [u if v1 else {"url": u, **({"title": t} if t else {})}
+                                for u, t in found.items()][:ask.limit]
             reply: dict[str, Any] = {"success": True, "links": links}
             if not finished:
                 reply["warning"] = "the map ran out of time: the URLs found until then"

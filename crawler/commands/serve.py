@@ -85,9 +85,9 @@ class Command(ScrapyCommand):
             self.fail(f"cannot listen on {opts.bind} port {opts.port}: {exc}")
             return
         resumed = api.runner.resume_all()
-        print(f'{{"url": "{server.url}"}}' if opts.json else f"API on {server.url} ({len(keys)} keys)", flush=True)
         if resumed:
             print(f"scrapy serve: resumed {len(resumed)} jobs: {', '.join(resumed)}", file=sys.stderr, flush=True)
+        print(f'{{"url": "{server.url}"}}' if opts.json else f"API on {server.url} ({len(keys)} keys)", flush=True)
         if not is_loopback(opts.bind):
             print(f"scrapy serve: listening on {opts.bind}, not a loopback address: put it behind TLS (keys travel "
                   "in each request)", file=sys.stderr, flush=True)

@@ -58,11 +58,11 @@ def page_events(pages: list[dict[str, Any]], prefix: str = "crawl") -> list[dict
         change = page.get(CHANGE_KEY)
         status = int(page.get("status") or 0)
         if page.get("state") == "C" and 200 <= status < 300:
-            meta = {"url": page["url"], "sourceURL": page["url"], "title": page.get("title") or "",
+            described = {"url": page["url"], "sourceURL": page["url"], "title": page.get("title") or "",
                     "statusCode": status, "pageType": page.get("page_type"), "kind": page.get("kind"),
                     "language": page.get("lang"), "fetchedAt": _iso(page.get("fetched_at"))}
             markdown = page.get("markdown") or page.get("text") or ""
-            out.append({"type": f"{prefix}.page", "data": [{"markdown": markdown[:MAX_MARKDOWN], "metadata": meta}]})
+            out.append({"type": f"{prefix}.page", "data": [{"markdown": markdown[:MAX_MARKDOWN], "metadata": described}]})
         if change and change.get("kind") == "changed":
             out.append({"type": "page.changed", "data": [{
                 "url": change["url"], "changeStatus": "changed", "previousScrapeAt": _iso(change.get("previous_at")),

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -53,7 +55,23 @@ from crawler.webhooks.events import stream_key
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Runner"]
+__all__ = ["JobRefused", "Runner"]
+
+# What a job read back from Redis may give its worker (Runner.checked).
+SPIDERS = ("site", "recrawl")
+CRAWL_NAME = re.compile(r"api-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|track-[0-9a-f]{24})")
+ARGS = {"follow": ("index", "all"), "scope": ("prefix", "host", "site", "any"), "sitemaps": ("0", "1")}
+SETTINGS: dict[str, type] = {"FRONTIER_MAX_PAGES_PER_SITE": int, "CLOSESPIDER_PAGECOUNT": int, "DEPTH_LIMIT": int,
+                             "DOWNLOAD_DELAY": float, "CONCURRENT_REQUESTS_PER_DOMAIN": int, "CRAWL_PROCESSES": int,
+                             "RECRAWL_GONE_AFTER": int}
+
+
+class JobRefused(ValueError):
+    """A job record whose arguments or settings are not what the API makes."""
+
+
+def _http(url: object) -> bool:
+    return isinstance(url, str) and url.startswith(("http://", "https://")) and not any(c in url for c in "\n\r\0")
 
 FOLLOW_STEP = "crawler.chain.follow.Follow"
 HTML_STEP = "crawler.api.steps.KeepHtml"
@@ -123,19 +141,56 @@ class Runner:
     def directory(self, job: Job) -> Path:
         return self.base / job.id
 
+    def checked(self, job: Job) -> tuple[dict[str, str], dict[str, str]]:
+        """The job's arguments and settings for its worker, each checked: a
+        job is read back from Redis, and nothing read there chooses code, a
+        proxy or a download limit. Only these names pass, with values of
+        their kind; the pace may only be slower and the concurrency lower
+        than the server's (``JobRefused`` otherwise)."""
+        if job.spider not in SPIDERS or not CRAWL_NAME.fullmatch(job.crawl):
+            raise JobRefused(f"spider {job.spider!r}, crawl {job.crawl!r}")
+        args: dict[str, str] = {}
+        for name, value in job.args.items():
+            if name == "rules" and value == str(self.directory(job) / "rules.json"):
+                args[name] = value
+            elif name in ARGS and str(value) in ARGS[name]:
+                args[name] = str(value)
+            else:
+                raise JobRefused(f"argument {name}={str(value)[:100]!r}")
+        settings: dict[str, str] = {}
+        for name, value in job.settings.items():
+            if name == "WEBHOOK_EVENTS" and value in ("pages", "batch"):
+                settings[name] = str(value)
+                continue
+            kind = SETTINGS.get(name)
+            try:
+                number = kind(value) if kind is not None and not isinstance(value, (bool, str)) else None
+            except (TypeError, ValueError, OverflowError):
+                number = None
+            if number is None or not math.isfinite(number) or number < 0 or (
+                    name == "CRAWL_PROCESSES" and number > self.settings.getint("API_CRAWL_PROCESSES")):
+                raise JobRefused(f"setting {name}={str(value)[:100]!r}")
+            if name == "DOWNLOAD_DELAY":
+                number = max(number, self.settings.getfloat("DOWNLOAD_DELAY"))
+            elif name == "CONCURRENT_REQUESTS_PER_DOMAIN":
+                number = max(1, min(number, self.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")))
+            settings[name] = str(number)
+        if not isinstance(job.limit, int) or isinstance(job.limit, bool) or job.limit < 0:
+            raise JobRefused(f"limit {job.limit!r}")
+        return args, settings
+
     def command(self, job: Job, resume: bool) -> list[str]:
+        args, job_settings = self.checked(job)
         cmd = [sys.executable, "-m", "scrapy", "crawl", job.spider]
-        args = dict(job.args)
         if job.spider == "recrawl":  # a tracked crawl's next job: every stored page revisited
             args = {"all": "1"}
         elif not resume:
             seeds = self.directory(job) / "seeds.txt"
-            seeds.write_text("".join(u + "\n" for u in job.urls), encoding="utf-8")
+            seeds.write_text("".join(u + "\n" for u in job.urls if _http(u)), encoding="utf-8")
             args["seeds_file"] = str(seeds)
         for name, value in args.items():
             cmd += ["-a", f"{name}={value}"]
-        settings = {**self.passed, **{k: v if isinstance(v, str) else json.dumps(v) for k, v in job.settings.items()},
-                    "CRAWL_NAME": job.crawl}
+        settings = {**self.passed, **job_settings, "CRAWL_NAME": job.crawl}
         steps = self.settings.getdict("PAGE_STEPS")
         if job.kind in ("scrape", "batch") or not job.links:
             steps[FOLLOW_STEP] = None
@@ -183,18 +238,24 @@ class Runner:
             return
         self.hooks.add(job.id, deliverer)
 
-    def start(self, job: Job, resume: bool = False) -> None:
-        if not resume:
-            self.event(job, "started")
+    def start(self, job: Job, resume: bool = False) -> bool:
         directory = self.directory(job)
         directory.mkdir(parents=True, exist_ok=True)
-        cmd = self.command(job, resume)
+        try:
+            cmd = self.command(job, resume)
+        except JobRefused as exc:
+            logger.error("API job %s: not started: its record holds what the API does not make (%s)", job.id, exc)
+            self.end(job, "failed", f"its record was altered: {exc}")
+            return False
+        if not resume:
+            self.event(job, "started")
         with open(directory / "worker.log", "ab") as log:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         with self.lock:
             self.procs[job.id] = proc
         self.book.update(job.id, host=self.host, pids=[proc.pid])
+        return True
 
     def resume_all(self) -> list[str]:
         """At start: this host's jobs that were running when a server
@@ -210,8 +271,8 @@ class Runner:
                 with self.lock:
                     self.adopted[job.id] = alive
             elif job.kind in ("crawl", "batch"):
-                self.start(job, resume=True)
-                resumed.append(job.id)
+                if self.start(job, resume=True):
+                    resumed.append(job.id)
             else:  # a scrape or map whose caller is gone
                 self.end(job, "failed", "the server stopped during it")
         return resumed

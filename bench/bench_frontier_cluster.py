@@ -3,7 +3,7 @@
     CRAWLER_TEST_REDIS_SERVER=/usr/bin/redis-server python -m bench.bench_frontier_cluster
         [--quick] [--sites 10000] [--urls 10000000] [--workers 4] [--no-load]
         [--mem-scales 100000,300000,1000000q] [--mem-config hash-max-ziplist-value=128] [--mem-config-only]
-        [--failover-sites 100] [--no-failover] [--lag 0.5] [--stall-limit 30] [--verbose]
+        [--failover-sites 100] [--no-failover] [--lag 0.5] [--wait-replicas 1] [--stall-limit 30] [--verbose]
 
 No HTTP: ``--workers`` processes drive ``crawler.frontier.Frontier`` as
 workers do (lease batch ``FRONTIER_LEASE_BATCH``, ``default_delay=0`` so
@@ -286,6 +286,10 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
     ``drain``, until the crawl has nothing left)."""
     client = _client(cfg["ports"])
     f = _frontier(client, f"bench-w{index}")
+    if cfg.get("wait"):  # REDIS_WAIT_REPLICAS, as the frontier service sets it
+        from crawler.frontier.service import DURABLE
+
+        f.gateway.require_replicas(cfg["wait"], cfg.get("wait_timeout", 1.0), DURABLE)
     c: Counter[str] = Counter()
     wrap_pipelines(f, c)
     model = Model(cfg["sites"], cfg["seed"], cfg.get("max_depth"))
@@ -353,8 +357,10 @@ def worker(cfg: dict[str, Any], index: int, ready: Any, go: Any, progress: Any, 
         for lease in held:
             url, simhash, _depth, content_key, page_links = model.page(lease.entry)
             try:
+                # The exact check only: the near one takes a page's sketch, since
+                # the SimHash gave way to it (crawler/duplicates/fingerprint.py).
                 f.duplicates.check(url, site_of(url.split("/", 3)[2]), content_key,
-                                 defaults.SIMHASH_MAX_DISTANCE, mirror_min_pages=defaults.SIMHASH_MIRROR_MIN_PAGES,
+                                 None, mirror_min_pages=defaults.SIMHASH_MIRROR_MIN_PAGES,
                                  mirror_share=defaults.SIMHASH_MIRROR_SHARE)
             except redis.RedisError as exc:
                 last_error = f"{type(exc).__name__}: {str(exc)[:120]}"
@@ -733,7 +739,7 @@ def print_memory(results: list[dict[str, Any]], sites: int) -> None:
 
 # -- failover ----------------------------------------------------------------------------
 
-def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0) -> dict[str, Any]:
+def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0, wait: int = 0) -> dict[str, Any]:
     """3 masters + 3 replicas; the first master SIGKILLed once a third of the
     crawl is done; the crawl (new links down to depth 2 only: it ends) runs
     until nothing is pending, or until no page was committed for
@@ -746,7 +752,7 @@ def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0) -> dict
     a replica stopped without its link dropped still reads the writes from
     its socket buffer once continued, and one whose link is dropped while it
     runs reconnects and catches up within the second.)"""
-    cluster = start_cluster(work / f"failover{lag}", masters=3, replicas=1)
+    cluster = start_cluster(work / f"failover{lag}-{wait}", masters=3, replicas=1)
     model = Model(args.failover_sites, args.seed, max_depth=2)
     # Depth 0: home pages; 1: sections and the home pages' new links; 2: the
     # new links of depth-1 pages (which link no new pages).
@@ -781,7 +787,7 @@ def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0) -> dict
         cfg = {"ports": [n.port for n in cluster.nodes], "sites": args.failover_sites, "seed": args.seed,
                "quota": None, "drain": True, "track": True, "max_depth": 2,
                "batch": defaults.FRONTIER_LEASE_BATCH, "heartbeat": 1.0, "stall_limit": args.stall_limit,
-               "verbose": args.verbose}
+               "verbose": args.verbose, "wait": wait}
         reports, wall = run_workers(cluster, cfg, args.workers, on_progress)
         cluster.wait_ok()
         promoted = [n.index for n in cluster.nodes if n.running and n.role == "master"]
@@ -821,7 +827,7 @@ def failover_run(work: Path, args: argparse.Namespace, lag: float = 0.0) -> dict
         "lost_still_seen": sum(1 for x in seen_flags if int(x)), "twice": len(twice),
         "twice_orphans": len(twice & orphan_urls), "ids_reused": sum(1 for v in ids.values() if len(v) > 1),
         "killed": killed, "wall": wall, "counts": dict(c), "promoted": promoted, "pending": pending,
-        "stats": stats, "stall_limit": args.stall_limit, "lag": lag,
+        "stats": stats, "stall_limit": args.stall_limit, "lag": lag, "wait": wait,
     }
 
 
@@ -831,9 +837,12 @@ def print_failover(r: dict[str, Any]) -> None:
     if r["lag"]:
         how = (f"its replication link dropped {r['lag']:g}s before the kill "
                 f"(after {r['killed'].get('pages_before_lag')} pages)")
+    if r.get("wait"):
+        how += f", REDIS_WAIT_REPLICAS={r['wait']}"
     print(f"failover, {how} (3 masters + 3 replicas, master node0 SIGKILLed after "
           f"{r['killed'].get('at_pages', '?')} pages; masters after: nodes {r['promoted']}): "
-          f"{r['universe']:,} URLs (expected {r['expected']:,}) in {r['wall']:.1f}s; pending at the end "
+          f"{r['universe']:,} URLs (expected {r['expected']:,}) in {r['wall']:.1f}s "
+          f"({r['lease_grants'] / r['wall']:.0f} pages/s); pending at the end "
           f"{r['pending']}; workers that gave up after {r['stall_limit']:g}s without a commit: "
           f"{c.get('gave_up', 0)}")
     k = r["killed"]
@@ -902,6 +911,8 @@ def main() -> None:
     ap.add_argument("--lag", type=float, default=0.5,
                     help="failover: also a run whose master drops its replica's link this long before "
                          "the kill (0: not)")
+    ap.add_argument("--wait-replicas", type=int, default=0,
+                    help="failover: also each run with REDIS_WAIT_REPLICAS=N (0: not)")
     ap.add_argument("--stall-limit", type=float, default=30.0,
                     help="failover: a worker gives up after this many seconds without a commit")
     ap.add_argument("--verbose", action="store_true", help="workers report their counts every 2 s")
@@ -948,9 +959,10 @@ def main() -> None:
             print_memory(results, args.sites)
             memory = results
         if not args.no_failover:
-            print_failover(failover_run(work, args))
-            if args.lag:
-                print_failover(failover_run(work, args, args.lag))
+            for wait in (0, args.wait_replicas) if args.wait_replicas else (0,):
+                print_failover(failover_run(work, args, wait=wait))
+                if args.lag:
+                    print_failover(failover_run(work, args, args.lag, wait=wait))
         print_targets(loads, memory)
 
 

@@ -171,6 +171,20 @@ class Queues:
                 work[shard].downloaded.append(lease_id)
         if not work:
             return CommitResult(stale=stale)
+        if self.gateway.replicas and any(w.links for w in work.values()) and any(
+                w.acks or w.requeues or w.downloaded for w in work.values()):
+            # REDIS_WAIT_REPLICAS: the links a page found are on their replicas
+            # before the page is settled, so that no failover keeps the
+            # page's acknowledgement and loses its links (another shard's).
+            found = self.commit(links)
+            if found.error is not None:
+                found.unsent_acks, found.unsent_requeues = list(acks), list(requeues)
+                found.unsent_downloaded = list(downloaded)
+                return found
+            settled = self.commit((), acks, requeues, downloaded)
+            for name in ("added", "duplicates", "capped"):
+                setattr(settled, name, getattr(settled, name) + getattr(found, name))
+            return settled
         order = sorted(work)
         cfg = self.settings
         calls = []

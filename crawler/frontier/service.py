@@ -65,6 +65,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# The scripts whose writes wait for REDIS_WAIT_REPLICAS: leases, and commits
+# (new URLs marked seen and queued, leases settled).
+DURABLE = frozenset({"LEASE", "COMMIT", "RELEASE"})
+
 __all__ = ["FrontierService", "Worker"]
 
 
@@ -157,6 +161,12 @@ class FrontierService:
             buckets=s.getint("DUPEFILTER_BUCKETS"), lease_timeout=self.lease_timeout,
             shards=s.getint("FRONTIER_SHARDS"),
         )
+        replicas = s.getint("REDIS_WAIT_REPLICAS")
+        if replicas:
+            from crawler.redis.memory import require_replicas
+
+            require_replicas(client, replicas)  # fewer: one line at start
+            frontier.gateway.require_replicas(replicas, s.getfloat("REDIS_WAIT_TIMEOUT"), DURABLE)
         # The spider says how its crawl's queues are ordered ("fifo", or a
         # focused crawl's topic); None joins the crawl as it was made.
         try:

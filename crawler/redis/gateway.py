@@ -14,6 +14,7 @@ reports as ``frontier/redis_round_trips`` and ``frontier/redis_calls/<name>``.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from hashlib import sha1
@@ -22,10 +23,39 @@ from typing import Any
 import redis
 from redis.exceptions import RedisClusterException
 
-__all__ = ["Call", "Gateway"]
+__all__ = ["Call", "Gateway", "ReplicaLag"]
 
 # A call: a script's name (or a Redis command), its keys, its other arguments.
 Call = tuple[str, Sequence[Any], Sequence[Any]]
+
+
+STANDBY_REFRESH = 1.0  # seconds between two reads of a cluster's replicas
+
+
+def standby_replicas(client: Any) -> dict[str, int]:
+    """Each Redis Cluster master (``host:port``) and its replicas not
+    marked failed, from ``CLUSTER NODES``."""
+    raw = client.execute_command("CLUSTER NODES", target_nodes=client.get_random_node())
+    lines = raw.decode() if isinstance(raw, bytes) else raw
+    if isinstance(lines, dict):  # redis-py parsed it: {address: {"node_id", "flags", "master_id", ...}}
+        rows = [(v.get("node_id"), addr, str(v.get("flags", "")), v.get("master_id")) for addr, v in lines.items()]
+    else:
+        rows = []
+        for line in str(lines).splitlines():
+            parts = line.split()
+            if len(parts) >= 4:
+                rows.append((parts[0], parts[1].split("@")[0], parts[2], parts[3]))
+    names = {node_id: addr for node_id, addr, flags, _ in rows if "master" in flags}
+    out = dict.fromkeys(names.values(), 0)
+    for _, _, flags, master in rows:
+        if ("slave" in flags or "replica" in flags) and "fail" not in flags.replace("fail?", "") \
+                and master in names:
+            out[names[master]] += 1
+    return out
+
+
+class ReplicaLag(redis.exceptions.ConnectionError):
+    """Fewer replicas than ``REDIS_WAIT_REPLICAS`` took a write in time."""
 
 
 class Gateway:
@@ -35,10 +65,46 @@ class Gateway:
     def __init__(self, client: Any, scripts: Mapping[str, str]) -> None:
         self.client = client
         self.cluster = not hasattr(client, "connection_pool")  # a RedisCluster has none
+        # REDIS_WAIT_REPLICAS (require_replicas): the calls of these names
+        # wait for that many replicas of their node to hold what they wrote.
+        self.replicas = 0
+        self.wait_ms = 0
+        self.durable: frozenset[str] = frozenset()
+        self.short_waits = 0  # pipelines whose WAIT timed out short
+        self._standby: dict[str, int] = {}  # a cluster master's replicas that a failover could promote
+        self._standby_at = float("-inf")
         self.round_trips = 0
         self.calls: dict[str, int] = {}
         self._sources = dict(scripts)
         self._shas = {name: sha1(source.encode()).hexdigest() for name, source in self._sources.items()}
+
+    def require_replicas(self, replicas: int, timeout: float, names: frozenset[str]) -> None:
+        """After a pipeline with any call named in ``names``, send ``WAIT
+        replicas timeout`` to each node it wrote to, on the same connection:
+        Redis answers once that many replicas acknowledged every write before
+        it. A node answered by fewer within ``timeout`` seconds fails its
+        calls with ``ReplicaLag`` (a ``ConnectionError``: to callers, what was
+        written there is not to be counted on, as when Redis is away)."""
+        self.replicas, self.wait_ms, self.durable = max(0, replicas), max(1, int(timeout * 1000)), names
+
+    def _wanted(self, node: str) -> int:
+        """The replicas a write on ``node`` waits for: ``replicas``, or, on
+        a Redis Cluster, no more than the node has standing by (replicas of
+        it in ``CLUSTER NODES`` not marked failed): a master whose replicas
+        are all gone (the one a failover promoted, before the old master
+        comes back as its replica) cannot be failed over, and waits for
+        none. A replica that is only cut off or slow stands by: the node
+        waits for it, as a failover would promote it."""
+        if not self.cluster:
+            return self.replicas
+        now = time.monotonic()
+        if now - self._standby_at > STANDBY_REFRESH:
+            self._standby_at = now
+            try:
+                self._standby = standby_replicas(self.client)
+            except Exception:  # noqa: BLE001 (no answer: keep what was known)
+                pass
+        return min(self.replicas, self._standby.get(node, self.replicas))
 
     def counted(self) -> Any:
         """The client, for one command sent outside ``run_many`` (counted as
@@ -117,6 +183,20 @@ class Gateway:
                 pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, **self._route(keys))
             else:
                 pipe.execute_command(name, *keys, *args)
+        waits: list[tuple[str, list[int], int]] = []
+        if self.replicas and any(name in self.durable for name, _, _ in calls):
+            by_node: dict[str, list[int]] = defaultdict(list)
+            route: dict[str, dict[str, Any]] = {}
+            for i, (_, keys, _) in enumerate(calls):
+                target = self._route(keys)
+                node = target["target_nodes"].name if target else ""
+                by_node[node].append(i)
+                route[node] = target
+            for node, indexes in by_node.items():
+                wanted = self._wanted(node)
+                if wanted:
+                    pipe.execute_command("WAIT", wanted, self.wait_ms, **route[node])
+                    waits.append((node, indexes, wanted))
         try:
             results = list(pipe.execute(raise_on_error=False))
         except redis.RedisError as exc:  # the whole pipeline failed (connection)
@@ -125,8 +205,21 @@ class Gateway:
             # Not a RedisError (redis-py 8): every node unreachable while the
             # client refreshes its slot map. To callers, Redis is away.
             return [redis.exceptions.ConnectionError(str(exc))] * len(calls)
-        return [redis.exceptions.ConnectionError(str(r)) if isinstance(r, RedisClusterException) else r
-                for r in results]
+        results = [redis.exceptions.ConnectionError(str(r)) if isinstance(r, RedisClusterException) else r
+                   for r in results]
+        if waits:
+            answers, results = results[len(calls):], results[:len(calls)]
+            for (node, indexes, wanted), answer in zip(waits, answers):
+                if isinstance(answer, Exception) or int(answer) < wanted:
+                    self.short_waits += 1
+                    self._standby_at = float("-inf")  # a failover may be under way: look again
+                    lag = ReplicaLag(f"{answer if isinstance(answer, Exception) else int(answer)} of "
+                                     f"{wanted} replicas of {node or 'Redis'} acknowledged within "
+                                     f"{self.wait_ms} ms (REDIS_WAIT_REPLICAS)")
+                    for i in indexes:
+                        if not isinstance(results[i], Exception):
+                            results[i] = lag
+        return results
 
 
 def text(value: Any, errors: str = "replace") -> str:

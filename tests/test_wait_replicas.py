@@ -1,0 +1,83 @@
+"""``REDIS_WAIT_REPLICAS``: the frontier's writes wait for replicas (Redis
+``WAIT``), against real ``redis-server`` processes: a master and its
+replica, the replica stopped (a lag), and a crawl that asks for more
+replicas than there are (refused at start)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+
+import pytest
+
+from crawler.frontier.frontier import Frontier
+from crawler.frontier.queues import LinkEntry
+from crawler.frontier.service import DURABLE
+from crawler.redis.gateway import ReplicaLag
+from crawler.redis.memory import RedisMemoryError, require_replicas
+from tests.support import ROOT
+from tests.support.crawl import crawl_cmd, until
+from tests.support.redis_server import start_redis
+
+
+@pytest.fixture
+def pair(tmp_path):
+    master = start_redis(tmp_path / "m")
+    replica = start_redis(tmp_path / "r")
+    replica.client().replicaof("127.0.0.1", master.port)
+    client = master.client()
+    until(lambda: int(client.info("replication").get("connected_slaves", 0)) == 1, 30, "the replica to connect")
+    yield master, replica
+    if replica.process.poll() is None:
+        replica.process.send_signal(signal.SIGCONT)
+    replica.stop()
+    master.stop()
+
+
+def frontier(client, wait: int = 1) -> Frontier:
+    f = Frontier(client, "wait-test", node="w1", default_delay=0.0, delay_margin=0.0, shards=2)
+    f.gateway.require_replicas(wait, 0.3, DURABLE)
+    return f
+
+
+def link(f: Frontier, url: str, site: str) -> LinkEntry:
+    bucket, member = f.queues.slot(hashlib.sha1(url.encode()).digest())
+    return LinkEntry(bucket, member, site, json.dumps({"u": url}))
+
+
+def test_writes_wait_for_the_replica_and_fail_while_it_lags(pair):
+    master, replica = pair
+    f = frontier(master.client())
+    assert f.queues.enqueue([link(f, "http://a.test/1", "a.test"), link(f, "http://b.test/1", "b.test")])[0] == 2
+    leases, _ = f.queues.lease(1)
+    assert len(leases) == 1
+    # WAIT returned: the replica holds the lease, as the master does.
+    lease_key = f.keys.site(leases[0].site).leases("w1")
+    assert replica.client().hlen(lease_key) == 1
+    replica.process.send_signal(signal.SIGSTOP)
+    with pytest.raises(ReplicaLag, match="0 of 1 replicas"):
+        f.queues.enqueue([link(f, "http://a.test/2", "a.test")])
+    with pytest.raises(ReplicaLag):
+        # The page's links are not on the replica: the page is not settled (its
+        # links and acknowledgement are the caller's to send again).
+        f.queues.commit([link(f, "http://b.test/2", "b.test")], [(leases[0].id, "C", "")])
+    assert master.client().hlen(lease_key) == 1
+    assert f.gateway.short_waits >= 2
+    replica.process.send_signal(signal.SIGCONT)
+    until(lambda: f.queues.commit([link(f, "http://b.test/2", "b.test")], [(leases[0].id, "C", "")]).error is None,
+          30, "the replica to take writes again")
+    assert replica.client().hlen(lease_key) == 0
+
+
+def test_asking_more_replicas_than_a_master_has_is_refused(pair, tmp_path):
+    master, _ = pair
+    require_replicas(master.client(), 1)
+    with pytest.raises(RedisMemoryError, match="REDIS_WAIT_REPLICAS=2: 127.0.0.1:\\d+ has 1 connected replicas"):
+        require_replicas(master.client(), 2)
+    done = subprocess.run(crawl_cmd(["seeds=http://127.0.0.1:9/"], {"REDIS_URL": master.url,
+                                                                       "REDIS_WAIT_REPLICAS": 2}, tmp_path / "c"),
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "REDIS_WAIT_REPLICAS=2" in done.stderr.strip().splitlines()[-1]

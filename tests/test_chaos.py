@@ -1,0 +1,33 @@
+"""The chaos run (bench/chaos.py), short: a generated web of 1,000 pages
+over 10 sites crawled by two groups of two workers on a Redis Cluster of 3
+masters with replicas, the MongoDB store (SecantusDB) and WARC, while
+workers are SIGKILLed and SIGSTOPped, masters SIGKILLed and brought back,
+and the store stopped and started, at random (a fixed seed) for 90 s: every
+page stored once with its WARC record, no politeness violation, no worker
+left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT
+from tests.support.redis_cluster import redis_server_binary
+
+
+@pytest.mark.slow
+@pytest.mark.chaos
+def test_faults_together_lose_nothing():
+    env = {**os.environ, "CRAWLER_TEST_REDIS_SERVER": redis_server_binary()}
+    done = subprocess.run([sys.executable, "-m", "bench.chaos", "--minutes", "1.5", "--pages", "1000", "--sites", "10",
+                           "--every", "5", "--seed", "3"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env=env)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    result = json.loads(done.stdout[:done.stdout.index("\n}\n") + 2])
+    assert (result["reachable"], result["stored"], result["lost_count"], result["no_warc"]) == (1000, 1000, 0, 0)
+    assert result["violations"] == 0 and result["stuck"] == []
+    assert sum(result["faults"].values()) >= 8  # the faults happened

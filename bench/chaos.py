@@ -20,8 +20,11 @@ and the store.
   (it rejoins as a replica); the store's server stopped and started again
   3-15 s later. At most one master and one store outage at a time. Not yet:
   a network cut or slowed, a full disk, a hanging web server.
-- **The end**: after ``--minutes`` the faults stop, everything is brought
-  back, and the crawl runs to its end (at most 15 minutes more).
+- **The end**: after ``--minutes`` (or once every group ended with status
+  0: the crawl is done) the faults stop, everything is brought back, and
+  the crawl runs to its end (at most 15 minutes more). A group whose
+  supervisor gave up on a worker killed too often (its crash limit) is
+  started again, as a service manager would (counted ``group_restarted``).
 
 Printed, and checked: pages reachable, stored (state C), lost (reachable,
 not stored), stored without a WARC record, fetched more than once (and how
@@ -156,8 +159,9 @@ class Chaos:
     def run(self) -> None:
         deadline = time.monotonic() + self.args.minutes * 60
         next_fault = time.monotonic() + self.rng.expovariate(1 / self.args.every)
-        while time.monotonic() < deadline and any(g.poll() is None for g in self.groups):
+        while time.monotonic() < deadline and not self.finished():
             self.undo()
+            self.keep_groups()
             if time.monotonic() >= next_fault:
                 self.fault()
                 next_fault = time.monotonic() + self.rng.expovariate(1 / self.args.every)
@@ -165,11 +169,23 @@ class Chaos:
         self.undo(force=True)
         self.cluster.refresh()
         end = time.monotonic() + 15 * 60
-        for group in self.groups:
-            try:
-                group.wait(max(1, end - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
+        while time.monotonic() < end and not self.finished():
+            self.keep_groups()
+            time.sleep(1)
+
+    def finished(self) -> bool:
+        """Every group ended with status 0 (its workers found nothing left)."""
+        return all(g.poll() == 0 for g in self.groups)
+
+    def keep_groups(self) -> None:
+        """A group whose supervisor gave up (a worker killed more often than
+        its crash limit, MAX_RESTARTS in RESTART_WINDOW) is started again, as
+        an operator's service manager would: it joins the crawl."""
+        for g, group in enumerate(self.groups):
+            if group.poll() not in (None, 0):
+                self.injected["group_restarted"] += 1
+                self.groups[g] = subprocess.Popen(scrapy_crawl([], self.settings), cwd=ROOT, stdout=self.logs[g],
+                                                  stderr=subprocess.STDOUT)
 
     # -- the check ------------------------------------------------------------------------------
     def check(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -31,6 +32,7 @@ __all__ = ["ACTIVE", "Job", "JobBook", "crawl_name", "tracked_name"]
 ACTIVE = "scraping"
 ENDED = ("completed", "failed", "cancelled")
 PREFIX = "api-"
+TRACKED = re.compile(r"api-track-[0-9a-f]{24}")
 
 _APPEND = """
 local n = 0
@@ -104,6 +106,8 @@ class Job:
             return None
         if not isinstance(job.id, str) or not job.id.replace("-", "").isalnum():
             return None
+        if job.tracked and not (isinstance(job.tracked, str) and TRACKED.fullmatch(job.tracked)):
+            return None  # a crawl name a job could not have made
         return job
 
 

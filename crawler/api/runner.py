@@ -57,6 +57,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["JobRefused", "Runner"]
 
+SERVER_SECRETS = ("CRAWLER_API_KEYS", "CRAWLER_WEBHOOK_SECRET")
 # What a job read back from Redis may give its worker (Runner.checked).
 SPIDERS = ("site", "recrawl")
 CRAWL_NAME = re.compile(r"api-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|track-[0-9a-f]{24})")
@@ -64,6 +65,14 @@ ARGS = {"follow": ("index", "all"), "scope": ("prefix", "host", "site", "any"), 
 SETTINGS: dict[str, type] = {"FRONTIER_MAX_PAGES_PER_SITE": int, "CLOSESPIDER_PAGECOUNT": int, "DEPTH_LIMIT": int,
                              "DOWNLOAD_DELAY": float, "CONCURRENT_REQUESTS_PER_DOMAIN": int, "CRAWL_PROCESSES": int,
                              "RECRAWL_GONE_AFTER": int}
+
+
+# Counts a job may set, within what the server allows (API_CRAWL_LIMIT).
+BOUNDS: dict[str, Any] = {
+    "CLOSESPIDER_PAGECOUNT": lambda s: s.getint("API_CRAWL_LIMIT"),
+    "FRONTIER_MAX_PAGES_PER_SITE": lambda s: s.getint("API_CRAWL_LIMIT") + 50,
+    "DEPTH_LIMIT": lambda s: 1000,
+}
 
 
 class JobRefused(ValueError):
@@ -170,12 +179,18 @@ class Runner:
             if number is None or not math.isfinite(number) or number < 0 or (
                     name == "CRAWL_PROCESSES" and number > self.settings.getint("API_CRAWL_PROCESSES")):
                 raise JobRefused(f"setting {name}={str(value)[:100]!r}")
+            bound = BOUNDS.get(name)
+            if bound is not None:
+                most = bound(self.settings)
+                if not 1 <= number <= most:
+                    raise JobRefused(f"setting {name}={number!r} (1 to {most})")
             if name == "DOWNLOAD_DELAY":
                 number = max(number, self.settings.getfloat("DOWNLOAD_DELAY"))
             elif name == "CONCURRENT_REQUESTS_PER_DOMAIN":
                 number = max(1, min(number, self.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")))
             settings[name] = str(number)
-        if not isinstance(job.limit, int) or isinstance(job.limit, bool) or job.limit < 0:
+        if not isinstance(job.limit, int) or isinstance(job.limit, bool) or not 0 <= job.limit <= self.settings.getint(
+                "API_CRAWL_LIMIT"):
             raise JobRefused(f"limit {job.limit!r}")
         return args, settings
 
@@ -250,8 +265,9 @@ class Runner:
         if not resume:
             self.event(job, "started")
         with open(directory / "worker.log", "ab") as log:
+            env = {k: v for k, v in os.environ.items() if k not in SERVER_SECRETS}  # the workers need neither
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, env=env)
         with self.lock:
             self.procs[job.id] = proc
         self.book.update(job.id, host=self.host, pids=[proc.pid])
@@ -289,16 +305,21 @@ class Runner:
         for job_id, rc in exited + [(i, None) for i in gone]:
             try:
                 self.finished(job_id, rc)
-            except Exception:
-                logger.exception("API job %s: could not settle its end", job_id)
-        for job_id, deliverer in list(self.hooks.deliverers.items()):
-            if not self.running_here(job_id) and deliverer.pending() == 0:
-                job = self.book.get(job_id)
-                if job is None or job.status != ACTIVE:
-                    self.hooks.remove(job_id)
-        if time.monotonic() - self._purged_at > 30:
-            self._purged_at = time.monotonic()
-            self.purge_expired()
+            except Exception as exc:  # Redis or the store away: settled at a later tick
+                logger.warning("API job %s: its end not settled yet (%s)", job_id, exc)
+                with self.lock:
+                    self.adopted.setdefault(job_id, [])
+        try:
+            for job_id, deliverer in list(self.hooks.deliverers.items()):
+                if not self.running_here(job_id) and deliverer.pending() == 0:
+                    job = self.book.get(job_id)
+                    if job is None or job.status != ACTIVE:
+                        self.hooks.remove(job_id)
+            if time.monotonic() - self._purged_at > 30:
+                self._purged_at = time.monotonic()
+                self.purge_expired()
+        except Exception as exc:  # Redis away: the next tick tries again
+            logger.warning("API jobs: %s", exc)
 
     def running_here(self, job_id: str) -> bool:
         with self.lock:
@@ -321,7 +342,8 @@ class Runner:
         reached = bool(job.limit) and self.book.result_count(job.id) >= job.limit
         if rc == 0 or reached or (frontier is not None and pending == 0 and self.book.result_count(job.id)):
             self.end(job, "completed")
-        elif pending and job.restarts < self.max_restarts and job.kind in ("crawl", "batch"):
+        elif pending and job.restarts < self.max_restarts and job.kind in ("crawl", "batch") and not getattr(
+                self.book.get(job.id), "cancelled", True):
             self.book.update(job.id, restarts=job.restarts + 1)
             logger.warning("API job %s: its worker ended (exit %s) with %d URLs left: started again", job.id, rc,
                            pending)
@@ -340,8 +362,10 @@ class Runner:
 
     def end(self, job: Job, status: str, error: str | None = None) -> None:
         now = time.time()
-        self.book.update(job.id, status=status, error=error, finished=now, expires=now + self.ttl, pids=[])
-        self.event(job, status, error)
+        try:
+            self.event(job, status, error)  # first: a job that has ended has said so
+        finally:
+            self.book.update(job.id, status=status, error=error, finished=now, expires=now + self.ttl, pids=[])
 
     # -- results --------------------------------------------------------------------------
     def sync(self, job: Job) -> int:
@@ -377,7 +401,25 @@ class Runner:
         frontier = self.frontier(job)
         if frontier is not None:
             ops.request_stop(frontier, now=True)
+        with self.lock:
+            proc = self.procs.get(job.id)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # before its frontier exists, the flag alone would not reach it
         return True
+
+    def stop_now(self, job: Job, wait: float = 15.0) -> None:
+        """Cancel ``job`` and wait for its worker to end (killed past ``wait``):
+        before a scrape's or map's crawl is purged, nothing of it runs."""
+        self.cancel(job)
+        with self.lock:
+            proc = self.procs.get(job.id)
+        if proc is None:
+            return
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
     def shutdown(self, wait: float = 30.0) -> None:
         """The server stops: its jobs' workers are asked to stop after what

@@ -87,15 +87,14 @@ class Api:
     # -- scrape and map: one synchronous job -------------------------------------------
     def _run_sync(self, job: Job, timeout: float) -> bool:
         """Start ``job`` and wait for it; False when it ran out of time (it is stopped)."""
-        self.book.save(job)
-        self.runner.start(job)
+        self.launch(job)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             current = self.book.get(job.id)
             if current is None or current.status != ACTIVE:
                 return True
             time.sleep(0.05)
-        self.runner.cancel(job)
+        self.runner.stop_now(job)
         return False
 
     def scrape(self, key: str, body: Any) -> Reply:
@@ -238,8 +237,7 @@ class Api:
             rules = directory / "rules.json"
             rules.write_text(json.dumps({"allow": ask.allow, "deny": ask.deny}), encoding="utf-8")
             job.args["rules"] = str(rules)
-        self.book.save(job)
-        self.runner.start(job)
+        self.launch(job)
         return 200, {"success": True, "id": job.id, "url": f"{base}/v2/crawl/{job.id}"}
 
     def batch(self, key: str, body: Any, base: str) -> Reply:
@@ -254,8 +252,7 @@ class Api:
                            warnings=ask.warnings, invalid=invalid, webhook=webhook)
         if webhook:
             job.settings["WEBHOOK_EVENTS"] = "batch"
-        self.book.save(job)
-        self.runner.start(job)
+        self.launch(job)
         reply: dict[str, Any] = {"success": True, "id": job.id, "url": f"{base}/v2/batch/scrape/{job.id}"}
         if invalid:
             reply["invalidURLs"] = invalid
@@ -274,6 +271,16 @@ class Api:
         except ConfigError as exc:
             return fail(403 if "network policy" in str(exc) else 400, f"webhook: {exc}")
         return None
+
+    def launch(self, job: Job) -> None:
+        """Save ``job`` and start its worker; a start that fails ends it failed."""
+        self.book.save(job)
+        try:
+            self.runner.start(job)
+        except Exception as exc:
+            self.book.update(job.id, status="failed", error=f"its worker did not start: {exc}",
+                             finished=time.time(), expires=time.time() + self.runner.ttl)
+            raise
 
     def busy(self, key: str) -> Reply | None:
         running = self.book.running(key)

@@ -95,7 +95,10 @@ class Command(ScrapyCommand):
 
         def watch() -> None:
             while not stop.wait(0.2):
-                api.runner.tick()
+                try:
+                    api.runner.tick()
+                except Exception as exc:  # never the end of the watcher: the next tick tries again
+                    print(f"scrapy serve: jobs not watched this tick: {exc}", file=sys.stderr, flush=True)
 
         watcher = threading.Thread(target=watch, name="api-jobs", daemon=True)
         watcher.start()

@@ -140,7 +140,8 @@ class Gateway:
 
     def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
         results = self._pipeline_once(calls)
-        if len(calls) > 1 and self.cluster and all(isinstance(r, redis.exceptions.ConnectionError) for r in results):
+        if len(calls) > 1 and self.cluster and all(isinstance(r, redis.exceptions.ConnectionError)
+                                                   and not isinstance(r, ReplicaLag) for r in results):
             # redis-py fails a whole cluster pipeline when one node is
             # unreachable: send each node its own calls, so that the shards
             # on the masters still up go on (one round trip per node, only

@@ -195,6 +195,7 @@ class WriteBuffer:
         pages wait unacknowledged, as they wait for the store)."""
         assert self._announce is not None
         delay = self.retry_delay
+        deadline = self._clock() + self.close_timeout
         while True:
             try:
                 self._announce(pages)
@@ -203,9 +204,13 @@ class WriteBuffer:
                 self.stats.inc_value(f"webhook/announce_error/{type(exc).__name__}")
                 logger.warning("Could not record the batch's webhook events (%(exc)s); trying again in %(d).1fs",
                                {"exc": short_error(exc), "d": delay})
-                if self._sleep(delay):
-                    logger.error("Gave up recording %(n)d pages' webhook events", {"n": len(pages)})
+                if self._abort or self._clock() + delay > deadline:
+                    # Bounded: the store took the pages, and the crawl must go on.
+                    self.stats.inc_value("webhook/events_lost", len(pages))
+                    logger.error("Gave up recording %(n)d pages' webhook events after %(s).0fs",
+                                 {"n": len(pages), "s": self.close_timeout})
                     return
+                self._sleep_for(delay)
                 delay = min(delay * 2, self.retry_max_delay)
 
     def _waiting_now(self) -> int:

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -48,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from crawler.api.checks import FOLLOW_STEP, HTML_STEP, SERVER_SECRETS, JobRefused, alive, check_job, http_url, \
+    passed_settings
 from crawler.api.jobs import ACTIVE, Job, JobBook
 from crawler.crawldir import crawl_dir
 from crawler.operations import ops
@@ -55,53 +55,7 @@ from crawler.webhooks.events import stream_key
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["JobRefused", "Runner"]
-
-SERVER_SECRETS = ("CRAWLER_API_KEYS", "CRAWLER_WEBHOOK_SECRET")
-# What a job read back from Redis may give its worker (Runner.checked).
-SPIDERS = ("site", "recrawl")
-CRAWL_NAME = re.compile(r"api-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|track-[0-9a-f]{24})")
-ARGS = {"follow": ("index", "all"), "scope": ("prefix", "host", "site", "any"), "sitemaps": ("0", "1")}
-SETTINGS: dict[str, type] = {"FRONTIER_MAX_PAGES_PER_SITE": int, "CLOSESPIDER_PAGECOUNT": int, "DEPTH_LIMIT": int,
-                             "DOWNLOAD_DELAY": float, "CONCURRENT_REQUESTS_PER_DOMAIN": int, "CRAWL_PROCESSES": int,
-                             "RECRAWL_GONE_AFTER": int}
-
-
-# Counts a job may set, within what the server allows (API_CRAWL_LIMIT).
-BOUNDS: dict[str, Any] = {
-    "CLOSESPIDER_PAGECOUNT": lambda s: s.getint("API_CRAWL_LIMIT"),
-    "FRONTIER_MAX_PAGES_PER_SITE": lambda s: s.getint("API_CRAWL_LIMIT") + 50,
-    "DEPTH_LIMIT": lambda s: 1000,
-}
-
-
-class JobRefused(ValueError):
-    """A job record whose arguments or settings are not what the API makes."""
-
-
-def _http(url: object) -> bool:
-    return isinstance(url, str) and url.startswith(("http://", "https://")) and not any(c in url for c in "\n\r\0")
-
-FOLLOW_STEP = "crawler.chain.follow.Follow"
-HTML_STEP = "crawler.api.steps.KeepHtml"
-# The server's own settings, not passed to its jobs' workers.
-NOT_PASSED = ("CRAWL_NAME", "LOG_FILE", "MONGO_DATABASE", "STORE_PATH", "CLOSESPIDER_PAGECOUNT")
-
-
-def passed_settings(settings: Any) -> dict[str, str]:
-    """The settings given to the server with ``-s``, for its workers."""
-    from scrapy.settings import SETTINGS_PRIORITIES
-
-    out = {}
-    for name in settings.attributes:
-        if settings.getpriority(name) != SETTINGS_PRIORITIES["cmdline"]:
-            continue
-        if name.startswith(("API_", "WEBHOOK_")) or name in NOT_PASSED:
-            continue
-        value = settings.get(name)
-        out[name] = value if isinstance(value, str) else json.dumps(value)
-    return out
-
+__all__ = ["JobRefused", "Runner", "passed_settings"]
 
 class Runner:
     def __init__(self, settings: Any, client: Any, book: JobBook) -> None:
@@ -151,48 +105,7 @@ class Runner:
         return self.base / job.id
 
     def checked(self, job: Job) -> tuple[dict[str, str], dict[str, str]]:
-        """The job's arguments and settings for its worker, each checked: a
-        job is read back from Redis, and nothing read there chooses code, a
-        proxy or a download limit. Only these names pass, with values of
-        their kind; the pace may only be slower and the concurrency lower
-        than the server's (``JobRefused`` otherwise)."""
-        if job.spider not in SPIDERS or not CRAWL_NAME.fullmatch(job.crawl):
-            raise JobRefused(f"spider {job.spider!r}, crawl {job.crawl!r}")
-        args: dict[str, str] = {}
-        for name, value in job.args.items():
-            if name == "rules" and value == str(self.directory(job) / "rules.json"):
-                args[name] = value
-            elif name in ARGS and str(value) in ARGS[name]:
-                args[name] = str(value)
-            else:
-                raise JobRefused(f"argument {name}={str(value)[:100]!r}")
-        settings: dict[str, str] = {}
-        for name, value in job.settings.items():
-            if name == "WEBHOOK_EVENTS" and value in ("pages", "batch"):
-                settings[name] = str(value)
-                continue
-            kind = SETTINGS.get(name)
-            try:
-                number = kind(value) if kind is not None and not isinstance(value, (bool, str)) else None
-            except (TypeError, ValueError, OverflowError):
-                number = None
-            if number is None or not math.isfinite(number) or number < 0 or (
-                    name == "CRAWL_PROCESSES" and number > self.settings.getint("API_CRAWL_PROCESSES")):
-                raise JobRefused(f"setting {name}={str(value)[:100]!r}")
-            bound = BOUNDS.get(name)
-            if bound is not None:
-                most = bound(self.settings)
-                if not 1 <= number <= most:
-                    raise JobRefused(f"setting {name}={number!r} (1 to {most})")
-            if name == "DOWNLOAD_DELAY":
-                number = max(number, self.settings.getfloat("DOWNLOAD_DELAY"))
-            elif name == "CONCURRENT_REQUESTS_PER_DOMAIN":
-                number = max(1, min(number, self.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")))
-            settings[name] = str(number)
-        if not isinstance(job.limit, int) or isinstance(job.limit, bool) or not 0 <= job.limit <= self.settings.getint(
-                "API_CRAWL_LIMIT"):
-            raise JobRefused(f"limit {job.limit!r}")
-        return args, settings
+        return check_job(job, self.settings, self.directory(job))
 
     def command(self, job: Job, resume: bool) -> list[str]:
         args, job_settings = self.checked(job)
@@ -201,7 +114,7 @@ class Runner:
             args = {"all": "1"}
         elif not resume:
             seeds = self.directory(job) / "seeds.txt"
-            seeds.write_text("".join(u + "\n" for u in job.urls if _http(u)), encoding="utf-8")
+            seeds.write_text("".join(u + "\n" for u in job.urls if http_url(u)), encoding="utf-8")
             args["seeds_file"] = str(seeds)
         for name, value in args.items():
             cmd += ["-a", f"{name}={value}"]
@@ -282,10 +195,10 @@ class Runner:
                 self.deliver(job)  # what a server stopped before it went still goes
             if job.status != ACTIVE or job.host != self.host:
                 continue
-            alive = [p for p in job.pids if _alive(p)]
-            if alive:
+            living = [p for p in job.pids if alive(p)]
+            if living:
                 with self.lock:
-                    self.adopted[job.id] = alive
+                    self.adopted[job.id] = living
             elif job.kind in ("crawl", "batch"):
                 if self.start(job, resume=True):
                     resumed.append(job.id)
@@ -299,7 +212,7 @@ class Runner:
             exited = [(i, p.returncode) for i, p in self.procs.items() if p.poll() is not None]
             for job_id, _ in exited:
                 del self.procs[job_id]
-            gone = [i for i, pids in self.adopted.items() if not any(_alive(p) for p in pids)]
+            gone = [i for i, pids in self.adopted.items() if not any(alive(p) for p in pids)]
             for job_id in gone:
                 del self.adopted[job_id]
         for job_id, rc in exited + [(i, None) for i in gone]:
@@ -477,17 +390,3 @@ class Runner:
                     self.purge(job)
                 except Exception:
                     logger.exception("API job %s: could not purge it", job.id)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of this process is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True

@@ -18,21 +18,18 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.commands.console import _interrupt  # SIGTERM stops it as Ctrl-C does
 from crawler.config import ConfigError, check_settings
 from crawler.redis.client import RedisUnavailable
 
 if TYPE_CHECKING:
     import argparse
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 class Command(ScrapyCommand):

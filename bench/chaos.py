@@ -17,9 +17,16 @@ and the store.
   gaps), drawn with the seed, overlapping: a worker SIGKILLed (its
   supervisor starts it again); a worker SIGSTOPped for 2-10 s; a Redis
   master SIGKILLed (its replica promoted) and started again 10-30 s later
-  (it rejoins as a replica); the store's server stopped and started again
-  3-15 s later. At most one master and one store outage at a time. Not yet:
-  a network cut or slowed, a full disk, a hanging web server.
+  (it rejoins as a replica); a master frozen (SIGSTOP) for 0.3-1.5 s, below
+  the cluster's node timeout (Redis unreachable, no failover); the store's
+  server stopped and started again 3-15 s later; through the fault proxy
+  (``bench/faultproxy.py``) between the workers and the web: the network
+  slowed (every chunk 50-500 ms late) for 5-20 s, cut (connections reset,
+  new ones refused) for 2-10 s, or one site hanging (requests taken, never
+  answered) for 5-30 s; the WARC directory's file system (a 2 GiB tmpfs
+  mounted for the run, where the machine allows a mount: else
+  ``disk_full_unavailable`` is counted) filled for 5-20 s. At most one
+  fault of each kind but the workers' at a time, one master at a time.
 - **The end**: after ``--minutes`` (or once every group ended with status
   0: the crawl is done) the faults stop, everything is brought back, and
   the crawl runs to its end (at most 15 minutes more). A group whose
@@ -38,7 +45,9 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +58,7 @@ from typing import Any
 
 import psutil
 
+from bench.faultproxy import FaultProxy
 from bench.harness import ROOT, scrapy_crawl, serve_web
 from bench.webgen import Web, site_host
 from tests.support.redis_cluster import start_cluster
@@ -73,22 +83,28 @@ class Chaos:
         self.args, self.work = args, work
         self.rng = random.Random(f"chaos:{args.seed}")
         self.injected: collections.Counter[str] = collections.Counter()
+        self.timeline: list[tuple[float, float, str]] = []  # (from, to, kind): wall-clock times of each fault
         self.later: list[tuple[float, str, Any]] = []  # (when, what, on) to undo
         self.master_down: int | None = None
-        self.store_down = False
+        self.on: set[str] = set()  # the faults other than a worker's going on now
 
     def start(self) -> None:
         a = self.args
         self.web = Web(a.pages, a.sites, a.seed)
         self.server = serve_web(self.work, a.pages, a.sites, a.seed)
+        # The workers reach the web through the fault proxy (its port in every URL).
+        self.proxy = FaultProxy(self.web.hosts(), self.server.port).start()
+        self.warc_dir = self.work / "warc"
+        self.warc_dir.mkdir()
+        self.small_disk = self.mount_small_disk()
         self.cluster = start_cluster(self.work / "redis", masters=3, replicas=1)
         self.mongo_dir = self.work / "mongo"
         self.mongo, self.mongo_port = start_secantus(self.mongo_dir)
         seeds = self.work / "seeds.txt"
-        seeds.write_text("".join(u + "\n" for u in self.web.seeds(self.server.port)))
+        seeds.write_text("".join(u + "\n" for u in self.web.seeds(self.proxy.port)))
         self.settings = {
             "REDIS_URL": self.cluster.url, "MONGO_URI": f"mongodb://127.0.0.1:{self.mongo_port}/",
-            "MONGO_DATABASE": "chaos", "WARC_DIR": str(self.work / "warc"), "CRAWL_DIR": str(self.work / "crawl"),
+            "MONGO_DATABASE": "chaos", "WARC_DIR": str(self.warc_dir), "DOWNLOAD_TIMEOUT": 15, "CRAWL_DIR": str(self.work / "crawl"),
             "NETWORK_ALLOWLIST": "127.0.0.0/8", "DOWNLOAD_DELAY": a.delay, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
             "FRONTIER_DELAY_MARGIN": 0.01, "CRAWL_PROCESSES": a.processes, "FRONTIER_LEASE_TIMEOUT": 10,
             "FRONTIER_HEARTBEAT_INTERVAL": 2, "REDIS_WAIT_REPLICAS": 0 if a.no_wait else 1,
@@ -103,38 +119,74 @@ class Chaos:
             time.sleep(3 if g == 0 else 0)  # the first records the crawl; the others join it
 
     # -- faults -----------------------------------------------------------------------------
+    KINDS = ("kill_worker", "stop_worker", "kill_master", "freeze_master", "store_down", "web_slow", "web_cut",
+             "web_hang", "disk_full")
+
     def fault(self) -> str | None:
-        kinds = ["kill_worker", "stop_worker", "kill_master", "store_down"]
-        kind = self.rng.choice(kinds)
+        """Inject one fault drawn at random (None: that kind is on already,
+        or cannot be had here); its end is put in ``later``."""
+        kind = self.rng.choice(self.KINDS)
         now = time.monotonic()
-        alive = workers(self.groups)
-        if kind in ("kill_worker", "stop_worker") and alive:
+        if kind in ("kill_worker", "stop_worker"):
+            alive = workers(self.groups)
+            if not alive:
+                return None
             victim = self.rng.choice(alive)
             try:
                 if kind == "kill_worker":
                     victim.send_signal(signal.SIGKILL)
+                    gap = 0.0
                 else:
                     victim.send_signal(signal.SIGSTOP)
-                    self.later.append((now + self.rng.uniform(2, 10), "cont", victim))
+                    gap = self.rng.uniform(2, 10)
+                    self.later.append((now + gap, "cont", victim))
             except psutil.Error:
                 return None
-        elif kind == "kill_master" and self.master_down is None:
+        elif kind in self.on:
+            return None
+        elif kind in ("kill_master", "freeze_master"):
+            if self.master_down is not None:
+                return None
             masters = [n.index for n in self.cluster.nodes if n.running and n.role == "master"]
             with_replica = [i for i in masters if any(r.follows == i and r.running for r in self.cluster.nodes)]
             if not with_replica:
                 return None
             i = self.rng.choice(with_replica)
-            self.cluster.kill_node(i)
+            if kind == "kill_master":  # its replica is promoted; it comes back as a replica
+                self.cluster.kill_node(i)
+                gap = self.rng.uniform(10, 30)
+            else:  # frozen below the cluster's node timeout: Redis unreachable for a while, no failover
+                self.cluster.nodes[i].process.send_signal(signal.SIGSTOP)
+                gap = self.rng.uniform(0.3, 1.5)
             self.master_down = i
-            self.later.append((now + self.rng.uniform(10, 30), "start_node", i))
-        elif kind == "store_down" and not self.store_down:
+        elif kind == "store_down":
             stop_process(self.mongo)
-            self.store_down = True
-            self.later.append((now + self.rng.uniform(3, 15), "start_store", None))
-        else:
-            return None
+            gap = self.rng.uniform(3, 15)
+        elif kind == "web_slow":  # every chunk to and from the web 50-500 ms late
+            self.proxy.slow(self.rng.uniform(0.05, 0.5))
+            gap = self.rng.uniform(5, 20)
+        elif kind == "web_cut":  # every connection to the web reset, new ones refused
+            self.proxy.cut()
+            gap = self.rng.uniform(2, 10)
+        elif kind == "web_hang":  # one site takes requests and never answers
+            self.proxy.hang(self.rng.choice(self.web.hosts()))
+            gap = self.rng.uniform(5, 30)
+        elif kind == "disk_full":  # the WARC directory's file system full
+            if self.small_disk is None:
+                self.injected["disk_full_unavailable"] += 1
+                return None
+            self.fill_disk()
+            gap = self.rng.uniform(5, 20)
+        if kind not in ("kill_worker", "stop_worker"):
+            self.on.add(kind)
+            self.later.append((now + gap, "end", kind))
         self.injected[kind] += 1
+        self.mark(kind, gap)
         return kind
+
+    def mark(self, kind: str, seconds: float) -> None:
+        now = time.time()
+        self.timeline.append((now, now + seconds, kind))
 
     def undo(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -148,13 +200,48 @@ class Chaos:
                     on.send_signal(signal.SIGCONT)
                 except psutil.Error:
                     pass
-            elif what == "start_node":
-                self.cluster.start_node(on)
+                continue
+            self.on.discard(on)
+            if on == "kill_master":
+                self.cluster.start_node(self.master_down)
                 self.master_down = None
-            elif what == "start_store":
+            elif on == "freeze_master":
+                self.cluster.nodes[self.master_down].process.send_signal(signal.SIGCONT)
+                self.master_down = None
+            elif on == "store_down":
                 self.mongo, _ = start_secantus(self.mongo_dir, port=self.mongo_port)
-                self.store_down = False
+            elif on in ("web_slow", "web_cut", "web_hang"):
+                if not self.on & {"web_slow", "web_cut", "web_hang"}:
+                    self.proxy.mend()
+            elif on == "disk_full":
+                (self.warc_dir / "filler").unlink(missing_ok=True)
         self.later = keep
+
+    # -- the small disk ---------------------------------------------------------------------------
+    def mount_small_disk(self) -> str | None:
+        """The WARC directory on a file system of its own (a tmpfs of 2 GiB,
+        which the filler fills): None where the machine refuses a mount (not
+        root, or no CAP_SYS_ADMIN in a container); the disk_full fault is
+        then counted as unavailable."""
+        if os.geteuid() != 0 or not shutil.which("mount"):
+            return None
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g", "chaos-warc", str(self.warc_dir)],
+                              capture_output=True, text=True)
+        return str(self.warc_dir) if done.returncode == 0 else None
+
+    def fill_disk(self) -> None:
+        free = shutil.disk_usage(self.warc_dir).free
+        with open(self.warc_dir / "filler", "wb", buffering=0) as f:
+            try:
+                os.posix_fallocate(f.fileno(), 0, free)
+            except OSError:
+                pass
+            # what fallocate's rounding left: written until the file system refuses
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+            except OSError:
+                pass
 
     def run(self) -> None:
         deadline = time.monotonic() + self.args.minutes * 60
@@ -195,7 +282,7 @@ class Chaos:
         for g in self.groups:
             if g.poll() is None:
                 g.kill()
-        port = self.server.port
+        port = self.proxy.port
         reachable = {f"http://{site_host(p.site)}:{port}{p.path}" for p in self.web.pages}
         client: Any = pymongo.MongoClient(self.settings["MONGO_URI"], serverSelectionTimeoutMS=10_000)
         stored: dict[str, dict[str, Any]] = {}
@@ -217,12 +304,30 @@ class Chaos:
             for a, b in zip(times, times[1:]):
                 closest = min(closest, b - a)
                 violations += b - a < self.args.delay - 0.01
+        why = self.why_twice(requests)
+        (self.work / "faults.json").write_text(json.dumps(self.timeline))
         return {"reachable": len(reachable), "stored": len(done), "lost": sorted(reachable - done)[:20],
                 "lost_count": len(reachable - done), "errors": sum(d.get("state") == "E" for d in stored.values()),
                 "no_warc": sum(1 for u in done if not stored[u].get("warc_file")),
                 "fetched_twice": len(twice), "extra_fetches": sum(n - 1 for n in twice.values()),
+                "extra_by_fault": why,
                 "requests": len(requests), "violations": violations, "closest_gap": closest,
                 "stuck": stuck, "faults": dict(self.injected), "seed": self.args.seed}
+
+    def why_twice(self, requests: list[dict[str, Any]]) -> dict[str, int]:
+        """Each fetch of a page after its first, by the faults that began
+        between the fetch before it (less a second) and it: the faults that
+        can have sent the page back to the frontier ("none": no fault did)."""
+        last: dict[tuple[str, str], float] = {}
+        why: collections.Counter[str] = collections.Counter()
+        starts = sorted(self.timeline)
+        for r in sorted(requests, key=lambda r: float(r["t"])):
+            key, t = (r["host"], r["path"]), float(r["t"])
+            if key in last:
+                kinds = sorted({k for a, _, k in starts if last[key] - 1 <= a <= t})
+                why["+".join(kinds) or "none"] += 1
+            last[key] = t
+        return dict(why.most_common())
 
     def stop(self) -> None:
         for g in self.groups:
@@ -232,7 +337,13 @@ class Chaos:
             log.close()
         self.cluster.stop()
         stop_process(self.mongo)
+        self.proxy.stop()
         self.server.stop()
+        if self.small_disk is not None:
+            # The WARC files, kept with the logs: copied off the small disk before it goes.
+            keep = self.work / "warc-files"
+            shutil.copytree(self.warc_dir, keep, ignore=shutil.ignore_patterns("filler"))
+            subprocess.run(["umount", self.small_disk], check=False)
 
 
 def main() -> None:

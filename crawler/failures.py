@@ -23,7 +23,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
-__all__ = ["failure_reason", "robots_forbidden"]
+__all__ = ["LeaseLost", "failure_reason", "lease_lost", "robots_forbidden"]
 
 ROBOTS_FORBIDDEN = "Forbidden by robots.txt"  # Scrapy's RobotsTxtMiddleware's IgnoreRequest
 
@@ -34,6 +34,18 @@ def robots_forbidden(failure: Failure) -> bool:
     ...) is an error record."""
     exc = failure.value
     return isinstance(exc, IgnoreRequest) and not isinstance(exc, HttpError) and str(exc) == ROBOTS_FORBIDDEN
+
+
+class LeaseLost(IgnoreRequest):
+    """A leased request not sent: this worker cannot show it still holds the
+    lease (it was stopped, or Redis away, for most of
+    ``FRONTIER_LEASE_TIMEOUT``), so another worker may have the URL
+    (``crawler/frontier/service.py``: ``lease_current``). Not an error: the
+    lease is given back, and no record is made."""
+
+
+def lease_lost(failure: Failure) -> bool:
+    return isinstance(failure.value, LeaseLost)
 
 
 def failure_reason(failure: Failure) -> str:

@@ -45,7 +45,11 @@ this holds when a busy worker sends one late and another sends the next on
 time. It costs one Redis round trip a request to a site with a delay (the
 default ``DOWNLOAD_DELAY`` of 1 s allows one request a second anyway), none
 at a delay of 0. Stats: ``frontier/send_waits``,
-``frontier/send_wait_ms``.
+``frontier/send_wait_ms``. Before that, a leased request is sent only while
+its worker can show it still holds the lease (``lease_current``: a worker
+stopped, or cut off from Redis, for most of ``FRONTIER_LEASE_TIMEOUT`` may
+have been reaped, and its URL given to another): else it is given back
+unsent (``frontier/lease_lost``).
 """
 
 from __future__ import annotations
@@ -60,9 +64,10 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.task import deferLater
 
 from crawler.compat import reactor
+from crawler.failures import LeaseLost
 from crawler.frontier.faces import FrontierFaces
 from crawler.requestmeta import (
-    DONT_OBEY_ROBOTSTXT, DONT_TRAP_GUARD, DOWNLOAD_TIMEOUT, FRONTIER_GAP, MAX_RETRY_TIMES, RENDER_FOR,
+    DONT_OBEY_ROBOTSTXT, DONT_TRAP_GUARD, DOWNLOAD_TIMEOUT, FRONTIER_GAP, FRONTIER_LEASE, MAX_RETRY_TIMES, RENDER_FOR,
     SHAPE_RUN, TRAP_EVIDENCE, TRAP_PARENT,
 )
 from crawler.scope.traps import LinkParent, PathTrapGuard, TrapLimits
@@ -234,6 +239,13 @@ class SendSpacingMiddleware:
         # over (crawler/redis/lua/send.lua), which holds however late this
         # worker sends it. robots.txt requests are spaced by the robots
         # middleware. No round trip else.
+        lease = request.meta.get(FRONTIER_LEASE)
+        if isinstance(lease, str) and not self.frontier.lease_current(lease):
+            self.crawler.stats.inc_value("frontier/lease_lost")
+            logger.warning("Not sending %(url)s: this worker cannot show it still holds its lease (stopped "
+                           "or cut off from Redis for most of FRONTIER_LEASE_TIMEOUT); given back",
+                           {"url": request.url}, extra={"spider": self.crawler.spider})
+            raise LeaseLost(f"lease {lease} may be another worker's now")
         rendering = bool(request.meta.get(RENDER_FOR))
         if not rendering and (self.concurrency <= 1 or not request.meta.get(FRONTIER_GAP)):
             return

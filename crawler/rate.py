@@ -10,7 +10,9 @@ paused (``ADAPTIVE_RATE_PAUSE`` doubled, at most ``FRONTIER_BACKOFF_MAX``;
 ``ADAPTIVE_RATE_LATENCY`` times the site's fastest slow it too
 (``LatencyWatch``), and successes bring the pace back towards
 ``DOWNLOAD_DELAY`` step by step. Stats: ``rate/refused/<reason>``,
-``rate/slowdowns``, ``rate/pauses``. Without it: the site's extra delay
+``rate/slowdowns``, ``rate/pauses``, ``rate/stalled`` (latencies and
+timeouts measured across a stall of this worker's own loop: not the
+site's, ignored; ``crawler/stall.py``). Without it: the site's extra delay
 doubles (at least ``Retry-After`` or ``FRONTIER_BACKOFF_MIN``, at most
 ``FRONTIER_BACKOFF_MAX``) and halves again with every success; stats
 ``frontier/backoff/<reason>``.
@@ -25,12 +27,14 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from scrapy import signals
 from scrapy.exceptions import DownloadTimeoutError
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 
 from crawler.frontier.faces import FrontierFaces
 from crawler.requestmeta import DOWNLOAD_LATENCY, DOWNLOAD_TIMEOUT
 from crawler.scope.urls import host_of, queue_key
+from crawler.stall import LoopWatch
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -155,10 +159,16 @@ class LatencyWatch:
 class SiteBackoffMiddleware:
     def __init__(self, crawler: Crawler, frontier: PolitenessFace) -> None:
         self.slower = SiteSlower(crawler, frontier)
+        self.stats = crawler.stats
         self.maximum = self.slower.maximum
         self.timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
         factor = crawler.settings.getfloat("ADAPTIVE_RATE_LATENCY")
         self.latency = LatencyWatch(factor) if self.slower.adaptive and factor > 0 else None
+        # A latency or a timeout measured across a stall of this worker (it
+        # was stopped, or its loop busy) says nothing of the site (stall.py).
+        self.loop = LoopWatch()
+        crawler.signals.connect(self.loop.start, signal=signals.engine_started)
+        crawler.signals.connect(self.loop.stop, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -175,7 +185,7 @@ class SiteBackoffMiddleware:
                           float(latency) if isinstance(latency, (int, float)) else 0.0)
         elif self.latency is not None and response.status < 400:
             latency = request.meta.get(DOWNLOAD_LATENCY)
-            if isinstance(latency, (int, float)):
+            if isinstance(latency, (int, float)) and self._measured(float(latency)):
                 site = queue_key(host_of(request.url), self.slower.queue_by)
                 if self.latency.slower(site, float(latency), time.monotonic()):
                     self._backoff(request, 0.0, "latency", float(latency))
@@ -184,8 +194,17 @@ class SiteBackoffMiddleware:
     def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
         if isinstance(exception, _TIMEOUTS):
             timeout = request.meta.get(DOWNLOAD_TIMEOUT)
-            self._backoff(request, 0.0, "timeout",
-                          float(timeout) if isinstance(timeout, (int, float)) else self.timeout)
+            seconds = float(timeout) if isinstance(timeout, (int, float)) else self.timeout
+            if self._measured(seconds):
+                self._backoff(request, 0.0, "timeout", seconds)
+
+    def _measured(self, seconds: float) -> bool:
+        """The last ``seconds`` crossed no stall of this worker's loop (else
+        counted ``rate/stalled``: the measure is not the site's)."""
+        if self.loop.clean(time.monotonic() - seconds):
+            return True
+        self.stats.inc_value("rate/stalled")
+        return False
 
 
 _DAY = rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"

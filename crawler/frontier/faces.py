@@ -149,6 +149,15 @@ class PolitenessFace(_Face):
         """Seconds added to every gap (``FRONTIER_DELAY_MARGIN``)."""
         return self._frontier.settings.margin_ms / 1000.0
 
+    def lease_current(self, lease_id: str) -> bool:
+        """Whether the request leased as ``lease_id`` may go on the wire
+        (``FrontierService.lease_current``); if not, its lease is given back."""
+        service = self._door.service
+        if service.lease_current(lease_id):
+            return True
+        service.book.give_back([lease_id])
+        return False
+
 
 class StoreFace(_Face):
     """What the store's pipeline uses of the frontier."""

@@ -1,8 +1,8 @@
 """A worker joining its crawl, for the frontier service (``service.py``) and
 the scheduler: what the crawl holds when it comes (said once, in a line),
 the leases of earlier workers of this machine whose process is gone (taken
-back at once), and, when this run fetched nothing, why (the crawl was
-already finished).
+back at once), a worker without seeds waiting for the crawl's first URL,
+and, when this run fetched nothing, why (the crawl was already finished).
 
 Stats: ``frontier/taken_over``.
 """
@@ -12,7 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from typing import TYPE_CHECKING, Any
+
+import redis
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.task import deferLater
+
+from crawler import compat
 
 if TYPE_CHECKING:
     from crawler.frontier.spiderface import FrontierSpider
@@ -20,10 +27,11 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from crawler.frontier.frontier import Frontier
+    from crawler.frontier.service import FrontierService
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["say_already_finished", "say_what_it_resumes", "take_over_local"]
+__all__ = ["say_already_finished", "say_what_it_resumes", "take_over_local", "until_seeded"]
 
 
 def say_what_it_resumes(frontier: Frontier, st: dict[str, int], spider: FrontierSpider | None, lease_timeout: float) -> None:
@@ -96,3 +104,38 @@ def _pid_running(pid: int) -> bool:
     except OSError:  # PermissionError: it exists, under another user
         return True
     return True
+
+
+async def until_seeded(service: FrontierService, wait: float) -> None:
+    """For a worker without seeds: return once the crawl has had a URL
+    (queued, leased, waiting, done or failed), after ``wait`` seconds, or
+    when the worker is stopped. Workers started together then join one
+    crawl whichever comes up first; one started alone says why it
+    closes."""
+    def seeded() -> bool:
+        try:
+            st = service.frontier.views.stats()
+        except redis.RedisError:
+            return True  # Redis away: the scheduler waits for it, said there
+        return any(st.get(k, 0) for k in ("queued", "leased", "delayed", "done", "errors"))
+
+    deadline = time.monotonic() + wait
+    if seeded() or wait <= 0:
+        return
+    logger.info("Crawl %(crawl)s has no URL yet: waiting up to %(wait)gs for a worker to seed it "
+                "(FRONTIER_JOIN_WAIT)", {"crawl": service.frontier.crawl, "wait": wait},
+                extra={"spider": service.spider})
+    reactor = compat.reactor()
+    # Ctrl-C now: Scrapy stops the reactor without closing a spider that
+    # is still opening. The node leaves then (it holds nothing).
+    trigger = reactor.addSystemEventTrigger("before", "shutdown", service.close)
+    try:
+        while time.monotonic() < deadline:
+            await maybe_deferred_to_future(deferLater(reactor, 0.25, lambda: None))
+            if seeded() or not service.crawler.crawling or service.frontier.stop_mode is not None:
+                return  # stop_mode: `scrapy stop`
+    finally:
+        reactor.removeSystemEventTrigger(trigger)
+    logger.warning("Crawl %(crawl)s has no URL: no worker seeded it within %(wait)gs, so this one has "
+                   "nothing to join. Give seeds (-a seeds=URL,...) or add them with `scrapy seed URL`",
+                   {"crawl": service.frontier.crawl, "wait": wait}, extra={"spider": service.spider})

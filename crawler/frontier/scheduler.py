@@ -16,6 +16,8 @@ Settings (Redis's, the crawl's name and the frontier's own: ``service.py``):
 - ``FRONTIER_MAX_HELD``: most leases a worker holds at once, downloading or
   waiting for the spider (0: twice ``CONCURRENT_REQUESTS``); at the bound the
   site slots its downloads free go to other workers (why: docs/reference.md).
+- ``FRONTIER_MAX_UNSTORED``: most pages held that wait only for the store
+  (0: four ``STORE_BATCH_SIZE``s): a store away holds the worker there.
 - ``FRONTIER_QUEUE_BY``, ``CLOSESPIDER_PAGECOUNT`` (pages stored and held, at
   most), ``FRONTIER_LEASE_TIMEOUT`` (items that never settle are acknowledged after it).
 
@@ -80,6 +82,7 @@ class FrontierScheduler(BaseScheduler):
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.max_concurrency = s.getint("CONCURRENT_REQUESTS")
         self.max_held = s.getint("FRONTIER_MAX_HELD") or 2 * self.max_concurrency
+        self.max_unstored = s.getint("FRONTIER_MAX_UNSTORED") or 4 * s.getint("STORE_BATCH_SIZE")
         self.page_limit = s.getint("CLOSESPIDER_PAGECOUNT")
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
         self.crawl_dir = str(crawl_dir(s).resolve())
@@ -117,8 +120,7 @@ class FrontierScheduler(BaseScheduler):
         sig.connect(self._item_settled, signal=signals.item_error)
         sig.connect(self._spider_idle, signal=signals.spider_idle)
         sig.connect(self._left_downloader, signal=signals.request_left_downloader)
-        # After CoreStats's (connected when the extensions were built): a
-        # stop --now stops the reactor, which closes the spider as "shutdown".
+        # After CoreStats's: a stop --now stops the reactor, which closes the spider as "shutdown".
         sig.connect(self._closed, signal=signals.spider_closed)
         self._tick_loop = LoopingCall(self._tick)
         self._tick_loop.start(0.25, now=False)
@@ -215,7 +217,9 @@ class FrontierScheduler(BaseScheduler):
             return
         engine = self.crawler.engine
         active = len(engine.downloader.active) if engine is not None else 0
-        room = min(self.max_held - self.book.unprocessed(), self.book.page_room(self.page_limit))
+        unstored = len(self.book.trackers) - self.book.unprocessed()  # pages waiting for the store only
+        room = min(self.max_held - self.book.unprocessed(), self.book.page_room(self.page_limit),
+                   self.max_unstored - unstored)
         if room <= 0:
             # Enough in hand (or CLOSESPIDER_PAGECOUNT's pages stored or held): let the pages be
             # processed first (their site slots, freed by the downloads' reports, go to other workers).

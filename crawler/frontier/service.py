@@ -44,14 +44,13 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.task import LoopingCall, deferLater
+from twisted.internet.task import LoopingCall
 
 from crawler import compat
 from crawler.crawldir import crawl_dir, crawl_name
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.fullness import Fullness
-from crawler.frontier.joining import say_what_it_resumes, take_over_local
+from crawler.frontier.joining import say_what_it_resumes, take_over_local, until_seeded
 from crawler.frontier.leasebook import LeaseBook
 from crawler.frontier.signals import HEARTBEAT
 from crawler.redis.client import get_redis
@@ -100,6 +99,9 @@ class FrontierService:
         self.fullness = Fullness(crawler.stats)
         self._worker: Worker | None = None  # given to open() by the scheduler
         self.resumed: dict[str, int] = {}  # the crawl's counters when this worker joined
+        self._beat_sent = time.monotonic()  # when the last heartbeat Redis recorded was sent
+        self._beat_tried = 0.0
+        self._held: set[str] = set()  # the lease ids Redis held for this worker at that heartbeat
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -282,12 +284,14 @@ class FrontierService:
     def heartbeat(self) -> None:
         """Beat, give back orphaned leases, then send ``HEARTBEAT``."""
         frontier = self.frontier
+        sent = time.monotonic()
         try:
             frontier.meta.refresh_order()
             reaped, nodes, held = frontier.control.heartbeat(self._node_record())
         except redis.RedisError as exc:
             self.redis_error(exc)
             return
+        self._beat_sent, self._held = sent, held
         self.redis_ok()
         if self.redis_full:
             self.fullness.poll(frontier, self.spider)
@@ -307,6 +311,23 @@ class FrontierService:
                            {"n": reaped, "nodes": nodes}, extra={"spider": self.spider})
         self.crawler.signals.send_catch_log(signal=HEARTBEAT, reaped=reaped, nodes=nodes, held=held)
 
+    def lease_current(self, lease_id: str) -> bool:
+        """Whether this worker may still send the request it leased as
+        ``lease_id``. Yes while its last heartbeat Redis recorded was sent
+        less than 3/4 of ``FRONTIER_LEASE_TIMEOUT`` ago: no other worker can
+        have reaped its leases. Else (it was stopped, its loop stalled, or
+        Redis was away that long) only after a heartbeat now that finds the
+        lease still held: a reaped lease is another worker's URL, and its
+        request sent late would be a second fetch, and could follow that
+        worker's request to the site closer than the site's delay."""
+        window = 0.75 * self.lease_timeout
+        if time.monotonic() - self._beat_sent < window:
+            return True
+        if time.monotonic() - self._beat_tried >= 1.0 and self._frontier is not None:
+            self._beat_tried = time.monotonic()
+            self.heartbeat()
+        return time.monotonic() - self._beat_sent < window and lease_id in self._held
+
     # -- Redis down / back -----------------------------------------------------------
     @property
     def redis_down(self) -> bool:
@@ -323,38 +344,8 @@ class FrontierService:
         await self.fullness.writable()
 
     async def until_seeded(self, wait: float) -> None:
-        """For a worker without seeds: return once the crawl has had a URL
-        (queued, leased, waiting, done or failed), after ``wait`` seconds, or
-        when the worker is stopped. Workers started together then join one
-        crawl whichever comes up first; one started alone says why it
-        closes."""
-        def seeded() -> bool:
-            try:
-                st = self.frontier.views.stats()
-            except redis.RedisError:
-                return True  # Redis away: the scheduler waits for it, said there
-            return any(st.get(k, 0) for k in ("queued", "leased", "delayed", "done", "errors"))
-
-        deadline = time.monotonic() + wait
-        if seeded() or wait <= 0:
-            return
-        logger.info("Crawl %(crawl)s has no URL yet: waiting up to %(wait)gs for a worker to seed it "
-                    "(FRONTIER_JOIN_WAIT)", {"crawl": self.frontier.crawl, "wait": wait},
-                    extra={"spider": self.spider})
-        reactor = compat.reactor()
-        # Ctrl-C now: Scrapy stops the reactor without closing a spider that
-        # is still opening. The node leaves then (it holds nothing).
-        trigger = reactor.addSystemEventTrigger("before", "shutdown", self.close)
-        try:
-            while time.monotonic() < deadline:
-                await maybe_deferred_to_future(deferLater(reactor, 0.25, lambda: None))
-                if seeded() or not self.crawler.crawling or self.frontier.stop_mode is not None:
-                    return  # stop_mode: `scrapy stop`
-        finally:
-            reactor.removeSystemEventTrigger(trigger)
-        logger.warning("Crawl %(crawl)s has no URL: no worker seeded it within %(wait)gs, so this one has "
-                       "nothing to join. Give seeds (-a seeds=URL,...) or add them with `scrapy seed URL`",
-                       {"crawl": self.frontier.crawl, "wait": wait}, extra={"spider": self.spider})
+        """For a worker without seeds: wait for the crawl's first URL (``joining.py``)."""
+        await until_seeded(self, wait)
 
     def refused_for_memory(self, exc: BaseException) -> bool:
         """Whether ``exc`` is Redis refusing a write for want of memory:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from scrapy import Request
 
-from crawler.failures import failure_reason, robots_forbidden
+from crawler.failures import failure_reason, lease_lost, robots_forbidden
 from crawler.frontier.leasebook import FORBIDDEN
 from crawler.requestmeta import AGAIN, REVISIT, SITEMAP
 
@@ -89,6 +89,8 @@ class Tracked:
         self.frontier_name = getattr(original, "__name__", None)
 
     def __call__(self, result: Any, **kwargs: Any) -> Any:
+        if self.errback and lease_lost(result):
+            return []  # given back unsent (LeaseLost): nothing of it is the spider's to record
         if self.original is None:  # no errback: record the failure, let Scrapy log it
             self.scheduler.output_done(self.lease_id, _failure_reason(result))
             result.raiseException()

@@ -351,7 +351,7 @@ STORE_FLUSH_INTERVAL = 0.25
 # the pages to STORE_SPILL_PATH (default <CRAWL_DIR>/<CRAWL_NAME>.unstored.jsonl,
 # written to the store when the crawl next starts) and re-queues their URLs.
 STORE_RETRY_DELAY = 0.5
-STORE_RETRY_MAX_DELAY = 30.0
+STORE_RETRY_MAX_DELAY = 5.0
 STORE_CLOSE_TIMEOUT = 30.0
 STORE_SPILL_PATH = None
 # Stored main text is cut at this many characters (the page itself is capped

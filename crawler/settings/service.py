@@ -35,3 +35,11 @@ WEBHOOK_TIMEOUT = 10.0  # seconds a receiver may take to answer a post
 WEBHOOK_RETRY_MIN = 1.0  # seconds before a failed post is tried again, doubling ...
 WEBHOOK_RETRY_MAX = 300.0  # ... up to this
 WEBHOOK_FLUSH_TIMEOUT = 10.0  # seconds a worker that ends waits for its events to go
+
+# --- Pages waiting for the store (crawler/frontier/scheduler.py) ----------------
+# Most pages a worker holds downloaded and processed but not yet stored (the
+# store slow or away) before it leases nothing more; 0: four STORE_BATCH_SIZEs.
+# Their leases are acknowledged only once stored: a worker that dies loses
+# them to a second fetch, so the fewer the better, as long as the store's
+# batches fill.
+FRONTIER_MAX_UNSTORED = 0

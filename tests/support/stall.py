@@ -6,6 +6,7 @@ tests/test_cluster.py: ``tests.support.stall.ReactorStall``)."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -39,3 +40,37 @@ class ReactorStall:
     def stall(self) -> None:
         self.stalls += 1
         time.sleep(self.seconds)
+
+
+class StallOnce:
+    """A downloader middleware (920: before ``SendSpacingMiddleware``) that
+    blocks the reactor ``STALL_SECONDS`` once, as SIGSTOP would: at the
+    ``STALL_AFTER``-th response (robots.txt aside), other requests in
+    flight; or, with ``STALL_FILE``, as the first request after that file
+    appears is about to go on the wire, a leased request in hand."""
+
+    def __init__(self, seconds: float, after: int, file: str | None, stats: Any) -> None:
+        self.seconds, self.after, self.file, self.stats = seconds, after, file, stats
+        self.seen = 0
+        self.done = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> StallOnce:
+        s = crawler.settings
+        return cls(s.getfloat("STALL_SECONDS", 5.0), s.getint("STALL_AFTER", 5), s.get("STALL_FILE"), crawler.stats)
+
+    def _stall(self, url: str) -> None:
+        self.done = True
+        self.stats.set_value("test/stalled_url", url)
+        time.sleep(self.seconds)
+
+    def process_request(self, request: Any, spider: Any = None) -> None:
+        if self.file and not self.done and not request.url.endswith("/robots.txt") and os.path.exists(self.file):
+            self._stall(request.url)
+
+    def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+        if not self.file and not self.done and not request.url.endswith("/robots.txt"):
+            self.seen += 1
+            if self.seen == self.after:
+                self._stall(request.url)
+        return response

@@ -255,7 +255,11 @@ def make_app(web_: Web, holder: dict[str, int], log_path: Path | None):
                                   "status": status}) + "\n")
         if i is None:
             return web.Response(status=404, text="not found")
-        return web.Response(body=web_.html(i, holder["port"]), content_type="text/html", charset="utf-8")
+        # Links to other sites on the port the client asked for: the same web
+        # behind a proxy (bench/faultproxy.py) links through the proxy.
+        asked = (request.host or "").rsplit(":", 1)
+        port = int(asked[1]) if len(asked) == 2 and asked[1].isdigit() else holder["port"]
+        return web.Response(body=web_.html(i, port), content_type="text/html", charset="utf-8")
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)

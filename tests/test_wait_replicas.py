@@ -11,14 +11,17 @@ import signal
 import subprocess
 
 import pytest
+from scrapy.settings import Settings
 
 from crawler.frontier.frontier import Frontier
 from crawler.frontier.queues import LinkEntry
 from crawler.frontier.service import DURABLE
 from crawler.redis.gateway import ReplicaLag
+from crawler.redis.client import get_redis
 from crawler.redis.memory import RedisMemoryError, require_replicas
 from tests.support import ROOT
 from tests.support.crawl import crawl_cmd, until
+from tests.support.redis_cluster import start_cluster
 from tests.support.redis_server import start_redis
 
 
@@ -29,6 +32,8 @@ def pair(tmp_path):
     replica.client().replicaof("127.0.0.1", master.port)
     client = master.client()
     until(lambda: int(client.info("replication").get("connected_slaves", 0)) == 1, 30, "the replica to connect")
+    # Connected is not yet in sync: WAIT counts a replica once its first full sync is over.
+    until(lambda: replica.client().info("replication").get("master_link_status") == "up", 30, "the replica's sync")
     yield master, replica
     if replica.process.poll() is None:
         replica.process.send_signal(signal.SIGCONT)
@@ -81,3 +86,45 @@ def test_asking_more_replicas_than_a_master_has_is_refused(pair, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "REDIS_WAIT_REPLICAS=2" in done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_worker_started_during_a_failover_is_not_refused(tmp_path):
+    """A master of a cluster with a replica each is killed and its replica
+    promoted: the new master has no replica until the old one comes back
+    as its replica. A worker started meanwhile (its supervisor restarting
+    it) is warned, not refused: the shortfall is a node down, for a while
+    (before: refused, 'has 0 connected replicas', and the chaos run's
+    groups hit their crash limits). With every node up, asking more
+    replicas than there are is still refused."""
+    cluster = start_cluster(tmp_path / "cluster", masters=3, replicas=1)
+    try:
+        client = cluster.client()
+        assert require_replicas(client, 1) is None
+        with pytest.raises(RedisMemoryError, match="REDIS_WAIT_REPLICAS=2: .* has 1 connected replicas; give"):
+            require_replicas(client, 2)
+        victim = next(n for n in cluster.nodes if n.role == "master")
+        heir = next(n for n in cluster.nodes if n.follows == victim.index)
+        cluster.kill_node(victim.index)
+        # A worker's client made now waits for the failover instead of
+        # failing on the master that does not answer (before: exit 1).
+        started = get_redis(Settings({"REDIS_URL": cluster.url}), tmp_path)
+        primaries = {n.port for n in started.get_primaries()}
+        assert heir.port in primaries and victim.port not in primaries and len(primaries) == 3
+        started.close()
+
+        def promoted() -> bool:
+            cluster.refresh()
+            return heir.role == "master"
+
+        until(promoted, 60, "the replica's promotion")
+        cluster.wait_ok(60)
+        client = cluster.client()
+        warning = require_replicas(client, 1)
+        assert warning is not None and warning.startswith("REDIS_WAIT_REPLICAS=1: 127.0.0.1:")
+        assert warning.endswith("has 0 connected replicas now, with a node of the cluster down; "
+                                "writes to it wait until a replica is back")
+        cluster.start_node(victim.index)
+        until(lambda: require_replicas(cluster.client(), 1) is None, 60, "the old master back as a replica")
+    finally:
+        cluster.stop()

@@ -167,7 +167,9 @@ class FrontierService:
         if replicas:
             from crawler.redis.memory import require_replicas
 
-            require_replicas(client, replicas)  # fewer: one line at start
+            degraded = require_replicas(client, replicas)  # fewer: one line at start
+            if degraded:
+                logger.warning("%(text)s", {"text": degraded}, extra={"spider": spider})
             frontier.gateway.require_replicas(replicas, s.getfloat("REDIS_WAIT_TIMEOUT"), DURABLE)
         # The spider says how its crawl's queues are ordered ("fifo", or a
         # focused crawl's topic); None joins the crawl as it was made.

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,11 @@ def is_cluster(client: RedisClient) -> TypeIs[redis.cluster.RedisCluster]:
 
 # What the cluster client passes on to its nodes' connections, and what it
 # takes itself; it drops anything else without a word, so we say so.
+# Seconds a worker starting on a Redis Cluster with a master down waits for
+# its replica to take over (a failover takes the cluster's node timeout and
+# an election: seconds), before it says which master does not answer.
+FAILOVER_WAIT = 30.0
+
 _CLUSTER_NODE_PARAMS = frozenset(redis.cluster.REDIS_ALLOWED_KEYS) - frozenset(redis.cluster.KWARGS_DISABLED_KEYS)
 _CLUSTER_OWN_PARAMS = frozenset(inspect.signature(redis.cluster.RedisCluster.__init__).parameters) - {
     "self", "kwargs", "host", "port", "url", "startup_nodes"}
@@ -138,6 +144,39 @@ def _diagnose(url: ClusterURL, where: str, params: dict[str, Any]) -> str | None
     return None
 
 
+def _cluster_problems(client: Any, where: str) -> tuple[str | None, list[str], list[str]]:
+    """(the first node's "not ok" state, masters and replicas that do not answer)."""
+    not_ok = None
+    masters: list[str] = []
+    replicas: list[str] = []
+    for node in client.get_nodes():
+        try:
+            state = _cluster_state(client.get_redis_connection(node))
+        except redis.RedisError as exc:
+            (masters if node.server_type == redis.cluster.PRIMARY else replicas).append(_failure(node.name, exc))
+            continue
+        if not_ok is None and state.get("cluster_state") != "ok":
+            not_ok = _state_problem(where, node.name, state)
+    return not_ok, masters, replicas
+
+
+def _has_heir(client: Any, masters: list[str]) -> bool:
+    """Whether a master that does not answer (``_failure`` texts) has a
+    replica that can take over from it (``CLUSTER NODES`` of a node that
+    answers)."""
+    from crawler.redis.gateway import standby_replicas
+
+    down = {m.split(" ", 1)[0] for m in masters}
+    for node in client.get_nodes():
+        if node.name in down:
+            continue
+        try:
+            return any(standby_replicas(client, node).get(name, 0) > 0 for name in down)
+        except (redis.RedisError, RedisClusterException):
+            continue
+    return False
+
+
 def _connect_cluster(url: str, settings: BaseSettings) -> redis.cluster.RedisCluster:
     where = redact_credentials(url)
     try:
@@ -156,23 +195,30 @@ def _connect_cluster(url: str, settings: BaseSettings) -> redis.cluster.RedisClu
         raise RedisUnavailable(why or f"cannot start a Redis Cluster client on {where}: {exc}") from exc
     # The client starts on the slot map of one node: ask every node whether
     # the cluster serves all its slots. A master that does not answer has
-    # slots nobody serves until a replica takes over: fail now, naming it.
-    not_ok = None
-    masters: list[str] = []
-    replicas: list[str] = []
-    for node in client.get_nodes():  # type: ignore[no-untyped-call]
-        try:
-            state = _cluster_state(client.get_redis_connection(node))
-        except redis.RedisError as exc:
-            (masters if node.server_type == redis.cluster.PRIMARY else replicas).append(_failure(node.name, exc))
-            continue
-        if not_ok is None and state.get("cluster_state") != "ok":
-            not_ok = _state_problem(where, node.name, state)
-    if not_ok or masters:
-        client.close()
+    # slots nobody serves until a replica takes over. While some node
+    # answers and a master down has a replica, that may be a failover under
+    # way (a worker restarted by its supervisor then): wait up to
+    # FAILOVER_WAIT for it, re-reading the slot map, then fail, naming the
+    # master. Without a replica to take over, fail at once.
+    deadline = time.monotonic() + FAILOVER_WAIT
+    said = False
+    while True:
+        not_ok, masters, replicas = _cluster_problems(client, where)
+        if not (not_ok or masters):
+            break
         down = f"cannot reach its master {'; '.join(masters)}" if masters else ""
-        raise RedisUnavailable(f"{not_ok}; {down}" if not_ok and down else
-                               not_ok or f"Redis Cluster at {where} is not ok: {down}")
+        why = f"{not_ok}; {down}" if not_ok and down else not_ok or f"Redis Cluster at {where} is not ok: {down}"
+        if time.monotonic() >= deadline or not _has_heir(client, masters):
+            client.close()
+            raise RedisUnavailable(why)
+        if not said:
+            logger.warning("%(why)s: waiting up to %(s)gs for a failover", {"why": why, "s": FAILOVER_WAIT})
+            said = True
+        time.sleep(1.0)
+        try:
+            client.nodes_manager.initialize()
+        except (redis.RedisError, RedisClusterException):
+            pass
     if replicas:
         logger.warning("Redis Cluster at %(where)s: a replica does not answer: %(nodes)s",
                        {"where": where, "nodes": "; ".join(replicas)})

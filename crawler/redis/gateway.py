@@ -32,10 +32,10 @@ Call = tuple[str, Sequence[Any], Sequence[Any]]
 STANDBY_REFRESH = 1.0  # seconds between two reads of a cluster's replicas
 
 
-def standby_replicas(client: Any) -> dict[str, int]:
+def standby_replicas(client: Any, node: Any = None) -> dict[str, int]:
     """Each Redis Cluster master (``host:port``) and its replicas not
-    marked failed, from ``CLUSTER NODES``."""
-    raw = client.execute_command("CLUSTER NODES", target_nodes=client.get_random_node())
+    marked failed, from ``CLUSTER NODES`` (asked of ``node``, else of any)."""
+    raw = client.execute_command("CLUSTER NODES", target_nodes=node or client.get_random_node())
     lines = raw.decode() if isinstance(raw, bytes) else raw
     if isinstance(lines, dict):  # redis-py parsed it: {address: {"node_id", "flags", "master_id", ...}}
         rows = [(v.get("node_id"), addr, str(v.get("flags", "")), v.get("master_id")) for addr, v in lines.items()]

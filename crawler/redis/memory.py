@@ -148,17 +148,37 @@ def full_at_start(client: Any, exc: BaseException) -> RedisMemoryError:
                             "then start the worker again")
 
 
-def require_replicas(client: Any, replicas: int) -> None:
+def require_replicas(client: Any, replicas: int) -> str | None:
     """Refuse ``REDIS_WAIT_REPLICAS`` above the replicas a master has
     (:class:`RedisMemoryError`, one line naming each): every write would
-    wait out its timeout and fail."""
+    wait out its timeout and fail. On a Redis Cluster with a node down (a
+    failover under way: the promoted replica has none until the old master
+    comes back as one) the shortfall is that node's, for a while: returned
+    as a warning's text instead, and the writes to that master wait for
+    its replica (a worker restarted during a failover starts)."""
+    down = []
     if hasattr(client, "connection_pool"):
         nodes = [(_name(client), client.info("replication"))]
     else:
-        nodes = [(node.name, client.get_redis_connection(node).info("replication"))
-                 for node in client.get_primaries()]
+        nodes = []
+        for node in client.get_primaries():
+            try:
+                nodes.append((node.name, client.get_redis_connection(node).info("replication")))
+            except redis.ConnectionError:
+                down.append(node.name)
     short = [f"{name} has {int(info.get('connected_slaves') or 0)}" for name, info in nodes
              if int(info.get("connected_slaves") or 0) < replicas]
-    if short:
-        raise RedisMemoryError(f"REDIS_WAIT_REPLICAS={replicas}: {', '.join(short)} connected replicas; give at "
-                               "most the replicas every master has, or 0")
+    if down:
+        return (f"REDIS_WAIT_REPLICAS={replicas}: master {', '.join(down)} does not answer (a failover under way?); "
+                "writes to it wait until it or its replica is back")
+    if not short:
+        return None
+    text = f"REDIS_WAIT_REPLICAS={replicas}: {', '.join(short)} connected replicas"
+    if not hasattr(client, "connection_pool"):
+        raw = client.execute_command("CLUSTER NODES", target_nodes=client.get_random_node())
+        flags = [str(v.get("flags", "")) for v in raw.values()] if isinstance(raw, dict) else \
+            [line.split()[2] for line in (raw.decode() if isinstance(raw, bytes) else str(raw)).splitlines()
+             if len(line.split()) > 2]
+        if any("fail" in f for f in flags):
+            return f"{text} now, with a node of the cluster down; writes to it wait until a replica is back"
+    raise RedisMemoryError(f"{text}; give at most the replicas every master has, or 0")

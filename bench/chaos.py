@@ -343,7 +343,7 @@ class Chaos:
             # The WARC files, kept with the logs: copied off the small disk before it goes.
             keep = self.work / "warc-files"
             shutil.copytree(self.warc_dir, keep, ignore=shutil.ignore_patterns("filler"))
-            subprocess.run(["umount", self.small_disk], check=False)
+            subprocess.run(["umount", "-l", self.small_disk], check=False)
 
 
 def main() -> None:

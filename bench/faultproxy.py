@@ -84,7 +84,10 @@ class FaultProxy:
         self._open.add(writer)
         try:
             if host in self.hung:
-                while await reader.read(65536):  # taken, never answered: until the client gives up
+                try:
+                    while await reader.read(65536):  # taken, never answered: until the client gives up
+                        pass
+                except OSError:  # the client reset it
                     pass
                 return
             try:

@@ -198,6 +198,9 @@ def test_a_worker_that_joins_takes_the_crawls_sites_file(tmp_path, frontier_sett
     assert "header X-Api-Key: the environment variable SITE_API_KEY is not set: this worker cannot crawl those " \
            "sites as the crawl does; it stops" in out3
     assert "'finish_reason': 'sites_file_unusable'" in out3
+    # Not the crawl's end: a failure, exit 1 (a supervisor or service manager starts it again).
+    assert third.returncode == 1
+    assert third.stderr.strip().splitlines()[-1] == "Error: the crawl stopped: sites_file_unusable (see the log above)"
     out2 = second.stdout + second.stderr
     assert second.returncode == 0, out2[-3000:]
     assert "Sessions for 1 sites from the crawl's recorded sites file" in out2

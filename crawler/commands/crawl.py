@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 # Errors whose message says everything an operator needs.
 START_ERRORS = (ConfigError, RedisUnavailable, RedisMemoryError, FrontierLayoutError, StoreUnavailable, OSError)
 
+# A worker's ends that are failures, not the crawl's end: its exit status is 1.
+FAILED = frozenset({"warc_write_failed", "sites_file_unusable", "render_unavailable"})
+
 
 def preflight(settings: BaseSettings, spider_name: str, spargs: dict[str, Any] | None = None) -> None:
     """Reach Redis and the store before the engine starts: an unreachable
@@ -266,7 +269,8 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process is None:
             assert self.settings is not None
             self.crawler_process = crawler_process(self.settings)
-        crawl: Any = self.crawler_process.crawl(create_crawler(self, spidercls), **opts.spargs)
+        crawler = create_crawler(self, spidercls)
+        crawl: Any = self.crawler_process.crawl(crawler, **opts.spargs)
         if hasattr(crawl, "add_done_callback"):  # an asyncio task (AsyncCrawlerProcess)
             crawl.add_done_callback(self._task_done)
         else:  # a Deferred (CrawlerProcess)
@@ -274,6 +278,10 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
+        reason = crawler.stats.get_value("finish_reason") if crawler.stats is not None else None
+        if reason in FAILED and not self.exitcode:
+            # Not done: a required part failed. A supervisor or service manager starts it again.
+            self._fail(RuntimeError(f"the crawl stopped: {reason} (see the log above)"))
         _end_process(self.exitcode)
 
     def _fail(self, exc: BaseException) -> None:

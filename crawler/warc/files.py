@@ -145,17 +145,19 @@ class WarcFiles:
             try:
                 # Made under a name salvage does not look at, locked, then named .open:
                 # a salvager never sees it unlocked.
-                f = open(self.directory / ("." + name + _MAKING_SUFFIX), "xb")
+                # Unbuffered: a write that fails (a full disk) leaves nothing
+                # in a buffer to reach the file later, after the cut.
+                f = open(self.directory / ("." + name + _MAKING_SUFFIX), "xb", buffering=0)
             except FileExistsError:
                 continue
             break
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            f.write(self.warcinfo(name))
-            f.flush()
+            _write_all(f, self.warcinfo(name))
             os.rename(self.directory / ("." + name + _MAKING_SUFFIX), self.directory / (name + OPEN_SUFFIX))
         except BaseException:
             f.close()
+            (self.directory / ("." + name + _MAKING_SUFFIX)).unlink(missing_ok=True)  # a full disk: made again later
             raise
         self._f, self._name = f, name
 
@@ -168,8 +170,7 @@ class WarcFiles:
         assert f is not None
         offset = f.tell()
         try:
-            f.write(b"".join(members))
-            f.flush()
+            _write_all(f, b"".join(members))
         except BaseException:
             # A record cut short (a full disk) must not stay before the next: back to the last whole one.
             try:
@@ -196,3 +197,13 @@ class WarcFiles:
             self.closed.append(name)
         finally:
             f.close()
+
+
+def _write_all(f: BinaryIO, data: bytes) -> None:
+    """All of ``data`` to the unbuffered ``f`` (a raw write may take part of it)."""
+    view = memoryview(data)
+    while view:
+        n = f.write(view)
+        if not n:
+            raise OSError("WARC: a write took no bytes")
+        view = view[n:]

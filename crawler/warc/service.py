@@ -32,7 +32,8 @@ Stats: ``warc/responses``, ``warc/revisits`` (identical payloads),
 ``warc/salvaged_files``, ``warc/waits`` (copies that waited for another
 worker to write their original: ``digests.py``), ``warc/claims_taken_over``
 (payloads claimed by a worker that died, or stalled, before writing them:
-archived in full here).
+archived in full here), ``warc/disk_full`` (spells of a full disk waited
+out: the crawl holds, and writes again once there is room).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class WarcService:
         writer.close()
         c, stats = writer.counts, self.crawler.stats
         for key in ("responses", "revisits", "not_modified", "truncated", "bytes", "index_errors", "waits",
-                    "claims_taken_over"):
+                    "claims_taken_over", "disk_full"):
             stats.set_value(f"warc/{key}", getattr(c, key))
         stats.set_value("warc/files", len(writer.files.closed))
 

@@ -15,14 +15,17 @@ between claim and write). At close, the thread ends once no copy waits.
 gzip and sha1 release the GIL, so on a machine of two cores the writing
 runs beside the crawl.
 
-A failure (a full disk, an unwritable directory) fails that fetch's future
-and every later one: a WARC crawl that cannot write its archive stops (the
-pipeline closes the spider) rather than go on without it. Redis going
+A full disk is waited out (``_write_waiting``: tried again every second,
+the crawl holding meanwhile, ``warc/disk_full`` counts the spells). Any
+other failure (an unwritable directory, an I/O error) fails that fetch's
+future and every later one: a WARC crawl that cannot write its archive
+stops (the pipeline closes the spider) rather than go on without it. Redis going
 away is not a failure: the payload is archived in full.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import queue
 import threading
@@ -40,6 +43,7 @@ __all__ = ["WarcWriter", "Written"]
 logger = logging.getLogger(__name__)
 
 _BATCH = 64  # fetches written together at most (what was queued meanwhile)
+_FULL_RETRY = 1.0  # seconds between tries to write to a full disk
 _WAIT_POLL = 0.1  # seconds between asks about an original another writer has claimed, not yet written
 # A copy waits at most this long for another writer's original (its claim
 # expires sooner: this only bounds a wait on a clock that misbehaves); then
@@ -69,6 +73,7 @@ class Counts:
     index_errors: int = 0
     waits: int = 0  # copies that waited for another writer's original
     claims_taken_over: int = 0  # claims of a writer that died (or stalled) before writing
+    disk_full: int = 0  # spells of a full disk waited out
 
 
 @dataclass(slots=True)
@@ -89,7 +94,7 @@ class WarcWriter:
     of identical payloads."""
 
     def __init__(self, files: WarcFiles, index: Callable[[], ArchiveIndex] | None = None,
-                 max_queue: int = 256) -> None:
+                 max_queue: int = 1024) -> None:
         self.files = files
         self._make_index = index
         self._index: ArchiveIndex | None = None
@@ -97,6 +102,7 @@ class WarcWriter:
         self.error: BaseException | None = None
         self._jobs: queue.Queue[_Job | None] = queue.Queue(max_queue)
         self._waiting: list[_Job] = []  # copies whose original another writer has not written yet
+        self._closing = threading.Event()  # close() gave up waiting: a full disk is waited out no longer
         self._maker = RecordMaker()
         self._thread = threading.Thread(target=self._run, name="warc-writer", daemon=True)
         self._thread.start()
@@ -115,8 +121,15 @@ class WarcWriter:
     def close(self, timeout: float = 60.0) -> None:
         """Write what is queued, then close the current file."""
         if self._thread.is_alive():
-            self._jobs.put(None)
+            try:
+                self._jobs.put(None, timeout=timeout)
+            except queue.Full:  # the writer waits for room on a full disk: it gives up
+                self._closing.set()
+                self._jobs.put(None)
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                self._closing.set()
+                self._thread.join(10)
         if self._thread.is_alive():
             logger.error("WARC: the writer did not finish in %(t)d s: its file is left .open (the next worker "
                          "closes it after its last whole record)", {"t": timeout})
@@ -224,7 +237,7 @@ class WarcWriter:
                 if nm is not None and nm.digest in known and known[nm.digest].uri != nm.uri:
                     first_nm = known[nm.digest]
                     ex.not_modified = NotModified(first_nm.uri, first_nm.date, nm.digest)
-                written = self._write(ex, original, digest)
+                written = self._write_waiting(ex, original, digest)
             except BaseException as exc:  # noqa: BLE001 - reported through every later future
                 logger.error("Cannot write the WARC record of %(url)s: %(exc)s", {"url": ex.url, "exc": exc})
                 self.error = exc
@@ -243,6 +256,33 @@ class WarcWriter:
             except Exception as exc:  # noqa: BLE001 - the claims expire: later copies archived in full
                 c.index_errors += 1
                 logger.warning("WARC: archive index update failed (%(exc)s)", {"exc": exc})
+
+    def _write_waiting(self, ex: Exchange, original: Original | None, digest: str | None) -> Written:
+        """``_write``, waiting out a full disk (ENOSPC, EDQUOT): tried again
+        every ``_FULL_RETRY`` s until there is room (the record cut short is
+        removed each time: ``files.write``), as the store's outage is
+        waited out. The fetches behind it wait in the queue, their pages
+        unstored and unacknowledged, and the crawl holds once the queue or
+        ``FRONTIER_MAX_UNSTORED`` is full. Closing gives up (the pages are
+        left to be fetched again). Any other error fails the writer."""
+        since = None
+        while True:
+            try:
+                written = self._write(ex, original, digest)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or self._closing.is_set():
+                    raise
+                if since is None:
+                    since = time.monotonic()
+                    self.counts.disk_full += 1
+                    logger.warning("WARC: no space left in %(dir)s: the crawl waits for room, trying again every "
+                                   "%(s)gs (%(n)d fetches queued)",
+                                   {"dir": self.files.directory, "s": _FULL_RETRY, "n": self._jobs.qsize()})
+                time.sleep(_FULL_RETRY)
+                continue
+            if since is not None:
+                logger.warning("WARC: writing again after %(s).1fs of a full disk", {"s": time.monotonic() - since})
+            return written
 
     def _write(self, ex: Exchange, original: Original | None, digest: str | None) -> Written:
         c = self.counts

@@ -191,6 +191,9 @@ def test_redis_restart_mid_crawl(grid_server, tmp_path):
     assert set(got) == set(EXPECTED)
     assert sum(got.values()) - sum(EXPECTED.values()) <= 8
     assert "Redis unavailable" in worker.log and "Redis is back after" in worker.log
+    # A page processed while Redis was away waited for its duplicate verdict
+    # (before: "Duplicate check failed", and the page stored unchecked).
+    assert "Duplicate check failed" not in worker.log
     with SQLiteStore(tmp_path / "restart.sqlite3") as store:
         assert store.count_pages(state="C") == len(GRID_HOSTS) * len(grid_paths())
 

@@ -41,8 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
+from crawler import compat
 from crawler.duplicates.fingerprint import Sketch, content_hash, fingerprints, signed, simhash
 from crawler.redis.memory import is_oom
 
@@ -124,6 +126,7 @@ class PageCheck:
         text = item.text if text is None else text
         prepared = self._fingerprint(item, text)
         duplicate = False
+        away = 0
         while prepared is not None:
             await service.writable()
             sent: list[Any] = []
@@ -132,6 +135,15 @@ class PageCheck:
                                           else None, sent)
                 duplicate = self._judge(item, verdict)
                 break
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                # Redis away: the page waits for its verdict (its lease held), so
+                # that a failover does not store a copy as an original.
+                if not away:
+                    logger.warning("Duplicate check of %(url)s waits for Redis: %(exc)s", {"url": item.url, "exc": exc},
+                                   extra={"spider": self.crawler.spider})
+                away += 1
+                self.crawler.stats.inc_value("duplicates/redis_waits")
+                await maybe_deferred_to_future(deferLater(compat.reactor(), min(0.5 * away, 5.0), lambda: None))
             except redis.RedisError as exc:  # Redis is full: _ask passes over any other error
                 service.refused_for_memory(exc)
             finally:
@@ -183,6 +195,8 @@ class PageCheck:
         except redis.RedisError as exc:
             if is_oom(exc):
                 raise  # checked again once Redis takes writes (check)
+            if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)) and _reactor_running():
+                raise  # Redis away (a failover): asked again once it is back (check)
             logger.warning("Duplicate check failed for %(url)s: %(exc)s", {"url": item.url, "exc": exc},
                            extra={"spider": self.crawler.spider})
             return None

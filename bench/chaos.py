@@ -3,7 +3,8 @@ and the store fail at random, then checked against the server's log, Redis
 and the store.
 
     python -m bench.chaos [--minutes 20] [--pages 50000] [--sites 250] [--seed 1]
-                          [--every 8] [--delay 0.1] [--groups 2] [--processes 2] [--no-wait]
+                          [--every 8] [--finish 15] [--delay 0.1] [--groups 2] [--processes 2]
+                          [--no-wait]
 
 - **The web**: ``bench.webgen``'s (``--pages`` over ``--sites`` loopback
   hosts, 127.0.1.1 ...), every page reachable from its site's home page;
@@ -29,7 +30,7 @@ and the store.
   fault of each kind but the workers' at a time, one master at a time.
 - **The end**: after ``--minutes`` (or once every group ended with status
   0: the crawl is done) the faults stop, everything is brought back, and
-  the crawl runs to its end (at most 15 minutes more). A group whose
+  the crawl runs to its end (at most ``--finish`` minutes more, 15). A group whose
   supervisor gave up on a worker killed too often (its crash limit) is
   started again, as a service manager would (counted ``group_restarted``).
 
@@ -255,7 +256,7 @@ class Chaos:
             time.sleep(0.2)
         self.undo(force=True)
         self.cluster.refresh()
-        end = time.monotonic() + 15 * 60
+        end = time.monotonic() + self.args.finish * 60
         while time.monotonic() < end and not self.finished():
             self.keep_groups()
             time.sleep(1)
@@ -353,6 +354,7 @@ def main() -> None:
     ap.add_argument("--sites", type=int, default=250)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--every", type=float, default=8.0)
+    ap.add_argument("--finish", type=float, default=15, help="minutes the crawl may take to end after the faults")
     ap.add_argument("--delay", type=float, default=0.1)
     ap.add_argument("--groups", type=int, default=2)
     ap.add_argument("--processes", type=int, default=2)

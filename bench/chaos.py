@@ -19,7 +19,9 @@ and the store.
   supervisor starts it again); a worker SIGSTOPped for 2-10 s; a Redis
   master SIGKILLed (its replica promoted) and started again 10-30 s later
   (it rejoins as a replica); a master frozen (SIGSTOP) for 0.3-1.5 s, below
-  the cluster's node timeout (Redis unreachable, no failover); the store's
+  the cluster's node timeout (Redis unreachable, no failover); the network
+  to a master cut (its clients' connections reset with ``CLIENT KILL``,
+  then every command held for 1-5 s with ``CLIENT PAUSE``); the store's
   server stopped and started again 3-15 s later; through the fault proxy
   (``bench/faultproxy.py``) between the workers and the web: the network
   slowed (every chunk 50-500 ms late) for 5-20 s, cut (connections reset,
@@ -120,8 +122,8 @@ class Chaos:
             time.sleep(3 if g == 0 else 0)  # the first records the crawl; the others join it
 
     # -- faults -----------------------------------------------------------------------------
-    KINDS = ("kill_worker", "stop_worker", "kill_master", "freeze_master", "store_down", "web_slow", "web_cut",
-             "web_hang", "disk_full")
+    KINDS = ("kill_worker", "stop_worker", "kill_master", "freeze_master", "redis_cut", "store_down", "web_slow",
+             "web_cut", "web_hang", "disk_full")
 
     def fault(self) -> str | None:
         """Inject one fault drawn at random (None: that kind is on already,
@@ -160,6 +162,16 @@ class Chaos:
                 self.cluster.nodes[i].process.send_signal(signal.SIGSTOP)
                 gap = self.rng.uniform(0.3, 1.5)
             self.master_down = i
+        elif kind == "redis_cut":  # a master's clients cut off: connections reset, then held unanswered
+            node = self.rng.choice([n for n in self.cluster.nodes if n.running and n.role == "master"])
+            gap = self.rng.uniform(1, 5)
+            try:
+                client = node.connect(2.0)
+                client.execute_command("CLIENT", "KILL", "TYPE", "normal")
+                client.execute_command("CLIENT", "PAUSE", int(gap * 1000), "ALL")
+                client.close()
+            except Exception:  # noqa: BLE001 - it cut this connection too: the pause is what matters
+                pass
         elif kind == "store_down":
             stop_process(self.mongo)
             gap = self.rng.uniform(3, 15)

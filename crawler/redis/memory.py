@@ -156,7 +156,8 @@ def require_replicas(client: Any, replicas: int) -> str | None:
     comes back as one) the shortfall is that node's, for a while: returned
     as a warning's text instead, and the writes to that master wait for
     its replica (a worker restarted during a failover starts)."""
-    down = []
+    down: list[str] = []
+    answered: list[Any] = []  # the masters that answered
     if hasattr(client, "connection_pool"):
         nodes = [(_name(client), client.info("replication"))]
     else:
@@ -164,6 +165,7 @@ def require_replicas(client: Any, replicas: int) -> str | None:
         for node in client.get_primaries():
             try:
                 nodes.append((node.name, client.get_redis_connection(node).info("replication")))
+                answered.append(node)
             except redis.ConnectionError:
                 down.append(node.name)
     short = [f"{name} has {int(info.get('connected_slaves') or 0)}" for name, info in nodes
@@ -175,7 +177,7 @@ def require_replicas(client: Any, replicas: int) -> str | None:
         return None
     text = f"REDIS_WAIT_REPLICAS={replicas}: {', '.join(short)} connected replicas"
     if not hasattr(client, "connection_pool"):
-        raw = client.execute_command("CLUSTER NODES", target_nodes=client.get_random_node())
+        raw = client.execute_command("CLUSTER NODES", target_nodes=answered[0])  # a node that answers
         flags = [str(v.get("flags", "")) for v in raw.values()] if isinstance(raw, dict) else \
             [line.split()[2] for line in (raw.decode() if isinstance(raw, bytes) else str(raw)).splitlines()
              if len(line.split()) > 2]

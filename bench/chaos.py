@@ -291,6 +291,7 @@ class Chaos:
     def check(self) -> dict[str, Any]:
         import pymongo
 
+        finished = self.finished()
         stuck = [g.pid for g in self.groups if g.poll() is None] + [p.pid for p in workers(self.groups)]
         for g in self.groups:
             if g.poll() is None:
@@ -304,6 +305,7 @@ class Chaos:
             stored[doc["url"]] = doc
         client.close()
         done = {u for u, d in stored.items() if d.get("state") == "C"}
+        pending = self.pending()
         requests = [r for r in self.server.requests(0) if r["path"] != "/robots.txt"]
         counts = collections.Counter((r["host"], r["path"]) for r in requests)
         twice = {k: n for k, n in counts.items() if n > 1}
@@ -319,13 +321,48 @@ class Chaos:
                 violations += b - a < self.args.delay - 0.01
         why = self.why_twice(requests)
         (self.work / "faults.json").write_text(json.dumps(self.timeline))
-        return {"reachable": len(reachable), "stored": len(done), "lost": sorted(reachable - done)[:20],
-                "lost_count": len(reachable - done), "errors": sum(d.get("state") == "E" for d in stored.values()),
+        lost = reachable - done - pending
+        return {"reachable": len(reachable), "stored": len(done), "finished": finished,
+                "pending": len((reachable - done) & pending), "lost": sorted(lost)[:20], "lost_count": len(lost), "errors": sum(d.get("state") == "E" for d in stored.values()),
                 "no_warc": sum(1 for u in done if not stored[u].get("warc_file")),
                 "fetched_twice": len(twice), "extra_fetches": sum(n - 1 for n in twice.values()),
                 "extra_by_fault": why,
                 "requests": len(requests), "violations": violations, "closest_gap": closest,
                 "stuck": stuck, "faults": dict(self.injected), "seed": self.args.seed}
+
+    def pending(self) -> set[str]:
+        """The URLs still in the frontier (queued, waiting for a retry, or
+        leased), read from every master: a run cut short by ``--finish``
+        shows which pages it had not reached, as opposed to lost."""
+        out: set[str] = set()
+
+        def url(entry: bytes) -> None:
+            text = entry.decode("utf-8", "replace").split("\n", 1)[-1]  # "<site>\n<entry>" in delayed and leases
+            try:
+                value = json.loads(text).get("u")
+            except (ValueError, AttributeError):
+                return
+            if isinstance(value, str):
+                out.add(value)
+
+        for node in self.cluster.nodes:
+            if not (node.running and node.role == "master"):
+                continue
+            client = node.connect(10.0)
+            for key in client.scan_iter(match="*", count=1000):
+                name = key.decode("utf-8", "replace")
+                kind = client.type(key)
+                if ":q:" in name and kind == b"list":
+                    for entry in client.lrange(key, 0, -1):
+                        url(entry)
+                elif ":q:" in name and kind == b"zset" or name.endswith(":delayed"):
+                    for entry in client.zrange(key, 0, -1):
+                        url(entry)
+                elif ":leases:" in name and kind == b"hash":
+                    for entry in client.hvals(key):
+                        url(entry)
+            client.close()
+        return out
 
     def why_twice(self, requests: list[dict[str, Any]]) -> dict[str, int]:
         """Each fetch of a page after its first, by the faults that began
@@ -385,12 +422,15 @@ def main() -> None:
     result["minutes"] = round((time.monotonic() - started) / 60, 1)
     result["work"] = str(work)
     print(json.dumps(result, indent=1))
-    ok = result["lost_count"] == 0 and result["violations"] == 0 and not result["stuck"] and result["no_warc"] == 0
-    print(f"chaos, seed {args.seed}: {result['reachable']:,} pages reachable, {result['stored']:,} stored, "
-          f"{result['lost_count']} lost, {result['no_warc']} without a WARC record, {result['fetched_twice']} fetched "
+    sound = result["lost_count"] == 0 and result["violations"] == 0 and result["no_warc"] == 0
+    ok = sound and result["finished"] and not result["stuck"]
+    verdict = "PASS" if ok else "CUT SHORT, nothing lost" if sound and not result["finished"] else "FAIL"
+    print(f"chaos, seed {args.seed}: {result['reachable']:,} pages reachable, {result['stored']:,} stored"
+          + ("" if result["finished"] else f" and {result['pending']:,} still in the frontier (the run was cut "
+             f"short by --finish: not finished)") + f", {result['lost_count']} lost, {result['no_warc']} without a WARC record, {result['fetched_twice']} fetched "
           f"more than once ({result['extra_fetches']} extra fetches of {result['requests']:,}), "
           f"{result['violations']} politeness violations (closest gap {result['closest_gap']:.3f} s), "
-          f"{len(result['stuck'])} workers left running; faults {result['faults']}: {'PASS' if ok else 'FAIL'}")
+          f"{len(result['stuck'])} workers left running; faults {result['faults']}: {verdict}")
     sys.exit(0 if ok else 1)
 
 

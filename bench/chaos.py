@@ -305,7 +305,8 @@ class Chaos:
             stored[doc["url"]] = doc
         client.close()
         done = {u for u, d in stored.items() if d.get("state") == "C"}
-        pending = self.pending()
+        queued, leased = self.pending()
+        pending = queued | leased
         requests = [r for r in self.server.requests(0) if r["path"] != "/robots.txt"]
         counts = collections.Counter((r["host"], r["path"]) for r in requests)
         twice = {k: n for k, n in counts.items() if n > 1}
@@ -321,22 +322,34 @@ class Chaos:
                 violations += b - a < self.args.delay - 0.01
         why = self.why_twice(requests)
         (self.work / "faults.json").write_text(json.dumps(self.timeline))
-        lost = reachable - done - pending
+        # Lost: not stored, not in the frontier, yet linked from a page that
+        # was processed (stored, or fetched and leased still) or a seed. A
+        # run cut short leaves the rest undiscovered, not lost.
+        index = {f"http://{site_host(p.site)}:{port}{p.path}": i for i, p in enumerate(self.web.pages)}
+        discovered = {f"http://{site_host(s)}:{port}/" for s in range(self.web.sites)}
+        for u in done | leased:
+            if u in index:
+                discovered.update(f"http://{site_host(self.web.pages[j].site)}:{port}{self.web.pages[j].path}"
+                                  for j in self.web.out_links(index[u]))
+        lost = (reachable - done - pending) & discovered
         return {"reachable": len(reachable), "stored": len(done), "finished": finished,
-                "pending": len((reachable - done) & pending), "lost": sorted(lost)[:20], "lost_count": len(lost), "errors": sum(d.get("state") == "E" for d in stored.values()),
+                "pending": len((reachable - done) & pending), "undiscovered": len(reachable - done - pending - discovered),
+                "lost": sorted(lost)[:20], "lost_count": len(lost), "errors": sum(d.get("state") == "E" for d in stored.values()),
                 "no_warc": sum(1 for u in done if not stored[u].get("warc_file")),
                 "fetched_twice": len(twice), "extra_fetches": sum(n - 1 for n in twice.values()),
                 "extra_by_fault": why,
                 "requests": len(requests), "violations": violations, "closest_gap": closest,
                 "stuck": stuck, "faults": dict(self.injected), "seed": self.args.seed}
 
-    def pending(self) -> set[str]:
+    def pending(self) -> tuple[set[str], set[str]]:
         """The URLs still in the frontier (queued, waiting for a retry, or
         leased), read from every master: a run cut short by ``--finish``
-        shows which pages it had not reached, as opposed to lost."""
-        out: set[str] = set()
+        shows which pages it had not reached, as opposed to lost. (queued
+        or waiting for a retry, leased)."""
+        queued: set[str] = set()
+        leased: set[str] = set()
 
-        def url(entry: bytes) -> None:
+        def url(entry: bytes, out: set[str]) -> None:
             text = entry.decode("utf-8", "replace").split("\n", 1)[-1]  # "<site>\n<entry>" in delayed and leases
             try:
                 value = json.loads(text).get("u")
@@ -354,15 +367,15 @@ class Chaos:
                 kind = client.type(key)
                 if ":q:" in name and kind == b"list":
                     for entry in client.lrange(key, 0, -1):
-                        url(entry)
+                        url(entry, queued)
                 elif ":q:" in name and kind == b"zset" or name.endswith(":delayed"):
                     for entry in client.zrange(key, 0, -1):
-                        url(entry)
+                        url(entry, queued)
                 elif ":leases:" in name and kind == b"hash":
                     for entry in client.hvals(key):
-                        url(entry)
+                        url(entry, leased)
             client.close()
-        return out
+        return queued, leased
 
     def why_twice(self, requests: list[dict[str, Any]]) -> dict[str, int]:
         """Each fetch of a page after its first, by the faults that began

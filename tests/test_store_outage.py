@@ -94,6 +94,28 @@ def test_mongodb_down_mid_crawl_pages_wait_and_are_all_stored(server, tmp_path, 
     assert sorted(u.replace(server.url(""), "") for u in errors) == ["/broken.html", "/missing.html"]
 
 
+def test_a_worker_holds_at_most_max_unstored_pages_while_the_store_is_away(server, tmp_path, frontier_settings,
+                                                                          mongo):
+    """With MongoDB away, a worker stops leasing once FRONTIER_MAX_UNSTORED
+    pages wait for it (here 3, and at most 2 more in its hands): what a kill
+    would send back to be fetched again stays bounded. Before, it went on
+    fetching the whole site (42 pages at a 0.2 s delay) into memory."""
+    uri = f"mongodb://127.0.0.1:{mongo['port']}"
+    crawl = Crawl(server, tmp_path, {**frontier_settings, **SETTINGS, "MONGO_URI": uri, "FRONTIER_MAX_UNSTORED": 3})
+    crawl.wait_for(lambda: len(crawl.fetched()) >= 4, "4 requests")
+    stop_secantus(mongo["proc"])
+    crawl.wait_for(lambda: "The store is unavailable" in crawl.log, "outage warning")
+    before = len(crawl.fetched())
+    time.sleep(5)  # 25 requests' worth at the delay
+    during = len(crawl.fetched()) - before
+    assert during <= 5, (during, crawl.fetched())
+    mongo["proc"], _ = start_secantus(mongo["storage"], mongo["port"])
+    assert crawl.wait() == 0, crawl.log[-3000:]
+    assert "frontier/lease_held_back" in crawl.log
+    assert stored_urls(uri, frontier_settings["CRAWL_NAME"], server) == EXPECTED
+    assert Counter(crawl.fetched()) == FETCHED
+
+
 def test_crawl_stopped_while_mongodb_is_down_spills_then_resumes(server, tmp_path, frontier_settings, mongo):
     uri = f"mongodb://127.0.0.1:{mongo['port']}"
     database = frontier_settings["CRAWL_NAME"]

@@ -17,7 +17,7 @@ Settings (Redis's, the crawl's name and the frontier's own: ``service.py``):
   waiting for the spider (0: twice ``CONCURRENT_REQUESTS``); at the bound the
   site slots its downloads free go to other workers (why: docs/reference.md).
 - ``FRONTIER_MAX_UNSTORED``: most pages held that wait only for the store
-  (0: four ``STORE_BATCH_SIZE``s): a store away holds the worker there.
+  (0: two ``STORE_BATCH_SIZE``s): a store away or slow holds the worker there.
 - ``FRONTIER_QUEUE_BY``, ``CLOSESPIDER_PAGECOUNT`` (pages stored and held, at
   most), ``FRONTIER_LEASE_TIMEOUT`` (items that never settle are acknowledged after it).
 
@@ -82,7 +82,7 @@ class FrontierScheduler(BaseScheduler):
         self.queue_by = s.get("FRONTIER_QUEUE_BY")
         self.max_concurrency = s.getint("CONCURRENT_REQUESTS")
         self.max_held = s.getint("FRONTIER_MAX_HELD") or 2 * self.max_concurrency
-        self.max_unstored = s.getint("FRONTIER_MAX_UNSTORED") or 4 * s.getint("STORE_BATCH_SIZE")
+        self.max_unstored = s.getint("FRONTIER_MAX_UNSTORED") or 2 * s.getint("STORE_BATCH_SIZE")
         self.page_limit = s.getint("CLOSESPIDER_PAGECOUNT")
         self.lease_timeout = s.getfloat("FRONTIER_LEASE_TIMEOUT")
         self.crawl_dir = str(crawl_dir(s).resolve())

@@ -38,8 +38,8 @@ WEBHOOK_FLUSH_TIMEOUT = 10.0  # seconds a worker that ends waits for its events 
 
 # --- Pages waiting for the store (crawler/frontier/scheduler.py) ----------------
 # Most pages a worker holds downloaded and processed but not yet stored (the
-# store slow or away) before it leases nothing more; 0: four STORE_BATCH_SIZEs.
-# Their leases are acknowledged only once stored: a worker that dies loses
-# them to a second fetch, so the fewer the better, as long as the store's
-# batches fill.
+# store slow or away) before it leases nothing more; 0: two STORE_BATCH_SIZEs
+# (one being written, the next filling). Their leases are acknowledged only
+# once stored: a worker that dies loses them to a second fetch, so the fewer
+# the better, as long as the store's batches fill.
 FRONTIER_MAX_UNSTORED = 0

@@ -39,6 +39,7 @@ from redis.exceptions import RedisClusterException
 
 from crawler.redis.cluster import CLUSTER_SCHEMES, ClusterURL, cluster_hint, parse_cluster_url
 from crawler.redis.embedded import EmbeddedRedisError, embedded_redis
+from crawler.redis.gateway import standby_replicas
 from crawler.scope.urls import redact_credentials
 
 if TYPE_CHECKING:
@@ -164,8 +165,6 @@ def _has_heir(client: Any, masters: list[str]) -> bool:
     """Whether a master that does not answer (``_failure`` texts) has a
     replica that can take over from it (``CLUSTER NODES`` of a node that
     answers)."""
-    from crawler.redis.gateway import standby_replicas
-
     down = {m.split(" ", 1)[0] for m in masters}
     for node in client.get_nodes():
         if node.name in down:

@@ -32,19 +32,25 @@ Call = tuple[str, Sequence[Any], Sequence[Any]]
 STANDBY_REFRESH = 1.0  # seconds between two reads of a cluster's replicas
 
 
-def standby_replicas(client: Any, node: Any = None) -> dict[str, int]:
-    """Each Redis Cluster master (``host:port``) and its replicas not
-    marked failed, from ``CLUSTER NODES`` (asked of ``node``, else of any)."""
+def cluster_nodes(client: Any, node: Any = None) -> list[tuple[Any, str, str, Any]]:
+    """``CLUSTER NODES`` (asked of ``node``, else of any) as rows of (node
+    id, ``host:port``, flags, master id)."""
     raw = client.execute_command("CLUSTER NODES", target_nodes=node or client.get_random_node())
     lines = raw.decode() if isinstance(raw, bytes) else raw
     if isinstance(lines, dict):  # redis-py parsed it: {address: {"node_id", "flags", "master_id", ...}}
-        rows = [(v.get("node_id"), addr, str(v.get("flags", "")), v.get("master_id")) for addr, v in lines.items()]
-    else:
-        rows = []
-        for line in str(lines).splitlines():
-            parts = line.split()
-            if len(parts) >= 4:
-                rows.append((parts[0], parts[1].split("@")[0], parts[2], parts[3]))
+        return [(v.get("node_id"), addr, str(v.get("flags", "")), v.get("master_id")) for addr, v in lines.items()]
+    rows = []
+    for line in str(lines).splitlines():
+        parts = line.split()
+        if len(parts) >= 4:
+            rows.append((parts[0], parts[1].split("@")[0], parts[2], parts[3]))
+    return rows
+
+
+def standby_replicas(client: Any, node: Any = None) -> dict[str, int]:
+    """Each Redis Cluster master (``host:port``) and its replicas not
+    marked failed, from ``CLUSTER NODES`` (asked of ``node``, else of any)."""
+    rows = cluster_nodes(client, node)
     names = {node_id: addr for node_id, addr, flags, _ in rows if "master" in flags}
     out = dict.fromkeys(names.values(), 0)
     for _, _, flags, master in rows:

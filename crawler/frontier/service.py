@@ -297,6 +297,8 @@ class FrontierService:
         self.redis_ok()
         if self.redis_full:
             self.fullness.poll(frontier, self.spider)
+        else:
+            self.fullness.probe(frontier, self.spider)
         orphans = self.book.orphans(held, self._worker.buffered_leases() if self._worker is not None else set())
         if orphans:
             try:

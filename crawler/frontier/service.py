@@ -317,20 +317,26 @@ class FrontierService:
 
     def lease_current(self, lease_id: str) -> bool:
         """Whether this worker may still send the request it leased as
-        ``lease_id``. Yes while its last heartbeat Redis recorded was sent
-        less than 3/4 of ``FRONTIER_LEASE_TIMEOUT`` ago: no other worker can
-        have reaped its leases. Else (it was stopped, its loop stalled, or
-        Redis was away that long) only after a heartbeat now that finds the
-        lease still held: a reaped lease is another worker's URL, and its
-        request sent late would be a second fetch, and could follow that
-        worker's request to the site closer than the site's delay."""
+        ``lease_id``. Its last heartbeat Redis recorded must have been sent
+        less than 3/4 of ``FRONTIER_LEASE_TIMEOUT`` ago (else, as when it
+        was stopped, its loop stalled or Redis was away that long, it beats
+        now), and the lease held by Redis at that heartbeat or taken since:
+        a reaped lease is another worker's URL, and its request sent late
+        would be a second fetch, and could follow that worker's request to
+        the site closer than the site's delay."""
         window = 0.75 * self.lease_timeout
-        if time.monotonic() - self._beat_sent < window:
-            return True
-        if time.monotonic() - self._beat_tried >= 1.0 and self._frontier is not None:
-            self._beat_tried = time.monotonic()
-            self.heartbeat()
-        return time.monotonic() - self._beat_sent < window and lease_id in self._held
+        if time.monotonic() - self._beat_sent >= window:
+            if time.monotonic() - self._beat_tried >= 1.0 and self._frontier is not None:
+                self._beat_tried = time.monotonic()
+                self.heartbeat()
+            if time.monotonic() - self._beat_sent >= window:
+                return False
+        # A fresh heartbeat: the lease is current if Redis held it then, or
+        # it was taken since. (Not every request after the beat: those whose
+        # leases were reaped during the stall follow the first, and pass a
+        # heartbeat that is fresh again.)
+        tracker = self.book.trackers.get(lease_id)
+        return lease_id in self._held or (tracker is not None and tracker.since >= self._beat_sent)
 
     # -- Redis down / back -----------------------------------------------------------
     @property

@@ -11,7 +11,11 @@ import time
 from typing import Any
 
 from scrapy import signals
-from twisted.internet.task import LoopingCall
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.task import LoopingCall, deferLater
+
+from crawler.frontier.service import FrontierService
+from crawler.requestmeta import FRONTIER_LEASE
 
 
 class ReactorStall:
@@ -47,26 +51,40 @@ class StallOnce:
     blocks the reactor ``STALL_SECONDS`` once, as SIGSTOP would: at the
     ``STALL_AFTER``-th response (robots.txt aside), other requests in
     flight; or, with ``STALL_FILE``, as the first request after that file
-    appears is about to go on the wire, a leased request in hand."""
+    appears is about to go on the wire, a leased request in hand, once the
+    worker owes Redis nothing else (every page before it acknowledged: a
+    page fetched but not yet acknowledged when the lease is reaped is
+    fetched again, which is another case than the one the stall is for)."""
 
-    def __init__(self, seconds: float, after: int, file: str | None, stats: Any) -> None:
+    def __init__(self, seconds: float, after: int, file: str | None, stats: Any, crawler: Any = None) -> None:
         self.seconds, self.after, self.file, self.stats = seconds, after, file, stats
+        self.crawler = crawler
         self.seen = 0
         self.done = False
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> StallOnce:
         s = crawler.settings
-        return cls(s.getfloat("STALL_SECONDS", 5.0), s.getint("STALL_AFTER", 5), s.get("STALL_FILE"), crawler.stats)
+        return cls(s.getfloat("STALL_SECONDS", 5.0), s.getint("STALL_AFTER", 5), s.get("STALL_FILE"), crawler.stats,
+                   crawler)
 
     def _stall(self, url: str) -> None:
         self.done = True
         self.stats.set_value("test/stalled_url", url)
         time.sleep(self.seconds)
 
-    def process_request(self, request: Any, spider: Any = None) -> None:
+    async def process_request(self, request: Any, spider: Any = None) -> None:
         if self.file and not self.done and not request.url.endswith("/robots.txt") and os.path.exists(self.file):
-            self._stall(request.url)
+            book = FrontierService.of(self.crawler).book
+            lease = request.meta.get(FRONTIER_LEASE)
+            from twisted.internet import reactor
+
+            deadline = time.monotonic() + 30
+            while (set(book.trackers) - book._downloading - {lease} or book.has_writes()) \
+                    and time.monotonic() < deadline:  # a page downloaded, not yet acknowledged
+                await maybe_deferred_to_future(deferLater(reactor, 0.02, lambda: None))
+            if not self.done:
+                self._stall(request.url)
 
     def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
         if not self.file and not self.done and not request.url.endswith("/robots.txt"):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import ROOT
 from tests.support.crawl import stop_embedded_redis
 from tests.support.servers import Server, start_secantus, start_server, stop_secantus
 from tests.support.system import CHROMIUM, ensure_commands
@@ -32,6 +33,22 @@ def pytest_configure(config: pytest.Config) -> None:
     the default and install their own."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not hasattr(config, "workerinput"):  # once, in the process that runs (or hands out) the tests
+        _compile_sources()
+
+
+def _compile_sources() -> None:
+    """Byte-compile the project's and the tests' sources before any test
+    starts a process. The suite starts over a thousand Python processes
+    (workers, commands, test servers); where PYTHONDONTWRITEBYTECODE is set
+    (as on CI machines) none writes its .pyc, so each compiled ~180 modules
+    from source again: 0.15-0.2 s of CPU a process, a fifth of a small
+    crawl's. compileall writes them whatever that variable says, and
+    Python reads them whatever it says."""
+    import compileall
+
+    for part in ("crawler", "tests", "bench"):
+        compileall.compile_dir(str(ROOT / part), quiet=2, workers=1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -237,7 +237,9 @@ def test_a_site_without_a_sitemap_shows_no_error_anywhere(tmp_path):
     server = start_server(tmp_path, hosts="127.0.0.1", root=root)
     crawl_dir = tmp_path / "crawl"
     port = free_port()
-    settings = {**ON, "FRONTIER_WAIT_FOR_SEEDS": True, "PROMETHEUS_PORT": port}
+    # Figures sampled every second (else every 10 s: the wait for the
+    # metrics to show the crawl's end took 25 s).
+    settings = {**ON, "FRONTIER_WAIT_FOR_SEEDS": True, "PROMETHEUS_PORT": port, "PROGRESS_INTERVAL": 1}
     mark = server.mark()
     worker = subprocess.Popen(crawl_cmd([f"seeds={server.url('/index.html')}"], settings, crawl_dir), cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

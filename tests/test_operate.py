@@ -90,7 +90,7 @@ def test_stop_status_refuse_clear_resume(grid_server, redis_url, crawl_name, tmp
     assert json.loads(out)["added"] == 1 and len(json.loads(out)["refused"]) == 1
     code, out, _ = command("stop", ["--clear", "--json"], settings, tmp_path)
     assert code == 0 and json.loads(out)["cleared"] is True
-    c = Worker([], settings, tmp_path)
+    c = Worker([], {**settings, "DOWNLOAD_DELAY": 0.1}, tmp_path)  # nothing to race now: the rest at 0.1 s
     assert c.wait(120) == 0, c.log[-3000:]
     assert "resuming it" in c.log and "running worker" not in c.log, c.log[:5000]
     got = Counter(fetched(grid_server, mark))

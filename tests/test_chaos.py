@@ -1,7 +1,8 @@
 """The chaos run (bench/chaos.py), short: a generated web of 1,000 pages
 over 10 sites crawled by two groups of two workers on a Redis Cluster of 3
 masters with replicas (REDIS_WAIT_REPLICAS=1), the MongoDB store
-(SecantusDB) and WARC, while, at random (a fixed seed) for 90 s, workers
+(SecantusDB) and WARC, while, at random (a fixed seed) until the crawl ends
+(about a minute; 90 s at most), workers
 are SIGKILLed and SIGSTOPped, masters SIGKILLed (failed over) or frozen,
 the store stopped, the network to the web slowed or cut, a site hangs and
 the WARC disk fills: every page stored once with its WARC record, no

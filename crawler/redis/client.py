@@ -39,7 +39,7 @@ from redis.exceptions import RedisClusterException
 
 from crawler.redis.cluster import CLUSTER_SCHEMES, ClusterURL, cluster_hint, parse_cluster_url
 from crawler.redis.embedded import EmbeddedRedisError, embedded_redis
-from crawler.redis.gateway import standby_replicas
+from crawler.redis.gateway import serving_masters, standby_replicas
 from crawler.scope.urls import redact_credentials
 
 if TYPE_CHECKING:
@@ -163,14 +163,17 @@ def _cluster_problems(client: Any, where: str) -> tuple[str | None, list[str], l
 
 def _has_heir(client: Any, masters: list[str]) -> bool:
     """Whether a master that does not answer (``_failure`` texts) has a
-    replica that can take over from it (``CLUSTER NODES`` of a node that
-    answers)."""
+    replica that can take over from it, or one already did (``CLUSTER
+    NODES`` of a node that answers: the master serves no slot there, while
+    the client's slot map, read from a node gossip had not reached yet,
+    still names it)."""
     down = {m.split(" ", 1)[0] for m in masters}
     for node in client.get_nodes():
         if node.name in down:
             continue
         try:
-            return any(standby_replicas(client, node).get(name, 0) > 0 for name in down)
+            return (any(standby_replicas(client, node).get(name, 0) > 0 for name in down)
+                    or not down & serving_masters(client, node))
         except (redis.RedisError, RedisClusterException):
             continue
     return False

@@ -76,6 +76,12 @@ def test_closing_on_a_disk_still_full_gives_up_and_says_so(small_disk):
     fill(small_disk)
     late = writer.submit(exchange("http://127.0.0.2/1.html", body=os.urandom(3000)))
     time.sleep(1.5)
+    opened = writer.files._f
     writer.close(timeout=2)
     with pytest.raises(OSError, match="No space left"):
         late.result(timeout=5)  # not written: its page is not stored, its URL fetched again by the next run
+    # Its file left .open for the next worker's salvage, its descriptor closed
+    # (before: left to the garbage collector, a ResourceWarning in whichever
+    # test ran then).
+    assert opened is not None and opened.closed and writer.files._f is None
+    assert len(list((small_disk / "warc").glob("*.open"))) == 1

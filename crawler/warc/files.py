@@ -184,6 +184,17 @@ class WarcFiles:
             self.close()
         return where
 
+    def abandon(self) -> None:
+        """Let go of the current file as it is, still named ``.open`` (a
+        writer that failed): its lock goes with it, and the next worker's
+        salvage closes it after its last whole record."""
+        f, self._f, self._name = self._f, None, ""
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
+
     def close(self) -> None:
         """Close the current file: synced, renamed without ``.open``."""
         f, name = self._f, self._name

@@ -135,6 +135,8 @@ class WarcWriter:
                          "closes it after its last whole record)", {"t": timeout})
         elif self.error is None:
             self.files.close()
+        else:
+            self.files.abandon()  # left .open, for salvage; its descriptor not leaked
 
     def _run(self) -> None:
         closing = False

@@ -325,12 +325,12 @@ class Chaos:
         # Lost: not stored, not in the frontier, yet linked from a page that
         # was processed (stored, or fetched and leased still) or a seed. A
         # run cut short leaves the rest undiscovered, not lost.
-        index = {f"http://{site_host(p.site)}:{port}{p.path}": i for i, p in enumerate(self.web.pages)}
+        urls = [f"http://{site_host(p.site)}:{port}{p.path}" for p in self.web.pages]
+        index = {u: i for i, u in enumerate(urls)}
         discovered = {f"http://{site_host(s)}:{port}/" for s in range(self.web.sites)}
         for u in done | leased:
             if u in index:
-                discovered.update(f"http://{site_host(self.web.pages[j].site)}:{port}{self.web.pages[j].path}"
-                                  for j in self.web.out_links(index[u]))
+                discovered.update(urls[j] for j in self.web.out_links(index[u]))
         lost = (reachable - done - pending) & discovered
         return {"reachable": len(reachable), "stored": len(done), "finished": finished,
                 "pending": len((reachable - done) & pending), "undiscovered": len(reachable - done - pending - discovered),

@@ -32,21 +32,20 @@ Call = tuple[str, Sequence[Any], Sequence[Any]]
 STANDBY_REFRESH = 1.0  # seconds between two reads of a cluster's replicas
 
 
-def cluster_nodes(client: Any, node: Any = None, slots: bool = False) -> list[tuple[Any, str, str, Any]]:
+def cluster_nodes(client: Any, node: Any = None) -> list[tuple[Any, str, str, Any, bool]]:
     """``CLUSTER NODES`` (asked of ``node``, else of any) as rows of (node
-    id, ``host:port``, flags, master id); with ``slots``, of (node id,
-    ``host:port``, flags, whether it serves any slot)."""
+    id, ``host:port``, flags, master id, whether it serves any slot)."""
     raw = client.execute_command("CLUSTER NODES", target_nodes=node or client.get_random_node())
     lines = raw.decode() if isinstance(raw, bytes) else raw
     if isinstance(lines, dict):  # redis-py parsed it: {address: {"node_id", "flags", "master_id", "slots", ...}}
-        return [(v.get("node_id"), addr, str(v.get("flags", "")), bool(v.get("slots")) if slots else v.get("master_id"))
+        return [(v.get("node_id"), addr, str(v.get("flags", "")), v.get("master_id"), bool(v.get("slots")))
                 for addr, v in lines.items()]
     rows = []
     for line in str(lines).splitlines():
         parts = line.split()
         if len(parts) >= 4:
             served = any(not p.startswith("[") for p in parts[8:])  # "[slot->-id]": a slot migrating, not served
-            rows.append((parts[0], parts[1].split("@")[0], parts[2], served if slots else parts[3]))
+            rows.append((parts[0], parts[1].split("@")[0], parts[2], parts[3], served))
     return rows
 
 
@@ -54,16 +53,16 @@ def serving_masters(client: Any, node: Any = None) -> set[str]:
     """The Redis Cluster masters (``host:port``) that serve slots, as
     ``node`` sees them: a master failed over serves none (its replica,
     promoted, serves them)."""
-    return {addr for _, addr, flags, served in cluster_nodes(client, node, slots=True) if "master" in flags and served}
+    return {addr for _, addr, flags, _, served in cluster_nodes(client, node) if "master" in flags and served}
 
 
 def standby_replicas(client: Any, node: Any = None) -> dict[str, int]:
     """Each Redis Cluster master (``host:port``) and its replicas not
     marked failed, from ``CLUSTER NODES`` (asked of ``node``, else of any)."""
     rows = cluster_nodes(client, node)
-    names = {node_id: addr for node_id, addr, flags, _ in rows if "master" in flags}
+    names = {node_id: addr for node_id, addr, flags, _, _ in rows if "master" in flags}
     out = dict.fromkeys(names.values(), 0)
-    for _, _, flags, master in rows:
+    for _, _, flags, master, _ in rows:
         if ("slave" in flags or "replica" in flags) and "fail" not in flags.replace("fail?", "") \
                 and master in names:
             out[names[master]] += 1

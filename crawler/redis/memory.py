@@ -179,6 +179,6 @@ def require_replicas(client: Any, replicas: int) -> str | None:
         return None
     text = f"REDIS_WAIT_REPLICAS={replicas}: {', '.join(short)} connected replicas"
     if not hasattr(client, "connection_pool"):
-        if any("fail" in flags for _, _, flags, _ in cluster_nodes(client, answered[0])):  # a node that answers
+        if any("fail" in flags for _, _, flags, _, _ in cluster_nodes(client, answered[0])):  # a node that answers
             return f"{text} now, with a node of the cluster down; writes to it wait until a replica is back"
     raise RedisMemoryError(f"{text}; give at most the replicas every master has, or 0")
